@@ -15,6 +15,12 @@ import sys
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Keep the bytecode of the project's modules (and pytest's rewritten test modules) for the session's later processes:
+# where PYTHONDONTWRITEBYTECODE is set (the 2-core test machines set it), every fresh interpreter the suite starts
+# (launch.py runs, their distributed=local processes, `python -c` checks, fork drivers) compiled gensbi_sharding's
+# sources again: ~0.15 s of a refused launch.py's 0.9 s of CPU. Installed packages keep the bytecode pip wrote.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # Compile fast, in this process and in every run a test launches (they inherit the environment): the tests'
 # programs are tiny, so XLA's optimisation passes cost more than they save (measured on the launch-heavy tests:
 # 9-12 % less wall time). Numbers compared within the suite are compiled alike on both sides.
@@ -169,84 +175,99 @@ def devices():
 # files first leaves the short ones to even out the two workers' ends (in xdist's default order, most tests first,
 # one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~5 s each
 # (quiet): they come last, in alphabetical order. Seconds per file (one worker's) from the junit of a quiet `make test`
-# in a fresh clone (2026-12-05 02:48, session 53's end); LONGEST_FIRST_FAST from the same tests `make test-fast` runs
-# (-m "not slow"), whose order differs: test_preemption.py is nearly all slow.
+# in a fresh clone (2026-12-05 19:07, session 60's end; xdist's scheduling simulated from it: ends 650/649 s, were
+# 648/652); LONGEST_FIRST_FAST from the seconds, in that run, of the tests `make test-fast` runs (-m "not slow"), whose
+# order differs: test_preemption.py is nearly all slow (ends 263/264 s, were 259/267).
 LONGEST_FIRST = (
-    "test_preemption.py",  # ~156
-    "test_equivalence.py",  # ~156
-    "test_launch.py",  # ~66
-    "test_local_processes.py",  # ~61
-    "test_refusal_fixes.py",  # ~42
-    "test_init.py",  # ~34
-    "test_setting_checks.py",  # ~32
-    "test_param_dtype.py",  # ~31
-    "test_gensbi_models.py",  # ~30
-    "test_config.py",  # ~29
-    "test_train.py",  # ~24
-    "test_checkpoint.py",  # ~24
-    "test_resume_refusals.py",  # ~24
-    "test_dry_run.py",  # ~23
-    "test_sbibm_runner.py",  # ~23
-    "test_evaluate.py",  # ~22
-    "test_sequential.py",  # ~20
-    "test_user_view.py",  # ~19
-    "test_sweep_check.py",  # ~17
-    "test_sweep_subdirs.py",  # ~16
-    "test_own_observation.py",  # ~15
-    "test_readme_examples.py",  # ~13
-    "test_sbibm_preset.py",  # ~13
-    "test_local_process_stops.py",  # ~13
-    "test_checkpoint_commits.py",  # ~11
+    "test_equivalence.py",  # ~149
+    "test_preemption.py",  # ~146
+    "test_local_processes.py",  # ~75
+    "test_launch.py",  # ~65
+    "test_gensbi_models.py",  # ~44
+    "test_param_dtype.py",  # ~40
+    "test_dry_run.py",  # ~39
+    "test_setting_checks.py",  # ~39
+    "test_init.py",  # ~35
+    "test_train.py",  # ~33
+    "test_resume_refusals.py",  # ~32
+    "test_sequential.py",  # ~26
+    "test_refusal_fixes.py",  # ~26
+    "test_checkpoint.py",  # ~25
+    "test_config.py",  # ~24
+    "test_sbibm_runner.py",  # ~22
+    "test_evaluate.py",  # ~21
+    "test_own_observation.py",  # ~18
+    "test_user_view.py",  # ~18
+    "test_state_check.py",  # ~17
+    "test_fork_timeouts.py",  # ~15
+    "test_readme_examples.py",  # ~15
+    "test_local_process_stops.py",  # ~14
+    "test_benchmark_cli.py",  # ~13
+    "test_checkpoint_commits.py",  # ~13
+    "test_launch_interrupt.py",  # ~12
+    "test_sbibm_preset.py",  # ~11
+    "test_sweep_subdirs.py",  # ~11
+    "test_flax_idioms.py",  # ~11
+    "test_start_imports.py",  # ~11
+    "test_cross_process_checks.py",  # ~11
+    "test_sweep_check.py",  # ~10
+    "test_checkpoint_inputs.py",  # ~10
+    "test_gensbi_wrappers.py",  # ~10
     "test_data_faults.py",  # ~10
-    "test_docs_pages.py",  # ~10
-    "test_suggested_defaults.py",  # ~10
-    "test_start_imports.py",  # ~9
-    "test_cross_process_checks.py",  # ~9
-    "test_data.py",  # ~8
-    "test_interrupts.py",  # ~8
-    "test_flax_idioms.py",  # ~8
-    "test_presets.py",  # ~8
+    "test_untraceable_constructors.py",  # ~9
+    "test_run_report.py",  # ~9
+    "test_data.py",  # ~9
+    "test_multihost.py",  # ~8
     "test_watchdog.py",  # ~8
-    "test_summary.py",  # ~7
-    "test_override_types.py",  # ~7
-    "test_run_report.py",  # ~7
-    "test_multihost.py",  # ~7
+    "test_interrupts.py",  # ~7
+    "test_memory_check.py",  # ~7
     "test_console.py",  # ~7
-    "test_launch_interrupt.py",  # ~6
-    "test_checkpoint_inputs.py",  # ~6
-    "test_untraceable_constructors.py",  # ~6
-    "test_gensbi_wrappers.py",  # ~6
-    "test_benchmark_cli.py",  # ~6
+    "test_presets.py",  # ~7
+    "test_summary.py",  # ~7
+    "test_observation_checks.py",  # ~7
+    "test_docs_pages.py",  # ~6
+    "test_models.py",  # ~6
+    "test_list_settings.py",  # ~6
+    "test_suggested_defaults.py",  # ~6
+    "test_continued_runs.py",  # ~6
+    "test_jax_unstarted.py",  # ~6
+    "test_val_history_sets.py",  # ~6
 )
 LONGEST_FIRST_FAST = (
-    "test_refusal_fixes.py",  # ~42
-    "test_config.py",  # ~29
-    "test_equivalence.py",  # ~25
-    "test_init.py",  # ~25
-    "test_setting_checks.py",  # ~24
-    "test_sbibm_runner.py",  # ~21
-    "test_evaluate.py",  # ~19
-    "test_sweep_check.py",  # ~17
-    "test_sweep_subdirs.py",  # ~14
-    "test_readme_examples.py",  # ~13
-    "test_gensbi_models.py",  # ~11
-    "test_docs_pages.py",  # ~10
+    "test_setting_checks.py",  # ~32
+    "test_equivalence.py",  # ~26
+    "test_refusal_fixes.py",  # ~26
+    "test_init.py",  # ~24
+    "test_config.py",  # ~24
+    "test_evaluate.py",  # ~20
+    "test_sbibm_runner.py",  # ~19
+    "test_train.py",  # ~19
+    "test_gensbi_models.py",  # ~18
+    "test_state_check.py",  # ~15
+    "test_readme_examples.py",  # ~15
+    "test_sequential.py",  # ~13
+    "test_param_dtype.py",  # ~13
+    "test_flax_idioms.py",  # ~11
+    "test_start_imports.py",  # ~11
     "test_resume_refusals.py",  # ~10
-    "test_train.py",  # ~10
-    "test_suggested_defaults.py",  # ~10
-    "test_param_dtype.py",  # ~9
-    "test_start_imports.py",  # ~9
-    "test_data.py",  # ~8
-    "test_flax_idioms.py",  # ~8
-    "test_presets.py",  # ~8
-    "test_data_faults.py",  # ~8
+    "test_sweep_check.py",  # ~10
+    "test_benchmark_cli.py",  # ~10
+    "test_checkpoint_inputs.py",  # ~10
+    "test_sweep_subdirs.py",  # ~9
+    "test_data.py",  # ~9
+    "test_gensbi_wrappers.py",  # ~7
+    "test_data_faults.py",  # ~7
+    "test_memory_check.py",  # ~7
+    "test_dry_run.py",  # ~7
+    "test_presets.py",  # ~7
     "test_summary.py",  # ~7
-    "test_override_types.py",  # ~7
-    "test_checkpoint_inputs.py",  # ~6
-    "test_gensbi_wrappers.py",  # ~6
-    "test_sequential.py",  # ~6
-    "test_checkpoint.py",  # ~6
     "test_console.py",  # ~6
+    "test_docs_pages.py",  # ~6
+    "test_models.py",  # ~6
+    "test_suggested_defaults.py",  # ~6
+    "test_continued_runs.py",  # ~6
+    "test_checkpoint.py",  # ~6
+    "test_jax_unstarted.py",  # ~6
 )
 
 
