@@ -10,7 +10,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
-from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
+from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import (array_leaves, check_mesh, check_no_module, check_unmasked, is_array, is_array_like,
                                    is_int, is_prng_key, placed_dtype, unheld_dtype_fix, value_of)
@@ -92,9 +92,10 @@ def check_values(variables: list[tuple[str, Any]], caller: str) -> None:
     for key, var in variables:
         for leaf in array_leaves(value_of(var)):
             if isinstance(leaf, jax.core.Tracer):
-                raise ValueError(f"{caller} got {key} as a traced array: it places a model outside jax.jit "
-                                 "and nnx.jit (its arrays keep their shardings through the step): place it before the "
-                                 "step function; inside one, pin activations with constrain(x, names, partition_axis)")
+                raise ValueError(f"{caller} got {key} as a traced array: it places a model outside jax.jit and "
+                                 "nnx.jit and every other JAX transformation (jax.grad, jax.vmap, ...; its arrays keep "
+                                 "their shardings through the step): place it before the step function; inside one, "
+                                 "pin activations with constrain(x, names, partition_axis)")
             check_placeable(leaf, f"{caller}: {key} (shape {leaf.shape})")
 
 
@@ -211,10 +212,6 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     mesh : jax.sharding.Mesh or None
     """
     return _put_leaves(tree, mesh, "replicate", "replicate", split=False)
-
-
-#: Where a traced value is placed: a jitted step's, or an eager jax.grad/vmap's (its arrays are tracers too).
-UNDER_TRANSFORM = "under a JAX transformation (jax.jit, jax.grad, ...)"
 
 
 def check_active_mesh(mesh: Mesh, caller: str) -> None:

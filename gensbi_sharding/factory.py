@@ -19,6 +19,8 @@ _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("t
 INPUT_IN_FACTORY = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
                     "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and {eager}")
 MODEL_IN_FACTORY = "drop the call: {result} is laid out by its plan (another layout: another rule)"
+#: Where a traced value is placed: a jitted step's, or an eager jax.grad/vmap's (its arrays are tracers too).
+UNDER_TRANSFORM = "under a JAX transformation (jax.jit, jax.grad, ...)"
 # Per caller of trace_factory: what it does with the constructor, what it returns, how to build the model eagerly and
 # do the same (the fixes' words hold for each).
 _ABSTRACT_WORK = "traces the model itself, holding no values, and lays it out by its plan"
@@ -36,6 +38,16 @@ def refuse_in_factory(name: str, fix: str) -> None:
         work, result, eager = _CALLERS[caller]
         raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} {work}; "
                          + fix.format(caller=caller, result=f"{result} {caller} returns", eager=eager))
+
+
+def under_transform() -> bool:
+    """Whether a JAX transformation traces the caller, an eager ``jax.grad``/``vmap`` too (its constants are no tracers
+    there), where ``jax.set_mesh`` refuses saying "outside of `jax.jit`"; ``jax.sharding.get_mesh`` refuses alike."""
+    try:
+        jax.sharding.get_mesh()
+    except ValueError:
+        return True
+    return False
 
 
 def build_unplaced(factory: Callable[[], Any]) -> Any:

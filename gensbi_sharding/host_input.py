@@ -12,7 +12,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
-from gensbi_sharding.factory import INPUT_IN_FACTORY, refuse_in_factory
+from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
@@ -152,7 +152,8 @@ def _replicated_digest(leaf: Any, spec: P, mesh: Mesh) -> str | None:
     return hashlib.sha256(np.ascontiguousarray(np.asarray(leaf)).tobytes()).hexdigest()[:12]
 
 
-_OUTSIDE_JIT = "host_to_global_array runs outside jax.jit; call it on host data before the step function"
+_OUTSIDE_JIT = (f"host_to_global_array was called {UNDER_TRANSFORM}: it runs outside them; call it on host data "
+                "before the step function")
 
 
 def _concrete_mesh(mesh: Mesh | None) -> Mesh:

@@ -16,7 +16,8 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.batch import check_placeable, host_view
-from gensbi_sharding.factory import build_unplaced, check_concrete, refuse_in_factory, trace_factory
+from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, refuse_in_factory, trace_factory,
+                                     under_transform)
 from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, check_value_leaves, is_array_like,
                                    is_scalar, is_prng_key, keep_scalars, named_leaves, path_name, value_of)
@@ -47,7 +48,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     Raises
     ------
     ValueError
-        ``factory`` or ``rule`` refused (``mesh=None`` too); inside jax.jit; a constructor that reads back a value it
+        ``factory`` or ``rule`` refused (``mesh=None`` too); under jax.jit, jax.grad; a constructor that reads back a value it
         computed, places an input, changes an outside ``nnx.Rngs`` or draws unseeded; a ``mesh`` with no local device.
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
@@ -60,9 +61,9 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
             check_placeable(leaf, f"init_sharded: {name} (shape {np.shape(leaf)})")
         return node
     refuse_in_factory("init_sharded", "build that part unplaced there (e.g. Inner(rngs)): {caller} lays it all out")
-    if isinstance(jnp.zeros(()), jax.core.Tracer):  # under jit: set_mesh (each group's program) raised JAX's words
-        raise ValueError("init_sharded was called inside jax.jit (or nnx.jit): call it outside, it compiles its own "
-                         "programs (one per group of variables); pass the placed model to the jitted function")
+    if under_transform():  # set_mesh (each group's program) raised JAX's words, "outside of `jax.jit`" under a grad too
+        raise ValueError(f"init_sharded was called {UNDER_TRANSFORM}: call it outside, it compiles its own programs "
+                         "(one per group of variables); pass the placed model to the transformed function")
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded", flags := {})
     variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
     if not mesh.local_devices:
@@ -145,8 +146,9 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         raise TypeError(f"wrt={wrt!r:.60} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
     traced = next((name for name, v in named_leaves(model) if isinstance(v, jax.core.Tracer)), None)
     if traced is not None:  # a tracer has no mesh: a plain Optimizer came back, its state laid out as jit chose
-        raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside jax.jit and nnx.jit "
-                         "(it compiles its own program, the state at its plan), on the placed model")
+        raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside every JAX "
+                         "transformation (jax.jit, nnx.jit, jax.grad, ...; "
+                         "it compiles its own program, the state at its plan), on the placed model")
     mesh, abstract = _model_mesh(model)
     if mesh is None and not abstract:  # no mesh set: a ref=True variable's copy is a jitted program it refused
         with jax.set_mesh(None):

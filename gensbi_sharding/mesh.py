@@ -8,6 +8,7 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 
+from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import check_mesh, is_int
 
@@ -123,14 +124,23 @@ def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
 
 @contextlib.contextmanager
 def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
-    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block, yielding it; None: a no-op. On
-    entering, ``TypeError`` for another type (a spec goes to ``resolve_mesh``).
+    """Make ``mesh`` the active mesh (``jax.set_mesh``) inside a ``with`` block, yielding it; None: a no-op.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or None
+
+    Raises
+    ------
+    TypeError
+        On entering, ``mesh`` of another type (a spec goes to ``resolve_mesh``).
+    ValueError
+        Entered under a JAX transformation (``jax.jit``, ``jax.grad``): ``jax.set_mesh`` works outside them only.
     """
     check_mesh(mesh)
+    if mesh is not None and under_transform():  # JAX's words: "`set_mesh` can only be used outside of `jax.jit`"
+        raise ValueError(f"mesh_context {UNDER_TRANSFORM}: JAX sets a mesh outside them only; enter it around the "
+                         "call of the transformed function, `with mesh_context(mesh): step(...)`")
     with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
         yield mesh
 

@@ -11,6 +11,7 @@ import numpy as np
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
+from gensbi_sharding.factory import UNDER_TRANSFORM
 from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, listing, named_leaves,
                                    path_key)
 
@@ -42,7 +43,7 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     """``{"a/b/c": sharding}`` of every state leaf of ``node`` now (None if it has none), a pytree value by each array.
-    It reads placed arrays, so it runs outside ``jax.jit``/``nnx.jit`` (on the state a step takes or returns).
+    It reads placed arrays, so it runs outside ``jax.jit``/``jax.grad`` (on the state a step takes or returns).
 
     Parameters
     ----------
@@ -62,7 +63,7 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
 def partition_specs(node: Any) -> dict[str, str]:
     """``{"a/b/c": "PartitionSpec('data', None)"}`` of every array state leaf of ``node``: ``"host"`` for NumPy and a
     sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for a non-node
-    or a traced leaf (it reads placed arrays: call it outside ``jax.jit``/``nnx.jit``).
+    or a traced leaf (it reads placed arrays: call it outside ``jax.jit``/``jax.grad``).
 
     Parameters
     ----------
@@ -156,7 +157,7 @@ class PlacementReport:
 
 def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     """Count, size and locate every array variable of ``node``: a ``PlacementReport``. It reads placed arrays (or
-    abstract ones), so it runs outside ``jax.jit``/``nnx.jit``: on the state a step takes or returns.
+    abstract ones), so it runs outside ``jax.jit``/``jax.grad``: on the state a step takes or returns.
 
     Parameters
     ----------
@@ -237,9 +238,9 @@ def _check_not_typeof(value: Any, path: str) -> None:
     and traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0."""
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
         if isinstance(leaf, jax.core.Tracer):
-            raise TypeError(f"{path_key(keys, path)} is a traced array (inside jax.jit or nnx.jit), placed nowhere "
-                            "yet: describe, bytes_per_device, sharding_of and partition_specs read placed arrays; "
-                            "call them outside the jitted function, on the state it takes or returns")
+            raise TypeError(f"{path_key(keys, path)} is a traced array {UNDER_TRANSFORM}, placed nowhere yet: "
+                            "describe, bytes_per_device, sharding_of and partition_specs read placed arrays; call "
+                            "them outside the transformed function, on the state it takes or returns")
         if isinstance(leaf, jax.core.ShapedArray):
             raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
                             "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "

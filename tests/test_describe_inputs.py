@@ -178,8 +178,9 @@ def test_placement_queries_inside_a_jit_refuse_the_traced_state_naming_the_fix(d
     model = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
     gs.shard_model(model, mesh, "replicated")
     for query in (gs.sharding_of, lambda m: gs.describe(m, mesh), gs.bytes_per_device, gs.partition_specs):
-        with pytest.raises(TypeError, match=r"^bias is a traced array \(inside jax.jit or nnx.jit\).*call them outside "
-                                            r"the jitted function, on the state it takes or returns"):
+        with pytest.raises(TypeError, match=r"^bias is a traced array under a JAX transformation \(jax.jit, "
+                                            r"jax.grad, ...\).*call them outside the transformed function, on the "
+                                            r"state it takes or returns"):
             nnx.jit(query)(model)
     assert gs.sharding_of(model)["kernel"] == NamedSharding(mesh, P())  # outside: the placements, as before
     assert gs.describe(model, mesh).max_bytes_per_device == 80

@@ -213,8 +213,10 @@ def test_host_to_global_array_inside_jit_with_a_mesh_says_to_call_it_outside(dev
     # Without mesh= it said so; with mesh= given it was JAX's ConcretizationTypeError (is_fully_addressable).
     mesh = gs.make_mesh(model_axis=2)
     for given in ({"mesh": mesh}, {}):
-        with gs.mesh_context(mesh), pytest.raises(ValueError, match="host_to_global_array runs outside jax.jit; "
-                                                                    "call it on host data before the step function"):
+        with gs.mesh_context(mesh), pytest.raises(ValueError, match=r"host_to_global_array was called under a JAX "
+                                                                    r"transformation \(jax.jit, jax.grad, ...\): it runs "
+                                                                    "outside them; call it on host data before the step "
+                                                                    "function"):
             jax.jit(lambda a: gs.host_to_global_array(a, **given))(np.ones((16, 2), np.float32))
 
 
