@@ -179,8 +179,8 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
             meta = var.get_metadata()  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
             raw = next((meta[key] for key in ANNOTATION_KEYS if meta.get(key) is not None), None)
             spec, reason = partition_spec_for(raw if one else None, value.shape if one else (), rule.table, mesh)
-            if names is None and isinstance(var, nnx.Param):
-                reason = "no annotation"
+            if names is None and isinstance(var, nnx.Param) and not (one and value.shape == ()):  # 0-d: no split
+                reason = "no annotation"  # to miss (describe's largest replicated leaves it out too)
             elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
             elif reason and isinstance(var, nnx.optimizer.OptState) and names is not None and not (

@@ -282,3 +282,24 @@ def test_plan_sharding_given_an_unhashable_non_path_names_it_and_the_planned_pat
     with pytest.raises(KeyError) as err:
         plan.sharding(odd)
     assert err.value.args == (f"Plan.sharding: no variable planned at {odd!r}; nearest: {near}",)
+
+
+def test_a_0d_parameter_without_annotation_is_no_fallback(mesh):
+    # Was: "1 variable(s) replicated instead of split ...: temperature (no annotation)", for a scalar nothing splits
+    # (describe's "largest replicated" already left it out); a 1-element vector unannotated still falls back.
+    class Scaled(nnx.Module):
+        def __init__(self):
+            self.temperature = nnx.Param(np.array(0.5, np.float32))
+            self.gain = nnx.Param(np.ones((1,), np.float32))
+
+    model = Scaled()
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    assert plan.fallbacks == {"gain": "no annotation"}
+    assert plan.specs == {"temperature": P(), "gain": P()}
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        gs.shard_model(model, mesh, "fsdp")
+    messages = [str(w.message) for w in record if w.category is gs.ShardingFallbackWarning]
+    assert messages == ["1 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}: "
+                        "gain (no annotation)"]
+    assert model.temperature.get_value().sharding.is_fully_replicated and float(model.temperature.get_value()) == 0.5
