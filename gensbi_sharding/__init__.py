@@ -10,6 +10,7 @@ import importlib
 #: Each public name's module (``gensbi_sharding.<module>``), imported when the name is first read.
 _MODULES = {
     "activations": ("PartitionAxis", "constrain"),
+    "annotations": ("axes", "logical_axes_of", "partitioned"),
     "batch": ("batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "replicate", "shard_batch",
               "shard_sample_init"),
     "batch_sizes": ("nearest_batch_sizes",),
@@ -20,8 +21,7 @@ _MODULES = {
     "report": ("bytes_per_device", "describe", "partition_specs", "sharding_of"),
     "simulate": ("mesh_init_simulate",),
     "rules": ("ExperimentalRuleWarning", "LOGICAL_AXES", "MODEL_AXIS", "RULES", "MeshAxes", "Rule", "RuleTable",
-              "ShardingFallbackWarning", "axes", "logical_axes_of", "partition_spec_for", "partitioned",
-              "resolve_rule"),
+              "ShardingFallbackWarning", "partition_spec_for", "resolve_rule"),
     "sharding": ("Plan", "place", "plan_shardings", "shard_model", "shard_model_by_table"),
 }
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}

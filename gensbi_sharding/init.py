@@ -18,7 +18,8 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from gensbi_sharding.batch import check_placeable, host_view
 from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, refuse_in_factory, trace_factory,
                                      under_transform)
-from gensbi_sharding.rules import RULES, Rule, RuleTable, logical_axes_of, resolve_rule
+from gensbi_sharding.annotations import logical_axes_of
+from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, check_value_leaves, is_array_like,
                                    is_scalar, is_prng_key, keep_scalars, named_leaves, path_name, value_of)
 from gensbi_sharding.report import mesh_label

@@ -1,4 +1,4 @@
-"""The contract's vocabulary and rules: logical axes, annotations, the named rules, a rule resolved once.
+"""The contract's vocabulary and rules: logical axes, the annotation keys, the named rules, a rule resolved once.
 
 ``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
 mesh axes) is Flax's and MaxText's ``logical_axis_rules``; its placements GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
@@ -11,11 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:  # imported where used: the harness's config checks read this module without JAX or Flax
-    from flax import nnx
     from jax.sharding import Mesh, PartitionSpec as P
 
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule", "partition_spec_for",
-           "axes", "partitioned", "logical_axes_of", "ShardingFallbackWarning", "ExperimentalRuleWarning"]
+           "ShardingFallbackWarning", "ExperimentalRuleWarning"]
 
 #: The logical axis names a model may give a variable's dimensions: the contract's vocabulary.
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
@@ -36,57 +35,6 @@ class ShardingFallbackWarning(UserWarning):
 
 class ExperimentalRuleWarning(UserWarning):
     """A built-in splitting rule ("fsdp", "tensor") is in force; the contract calls it experimental."""
-
-
-def axes(*names: str | None) -> dict:
-    """``nnx.Variable`` keyword arguments (or a layer's ``*_metadata``) naming one logical axis per dimension, e.g.
-    ``nnx.Param(value, **axes("embed", "mlp"))``; never placed at construction (``eager_sharding=False``).
-
-    Parameters
-    ----------
-    *names : str or None
-        One per dimension: a logical axis (``LOGICAL_AXES``) or None (never split).
-    """
-    return {"out_sharding": names, "eager_sharding": False}
-
-
-def partitioned(init, names: tuple[str | None, ...]):
-    """``nnx.with_partitioning(init, names)`` without eager placement.
-
-    Parameters
-    ----------
-    init : callable
-        ``init(key, shape, dtype) -> jax.Array``.
-    names : tuple of str or None
-
-    Raises
-    ------
-    TypeError
-        ``init`` not callable (e.g. ``3``, or the names passed first), named before any layer is built.
-    """
-    if not callable(init):  # Flax's "'int' object is not callable" came only when the layer was built
-        raise TypeError(f"partitioned: init={init!r:.40} must be an initializer, e.g. nnx.initializers.lecun_normal()")
-    from flax import nnx  # not at the top (TYPE_CHECKING's note)
-    return nnx.with_partitioning(init, names, eager_sharding=False)
-
-
-def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
-    """The logical axis names on ``var`` (``ANNOTATION_KEYS``), one per dimension (a bare str: one), or None if none.
-
-    Parameters
-    ----------
-    var : nnx.Variable
-
-    Raises
-    ------
-    TypeError
-        ``var`` no variable (an array, ``var[...]``, holds no annotation).
-    """
-    if not callable(getattr(var, "get_metadata", None)):
-        raise TypeError(f"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a {type(var).__name__}: "
-                        "the annotation is the variable's metadata, not its value's")
-    names = next((found for key in ANNOTATION_KEYS if (found := var.get_metadata().get(key)) is not None), None)
-    return None if names is None else tuple(names) if _is_sequence(names) else (names,)  # a bare 5: one odd entry
 
 
 #: The named rules, a (logical axis, mesh axis or None) pair each. "replicated" splits nothing; "fsdp" splits ``embed``
@@ -170,8 +118,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         return rule
     if isinstance(rule, Mapping):  # a Hydra DictConfig too
         return Rule("custom", rule)  # copied and checked by Rule
-    if _is_sequence(rule) and rule and all(  # (str, value) pairs: RULES' own form
-            _is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule):
+    if is_sequence(rule) and rule and all(  # (str, value) pairs: RULES' own form
+            is_sequence(pair) and len(pair) == 2 and isinstance(pair[0], str) for pair in rule):
         rule = [(name, _plain(value)) for name, value in rule]  # OmegaConf's ListConfig pairs too
         names = [name for name, _ in rule]
         twice = next((name for name in names if names.count(name) > 1), None)
@@ -190,19 +138,19 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
                      f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
 
-def _is_sequence(value: Any) -> bool:  # but a str; a ListConfig too, and a PartitionSpec (Flax takes one; no Sequence)
+def is_sequence(value: Any) -> bool:  # but a str; a ListConfig too, and a PartitionSpec (Flax takes one; no Sequence)
     spec = getattr(sys.modules.get("jax.sharding"), "PartitionSpec", ())  # none exists before JAX is imported
     return isinstance(value, (Sequence, spec)) and not isinstance(value, (str, bytes))
 
 
 def _plain(value: Any) -> Any:  # a table value with a non-list sequence (ListConfig) as a list
-    return list(value) if _is_sequence(value) and not isinstance(value, (list, tuple)) else value
+    return list(value) if is_sequence(value) and not isinstance(value, (list, tuple)) else value
 
 
 def check_table(table: Mapping) -> None:
     """``ValueError`` naming the entry unless keys are logical axes (others: unsplit only), values mesh axes or None."""
     for key, value in table.items():
-        names = [] if value is None else list(value) if _is_sequence(value) else [value]
+        names = [] if value is None else list(value) if is_sequence(value) else [value]
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
             other = (f"a key is a logical axis name, a str: got {type(key).__name__}" if not isinstance(key, str) else
                      f"{key!r} names a rule: this is a table of rules (RULES itself?); pass one rule, e.g. {key!r} "
@@ -257,12 +205,12 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
 
     check_mesh(mesh, optional=False, plans=True)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
-    if not (_is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
+    if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
         raise TypeError(f"shape={shape!r:.60} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
     table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
     if names is None:
         return P(), None
-    comma, names = forgotten_comma(names, shape), tuple(names) if _is_sequence(names) else (names,)  # "embed": one
+    comma, names = forgotten_comma(names, shape), tuple(names) if is_sequence(names) else (names,)  # "embed": one
     if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
         return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
                      f"(e.g. 'embed') or None per dimension, got {names!r}")

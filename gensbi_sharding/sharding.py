@@ -20,9 +20,9 @@ from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
                                    non_node_part, path_key, shape_of, value_of)
+from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, ExperimentalRuleWarning, Rule, RuleTable,
-                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, logical_axes_of,
-                                   partition_spec_for, resolve_rule)
+                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for, resolve_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
