@@ -158,7 +158,8 @@ def check_table(table: Mapping) -> None:
                      "'name' names a harness rule file's table (conf/rule/*.yaml): drop it" if key == "name" else
                      f"annotations name logical axes, which a rule maps onto mesh axes: annotate with one mapped onto "
                      f"{key!r} ({_onto(table, key)})" if key in names else  # {'model': 'model'}: Flax's guide's names
-                     f"another name, e.g. a stacked-layer axis, can only be left unsplit: {{{key!r}: None}}")
+                     f"{typo_of(key)}another name, e.g. a stacked-layer axis, can only be left unsplit: "
+                     f"{{{key!r}: None}}")
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
                              f"({other})")
         if not all(isinstance(v, str) and v for v in names):  # "" (Hydra's rule.embed=) is no axis: None is unsplit
@@ -168,6 +169,12 @@ def check_table(table: Mapping) -> None:
             once = tuple(dict.fromkeys(names))
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
+
+
+def typo_of(name: Any) -> str:
+    """``"did you mean 'mlp'? "`` for a name close to one logical axis ('mpl', 'embedd'), else ``""``."""
+    near = difflib.get_close_matches(str(name), LOGICAL_AXES, n=1, cutoff=0.6)
+    return f"did you mean {near[0]!r}? if not, " if near else ""
 
 
 def _onto(table: Mapping, axis: str) -> str:
@@ -229,8 +236,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
             return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
                          f"annotate that dimension with a logical axis this rule maps onto {name!r} "
                          f"({_onto(table, name)})" if name in mesh.shape else f"unknown logical axis {name!r} "
-                         f"(known: {', '.join(LOGICAL_AXES)}); to split the other dimensions, leave it unsplit: a "
-                         f"rule table with {{{name!r}: None}}")
+                         f"(known: {', '.join(LOGICAL_AXES)}); {typo_of(name)}to split the other dimensions, leave it "
+                         f"unsplit: a rule table with {{{name!r}: None}}")
         target = None if name is None else table.get(name)
         mesh_axes = mesh_axes_of(target)  # () unsplit: P(()) is P(None)
         for axis in mesh_axes:

@@ -244,3 +244,30 @@ def test_a_table_of_rules_passed_as_a_rule_names_one_rule_to_pass(devices):
     with pytest.warns(gs.ShardingFallbackWarning, match="no annotation"):  # down/kernel, and the biases
         gs.shard_model_by_table(model, mesh, gs.RULES["fsdp"])  # the fix given
     assert gs.sharding_of(model)["up/kernel"].spec == jax.sharding.PartitionSpec("data", None)
+
+
+KNOWN = "embed, mlp, heads, vocab, in, out"
+
+
+@pytest.mark.parametrize("typo, meant", [("mpl", "mlp"), ("embedd", "embed"), ("head", "heads")])
+def test_a_misspelt_logical_axis_names_the_one_meant(mesh, typo, meant):
+    # Was only "another name, e.g. a stacked-layer axis, can only be left unsplit: {'mpl': None}" (a table) and
+    # "leave it unsplit: a rule table with {'embedd': None}" (an annotation): advice that, followed, leaves the
+    # misspelt axis unsplit everywhere, where a letter fixes it.
+    with pytest.raises(ValueError) as error:
+        gs.shard_model_by_table(nnx.Linear(8, 8, rngs=nnx.Rngs(0)), mesh, {**dict(gs.RULES["tensor"]), typo: "model"})
+    assert str(error.value) == (f"rule table key {typo!r} is not a logical axis; valid keys: {KNOWN} (did you mean "
+                                f"{meant!r}? if not, another name, e.g. a stacked-layer axis, can only be left "
+                                f"unsplit: {{{typo!r}: None}})")
+    model = nnx.Linear(8, 8, rngs=nnx.Rngs(0), kernel_metadata=gs.axes(typo, "mlp"))
+    assert gs.plan_shardings(model, mesh, "tensor").fallbacks["kernel"] == (
+        f"unknown logical axis {typo!r} (known: {KNOWN}); did you mean {meant!r}? if not, to split the other "
+        f"dimensions, leave it unsplit: a rule table with {{{typo!r}: None}}")
+
+
+def test_a_name_near_no_logical_axis_gets_no_guess(mesh):
+    with pytest.raises(ValueError, match=r"\(another name, e.g. a stacked-layer axis, can only be left unsplit: "
+                                         r"\{'layers': None\}\)$"):
+        gs.resolve_rule({"layers": "model"})
+    model = nnx.Linear(8, 8, rngs=nnx.Rngs(0), kernel_metadata=gs.axes("batch", "mlp"))
+    assert "did you mean" not in gs.plan_shardings(model, mesh, "tensor").fallbacks["kernel"]
