@@ -271,3 +271,14 @@ def test_a_name_near_no_logical_axis_gets_no_guess(mesh):
         gs.resolve_rule({"layers": "model"})
     model = nnx.Linear(8, 8, rngs=nnx.Rngs(0), kernel_metadata=gs.axes("batch", "mlp"))
     assert "did you mean" not in gs.plan_shardings(model, mesh, "tensor").fallbacks["kernel"]
+
+
+def test_a_size_1_dimension_names_the_fix_for_that_variable_not_the_whole_table(mesh):
+    # Was: "size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2; map 'mlp' to None", whose
+    # fix, followed, leaves every 'mlp' weight of the model unsplit to quiet one (1,) gain.
+    reason = gs.partition_spec_for(("mlp",), (1,), dict(gs.RULES["tensor"]), mesh)
+    assert reason == (P(), "size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2; annotate "
+                           "this dimension None: size 1 splits over no mesh axis (mapping 'mlp' to None would leave "
+                           "every 'mlp' dimension unsplit)")
+    assert gs.partition_spec_for(("mlp",), (3,), dict(gs.RULES["tensor"]), mesh)[1].endswith(  # size > 1: the table
+        "is not divisible by mesh axis 'model' of size 2; map 'mlp' to None")

@@ -532,7 +532,9 @@ def test_adafactors_factored_moments_are_planned_whole_without_a_warning(devices
     unlike = gs.sharding.UNLIKE_PARAMETER
     assert plan.fallbacks["1/opt_state/0/v_row/up/kernel"] == f"{unlike}; annotation rank 2 != array rank 1"
     assert plan.fallbacks["1/opt_state/0/v_col/up/bias"] == (  # a (1,) placeholder for the unfactored bias
-        f"{unlike}; size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2; map 'mlp' to None")
+        f"{unlike}; size 1 of logical axis 'mlp' is not divisible by mesh axis 'model' of size 2; annotate this "
+        "dimension None: size 1 splits over no mesh axis (mapping 'mlp' to None would leave every 'mlp' dimension "
+        "unsplit)")
     assert all(reason.startswith(unlike) for reason in plan.fallbacks.values()) and len(plan.fallbacks) == 10
     assert plan.specs["1/opt_state/0/v/up/bias"] == P("model")  # the unfactored moment follows its parameter
     record = caught(shard_model, (model, optimizer), mesh, "tensor")
