@@ -121,19 +121,6 @@ def mesh_axes_of(entry: Any) -> tuple:
                      "them, or None")
 
 
-def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
-    """Why ``names`` falls back: dimension ``at`` splits over ``axis`` as ``first`` does; the fix splits the rest."""
-    if first == at:
-        return (f"logical axis {names[at]!r} maps to mesh axis {axis!r} twice ({table.get(names[at])!r}); map it "
-                f"onto {axis!r} once in the rule table")
-    later = [j for j, name in enumerate(names) if j > first and axis in mesh_axes_of(table.get(name))]
-    fix = tuple(None if j in later else name for j, name in enumerate(names))
-    unsplit = {names[j]: None for j in later}
-    return (f"logical axes {names[first]!r} and {names[at]!r} both map to mesh axis {axis!r}; annotate one of "
-            f"those dimensions with another logical axis or None (unsplit), e.g. {fix}"
-            + f", or a rule table with {unsplit}" * (names[first] not in unsplit))  # two names: or the rule moves one
-
-
 def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
     """Why PartitionSpec ``spec`` cannot split a ``shape`` array on ``mesh``, else None (JAX's name no variable)."""
     try:

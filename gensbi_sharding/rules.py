@@ -171,6 +171,20 @@ def check_table(table: Mapping) -> None:
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
 
 
+def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
+    """Why ``names`` falls back: dimension ``at`` splits over ``axis`` as ``first`` does; the fix splits the rest."""
+    from gensbi_sharding.nodes import mesh_axes_of  # not at the top (TYPE_CHECKING's note)
+    if first == at:
+        return (f"logical axis {names[at]!r} maps to mesh axis {axis!r} twice ({table.get(names[at])!r}); map it "
+                f"onto {axis!r} once in the rule table")
+    later = [j for j, name in enumerate(names) if j > first and axis in mesh_axes_of(table.get(name))]
+    fix = tuple(None if j in later else name for j, name in enumerate(names))
+    unsplit = {names[j]: None for j in later}
+    return (f"logical axes {names[first]!r} and {names[at]!r} both map to mesh axis {axis!r}; annotate one of "
+            f"those dimensions with another logical axis or None (unsplit), e.g. {fix}"
+            + f", or a rule table with {unsplit}" * (names[first] not in unsplit))  # two names: or the rule moves one
+
+
 def typo_of(name: Any) -> str:
     """``"did you mean 'mlp'? "`` for a name close to one logical axis ('mpl', 'embedd'), else ``""``."""
     near = difflib.get_close_matches(str(name), LOGICAL_AXES, n=1, cutoff=0.6)
@@ -208,7 +222,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
     """
     from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
-    from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of, split_twice
+    from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of
 
     check_mesh(mesh, optional=False, plans=True)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
