@@ -171,13 +171,17 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
                             "it alike)")
     elif not (factory and callable(node) and not isinstance(node, nnx.Variable)):  # a Variable is callable
         also = ", or a zero-argument factory building one" if factory else ""
+        built = node is None and caller.endswith("(what the factory returned)")  # not shard_model's None: no return
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
                         f"dict of them{also}), got {type(node).__name__} {' '.join(repr(node).split())[:60]}"
-                        f"{non_node_part(node)}")  # a Module's repr spans lines
+                        + ("; end the factory with `return` of the node it builds" if built else non_node_part(node)))
 
 
 def non_node_part(node: Any) -> str:
     """Where a tuple, list or dict fails ``is_node``, as messages append it: ``"; its ['step'] is int 0, ..."``."""
+    if node is None:  # `model = shard_model(model, ...)`: the name now holds what shard_model returned
+        return ("; shard_model, shard_model_by_table and place return None, placing the node they are given in "
+                "place: pass that node")
     if isinstance(node, nnx.Variable):
         return "; a bare nnx.Variable is a node's part: pass the Module holding it, or (variable,) or {'w': variable}"
     path, item = "", node

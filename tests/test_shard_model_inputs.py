@@ -247,3 +247,27 @@ def test_each_placing_entry_point_names_itself_in_its_errors(mesh, call, caller)
                 call(Bare(), mesh)
             with pytest.raises(TypeError, match=rf"^{caller} places NNX graph nodes .* got int"):
                 call(3, mesh)
+
+
+NOT_A_NODE = "takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or dict of them)"
+RETURNS_NONE = ("; shard_model, shard_model_by_table and place return None, placing the node they are given in place: "
+                "pass that node")
+
+
+def test_the_none_shard_model_returned_names_that_it_places_in_place(mesh, tmp_path):
+    # Was "describe takes an NNX graph node (...), got NoneType None" after `model = gs.shard_model(model, ...)`, as
+    # Flax's functional style reads: nothing said that None came from shard_model, which places in place.
+    with warnings.catch_warnings(action="ignore"):
+        model = gs.shard_model(nnx.Linear(4, 4, rngs=nnx.Rngs(0)), mesh)
+    for name, call in (("describe", lambda: gs.describe(model, mesh)), ("sharding_of", lambda: gs.sharding_of(model)),
+                       ("init_optimizer_sharded", lambda: gs.init_optimizer_sharded(model, optax.adam(1e-3)))):
+        with pytest.raises(TypeError) as error:
+            call()
+        assert str(error.value) == f"{name} {NOT_A_NODE}, got NoneType None{RETURNS_NONE}"
+    with pytest.raises(TypeError) as error:
+        CheckpointWriter(tmp_path / "c", every=1).save(1, model, jax.random.key(0))
+    assert str(error.value) == f"state=None must be an nnx.State (nnx.state(model)) or a mapping of arrays{RETURNS_NONE}"
+    with pytest.raises(TypeError) as error:  # a factory's None is its missing return, not shard_model's
+        gs.init_sharded(lambda: None, mesh)
+    assert str(error.value) == (f"init_sharded (what the factory returned) {NOT_A_NODE}, got NoneType None; end the "
+                                "factory with `return` of the node it builds")
