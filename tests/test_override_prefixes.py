@@ -99,6 +99,11 @@ CASES = [
                            "a hydra.launcher); for Hydra's own, write hydra/launcher=basic"),
     ("-m ~hydra/sweeper", "~hydra/sweeper: Hydra's hydra/sweeper group cannot be removed (Hydra's config requires "
                           "a hydra.sweeper); for Hydra's own, write hydra/sweeper=basic"),
+    # Hydra's own settings: "HydraConf (DictConfig) does not support deletion", five lines naming no fix
+    ("~hydra.run.dir", "~hydra.run.dir: Hydra's own settings cannot be removed; leave ~hydra.run.dir out "
+                       "(hydra.run.dir keeps its default)"),
+    ("~hydra.searchpath", "~hydra.searchpath: Hydra's own settings cannot be removed; leave ~hydra.searchpath out "
+                          "(hydra.searchpath keeps its default); for no folder beyond conf/, write hydra.searchpath=[]"),
 ]
 
 
@@ -112,6 +117,37 @@ def test_a_prefixed_override_is_refused_naming_the_one_to_type(compose_config, c
         assert prefix_problem(fixed) is None and override_problem(fixed, sweeps_need_m=False) is None
         if "," not in fixed[-1]:
             validate(compose_config(*fixed))
+
+
+@pytest.mark.parametrize("typed", ["hydra.searchpath=null", "++hydra.searchpath=null"])
+def test_a_null_hydra_searchpath_is_refused_naming_the_empty_list(compose_config, typed):
+    # Hydra refused it in five lines, "field 'hydra.searchpath' is not Optional", after every check had passed it
+    # (and with model=mlpp named only the model, whose fix Hydra refused in turn); [] is the search path of none.
+    said = (f"{typed}: hydra.searchpath is a list of folders, never null: leave it out; for no folder beyond "
+            "conf/, write hydra.searchpath=[]")
+    assert prefix_problem([typed, "model=mlp"]) == override_problem([typed, "model=mlp"]) == said
+    assert override_problem(["-m", typed, "rule=fsdp,tensor"]) == said
+    assert override_problem(["hydra.searchpath=[]", "model=mlp"]) is None
+    assert compose_config("hydra.searchpath=[]", "model=mlp").model.name == "mlp"
+
+
+def test_a_removed_or_null_hydra_searchpath_under_a_primary_config_with_one_names_leaving_it_out(tmp_path):
+    # --config-name my, whose file sets hydra.searchpath: [] would leave its folders unsearched (model=my_flux1 then
+    # refused), so the fix is leaving it out, no override to apply
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    (tmp_path / "mine" / "model").mkdir(parents=True)
+    (tmp_path / "mine" / "model" / "my_flux1.yaml").write_text("defaults:\n  - /flux1_schema\n")
+    (tmp_path / "my.yaml").write_text(f"defaults:\n  - config\n  - _self_\nhydra:\n  searchpath: "
+                                      f"[file://{tmp_path / 'mine'}]\n")
+    own, mine = ["-cd", str(tmp_path), "-cn", "my"], f"file://{tmp_path / 'mine'}"
+    assert command_problem([*own, "hydra.searchpath=null", "model=my_flux1"]) == (
+        f"hydra.searchpath=null: hydra.searchpath is a list of folders, never null: leave it out (the primary "
+        f"config's: {mine}), or write hydra.searchpath=[] for none beyond conf/")
+    assert command_problem([*own, "~hydra.searchpath", "model=my_flux1"]) == (
+        f"~hydra.searchpath: Hydra's own settings cannot be removed; leave ~hydra.searchpath out (hydra.searchpath "
+        f"keeps its default: {mine}), or write hydra.searchpath=[] for none beyond conf/")
+    assert command_problem([*own, "model=my_flux1"]) is None
 
 
 @pytest.mark.parametrize("command", [

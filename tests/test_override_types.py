@@ -173,20 +173,22 @@ def test_hydra_searchpath_typed_twice_is_read_as_hydra_reads_it_the_first_one(tm
 
 @pytest.mark.parametrize("typed", ["hydra.searchpath=null", "~hydra.searchpath"])
 def test_hydra_searchpath_null_adds_no_search_path_as_in_hydra(tmp_path, typed):
-    # Hydra reads a null (or deleted) first hydra.searchpath= as none typed: the primary config's own entries. Was:
-    # a search path 'None', read as a pkg:// one (Hydra's to list), so model=mlpp passed every check to Hydra's "Could
-    # not find", and the primary config's hydra.searchpath went unread.
+    # Read as no search path typed (the primary config's own entries). Was: a search path 'None', read as a pkg://
+    # one (Hydra's to list). Hydra itself refuses both ("is not Optional", "does not support deletion"): so does
+    # override_problem, and launch.py names model=mlpp's fix beside it.
+    from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.override_grammar import parse
 
     assert parse([typed]).search_paths == parse([]).search_paths == []
-    assert "did you mean model=mlp?" in override_problem([typed, "model=mlpp"])
+    assert "did you mean model=mlp?" in command_problem([typed, "model=mlpp"])
+    assert override_problem([typed, "model=mlpp"]).startswith(f"{typed}: ")
     (tmp_path / "mine" / "model").mkdir(parents=True)
     (tmp_path / "mine" / "model" / "my_flux1.yaml").write_text("defaults:\n  - /flux1_schema\n")
     (tmp_path / "my.yaml").write_text(f"defaults:\n  - config\n  - _self_\nhydra:\n  searchpath: "
                                       f"[file://{tmp_path / 'mine'}]\n")
     own = ["-cd", str(tmp_path), "-cn", "my"]
     assert parse([*own, typed]).search_paths == [f"file://{tmp_path / 'mine'}", f"file://{tmp_path}"]
-    assert override_problem([*own, typed, "model=my_flux1"]) is None
+    assert override_problem([*own, "model=my_flux1"]) is None
 
 
 def test_a_glob_over_models_is_checked_against_the_models_it_matches():

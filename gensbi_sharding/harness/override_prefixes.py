@@ -5,7 +5,8 @@ already at 'train.steps'", advising ``++``), ``~train.stpes`` ("Could not delete
 exist."), ``+experiment=quick`` ("Multiple values for experiment": conf/config.yaml lists it, unset),
 ``++model=transformer`` ("force-add of config groups is not supported"), ``~experiment`` (an interpolation error
 from conf/config.yaml's ``${experiment}/${model}``), ``~hydra/job_logging`` (after composing, "Missing mandatory
-value: hydra.job_logging"). A key the schema lacks, added with ``+`` or ``++``
+value: hydra.job_logging"), ``~hydra.run.dir`` and ``hydra.searchpath=null`` (five lines, "does not support deletion",
+"is not Optional"). A key the schema lacks, added with ``+`` or ``++``
 (``+train.stpes=5``, ``++seeed=1``), composed and was refused only by the config check, after Hydra made the run's
 folder. Hydra's semantics are kept where they are valid: ``++key=value`` for a key that exists (it sets it),
 ``+``/``++`` of a logical axis on the rule table (a table of one's own may lack it), ``~`` of an optional group
@@ -23,7 +24,7 @@ from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
-from gensbi_sharding.harness.groups import CONF, group_options
+from gensbi_sharding.harness.groups import CONF, group_options, primary_search_path
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.key_paths import nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
@@ -61,6 +62,8 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
     for o in command.parsed:
         if o.hydra.type == OverrideType.DEL and o.key.removeprefix("hydra/") in _HYDRA_NEEDED:
             return _hydra_group_problem(o)
+        if o.key.startswith("hydra.") and (problem := _hydra_setting_problem(o, command)) is not None:
+            return problem
         if (o.hydra.type == OverrideType.CHANGE or o.key.startswith("hydra") or o.hydra.package is not None
                 or "/" in o.key):
             continue
@@ -89,6 +92,24 @@ def _hydra_group_problem(o: Override) -> Refusal:
     option, meant = _HYDRA_NEEDED[name]
     return Refusal(f"{o.arg}: Hydra's {o.key} group cannot be removed (Hydra's config requires a hydra.{name})",
                    f"hydra/{name}={option}", how=f"; {meant}, write ")
+
+
+def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
+    """``~hydra.run.dir`` (Hydra: "RunDir (DictConfig) does not support deletion") or ``hydra.searchpath=null``
+    ("field 'hydra.searchpath' is not Optional"), each in five lines naming no fix: leave it out, or ``[]``, which
+    is no fix where the primary config has a search path (``-cn my``: its folders would go unsearched)."""
+    path, own = o.key == "hydra.searchpath", primary_search_path(command.args)
+    if o.hydra.type == OverrideType.DEL:
+        why = f"{o.arg}: Hydra's own settings cannot be removed; leave {o.arg} out ({o.key} keeps its default"
+        why += f": {', '.join(own)})" if path and own else ")"
+    elif path and o.hydra.value() is None:  # null anywhere: Hydra merges every hydra.searchpath= typed
+        why = f"{o.arg}: hydra.searchpath is a list of folders, never null: leave it out" + (
+            f" (the primary config's: {', '.join(own)})" if own else "")
+    else:
+        return None
+    if not path or own:
+        return Refusal(why + (", or write hydra.searchpath=[] for none beyond conf/" if path else ""), None)
+    return Refusal(why + "; for no folder beyond conf/", "hydra.searchpath=[]", how=", write ")
 
 
 def _reads(group: str) -> bool:
