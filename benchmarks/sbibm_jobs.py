@@ -5,6 +5,7 @@ its folder says (``job_status``, ``running_in``, ``other_settings``, ``scores_pr
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -39,6 +40,8 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
     compile or a C2ST fit that does not look at the stop) is killed, said on stderr, so that ``timeout``
     or a scheduler's stop ends the run; its last checkpoint stays, from which the same command continues.
     A job that keeps no checkpoint (``checkpoints=False``: a sequential one's rounds) is said to start again.
+    A hangup (the terminal closed, its shell's SIGHUP to the runner's group) is passed on too, ending both as it did
+    when they shared a group; under ``nohup`` both ignore it.
     """
     # Was, of a sequential job: "waiting for the job to save a checkpoint", which it never saves.
     then = ("the same command continues it from its last checkpoint" if checkpoints else
@@ -49,6 +52,11 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
     def forward(signum, frame):
         stop.append(signum)
         proc.send_signal(signum)
+
+    def hangup(signum, frame):  # the terminal closed: the shell hangs up the runner's group, which the job is not in
+        proc.send_signal(signum)  # so it ends as it did in that group (was: left running alone, its runner gone)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
     def wait_after_stop() -> int:
         try:
@@ -62,6 +70,8 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
     with open(log, "a") as out:  # on disk as it runs: a stopped runner leaves the job's own words
         proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, process_group=0)
         previous = {s: signal.signal(s, forward) for s in FORWARDED}
+        if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # not under nohup (the job inherits its SIG_IGN)
+            previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, hangup)
         try:
             try:
                 while True:  # in slices: a signal's stop starts the bounded wait, not an endless one

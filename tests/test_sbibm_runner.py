@@ -1859,3 +1859,42 @@ def test_ctrl_c_of_the_runner_reaches_its_job_once(sbibm, tmp_path, to_group):
                          process_group=0, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert ran.stdout.strip() == "(130, 130)", (ran.stdout, ran.stderr)
     assert (tmp_path / "launch.log").read_text() == f"got [{int(signal.SIGINT)}]\n"
+
+
+def test_a_hangup_of_the_runners_terminal_ends_its_job_too(tmp_path):
+    # Typed: sbibm.py run ... in an ssh session, then the connection dropped (the shell hangs up its jobs' process
+    # groups, SIGHUP). Since the job got a process group of its own (2476219) the hangup reached the runner alone:
+    # it died and its job trained on, orphaned, writing into the folder a rerun of the same command would resume.
+    import os
+    import time
+
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    pid_file = tmp_path / "job.pid"
+    child = ("import os, signal, time\n"
+             f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+             "os.killpg(os.getpgid(os.getppid()), signal.SIGHUP)\n"
+             "time.sleep(30)\n")
+    runner = ("import sys\n"
+              f"sys.path.insert(0, {str(benchmarks)!r})\n"
+              "from pathlib import Path\n"
+              "from sbibm_jobs import launch\n"
+              f"print(launch([sys.executable, '-c', {child!r}], Path({str(tmp_path / 'launch.log')!r})))\n")
+
+    def running(pid: int) -> bool:  # a zombie (no init reaps it here) has ended
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    ran = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True, timeout=60,
+                         process_group=0, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    job = int(pid_file.read_text())
+    try:
+        end = time.monotonic() + 10
+        while running(job) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert ran.returncode == -signal.SIGHUP, (ran.stdout, ran.stderr)
+        assert not running(job)
+    finally:  # the old code left it running
+        if running(job):
+            os.kill(job, signal.SIGKILL)
