@@ -128,3 +128,29 @@ def test_the_sweep_plot_labels_each_job_by_the_value_its_table_row_shows(tmp_pat
         Figure.savefig = save
     labels = [t.get_text() for t in made[-1].axes[0].get_xticklabels()]
     assert labels == ["data.num_simulations=1024", "data.num_simulations=2048"]
+
+
+def test_the_sweep_plot_colours_the_swept_key_not_a_setting_that_differs_in_the_configs(tmp_path):
+    # The table's keys put a setting that differs only in the jobs' configs after the swept ones: -m rule=replicated,
+    # fsdp with job 1 continued after conf/experiment/quick.yaml's edit. The plot coloured the last key, so its
+    # legend read '128', '256' (eval.num_samples, no name) and each rule was a group of its own; the rule colours again.
+    from matplotlib.figure import Figure
+
+    from gensbi_sharding.harness import plots
+    from gensbi_sharding.harness.summary import swept_keys
+
+    made, save = [], Figure.savefig
+    try:
+        Figure.savefig = lambda fig, *a, **k: made.append(fig) or save(fig, *a, **k)
+        rows = [{"job": str(job), "overrides": {"rule": rule}, "metrics": {
+            "status": "ok", "param_bytes_per_device": 8000, "opt_bytes_per_device": 16000, "median_step_s": 0.016,
+            "c2st": 0.8, "config": {"rule": {"name": rule}, "eval": {"num_samples": samples}}}}
+            for job, (rule, samples) in enumerate((("replicated", 128), ("fsdp", 256)))]
+        keys = swept_keys(rows)
+        assert keys == ["rule", "eval.num_samples"]
+        plots.plot_sweep(rows, keys, tmp_path / "a.png")
+    finally:
+        Figure.savefig = save
+    assert [t.get_text() for t in made[-1].axes[0].get_xticklabels()] == ["eval.num_samples=128",
+                                                                          "eval.num_samples=256"]
+    assert made[-1].axes[0].get_legend_handles_labels()[1] == ["replicated", "fsdp"]

@@ -177,9 +177,13 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     rows : sequence of dict
         ``harness.summary.summary_rows``: ``job``, ``overrides`` and ``metrics`` per job.
     keys : sequence of str
-        The swept keys, in column order.
+        The swept keys, in column order; the last one a job's overrides set colours the bars, the others group them.
     """
-    group_keys, hue_key = (list(keys[:-1]), keys[-1]) if keys else ([], None)
+    # The last key typed as an override colours the bars (its legend shows bare values: 'fsdp'), a setting that differs
+    # only in the jobs' configs labels the groups (was the colour: a legend of '128', '256' for eval.num_samples)
+    typed = [k for k in keys if any(k in row["overrides"] for row in rows)] or list(keys)
+    hue_key = typed[-1] if keys else None
+    group_keys = [k for k in keys if k != hue_key]
     label = lambda row: "\n".join(f"{k}={key_cell(row, k)}" for k in group_keys) or (  # noqa: E731
         "" if hue_key else f"job {row['job']}")
     groups = list(dict.fromkeys(label(row) for row in rows))
@@ -206,6 +210,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     for ax, (panel, metric_keys, is_bytes) in zip(axes, panels):
         scale, unit = _scale([sum(v for v in measured(r, metric_keys) if is_number(v)) for r in rows]) if is_bytes \
             else (1e-3, "ms") if metric_keys == ["median_step_s"] else (1.0, "")
+        named = set()  # each colour's first bar names it (was: the first group's only; a colour absent there unnamed)
         for row in rows:
             hue = key_cell(row, hue_key) if hue_key else ""
             x = groups.index(label(row)) + (hues.index(hue) - (len(hues) - 1) / 2) * width
@@ -235,7 +240,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                        alpha=(1.0 if i == 0 else 0.4) * (0.4 if partial else 1.0), hatch=hatch,
                        edgecolor=color if partial else None, linestyle="--" if partial else "-",
                        yerr=std if is_number(std) else None, capsize=3,
-                       label=hue if (i == 0 and hue_key and groups.index(label(row)) == 0) else None)
+                       label=hue if (i == 0 and hue_key and hue not in named) else None)
+                named.add(hue)
                 bottom += value / scale
         if metric_keys == ["c2st"]:
             ax.axhline(0.5, color="gray", linestyle="--", linewidth=1)
