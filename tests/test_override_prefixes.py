@@ -104,6 +104,13 @@ CASES = [
                        "(hydra.run.dir keeps its default)"),
     ("~hydra.searchpath", "~hydra.searchpath: Hydra's own settings cannot be removed; leave ~hydra.searchpath out "
                           "(hydra.searchpath keeps its default); for no folder beyond conf/, write hydra.searchpath=[]"),
+    # null where Hydra's schema takes none: "field 'hydra.job.name' is not Optional"; hydra.verbose: an AssertionError
+    ("hydra.job.name=null", "hydra.job.name=null: Hydra's hydra.job.name cannot be null; leave hydra.job.name=null out "
+                            "(hydra.job.name keeps its default)"),
+    ("hydra.verbose=null", "hydra.verbose=null: Hydra's hydra.verbose cannot be null; leave hydra.verbose=null out "
+                           "(hydra.verbose keeps its default)"),
+    ("+hydra.job.env_set.X=null", "+hydra.job.env_set.X=null: Hydra's hydra.job.env_set.X cannot be null; leave "
+                                  "+hydra.job.env_set.X=null out"),
 ]
 
 
@@ -154,7 +161,7 @@ def test_a_removed_or_null_hydra_searchpath_under_a_primary_config_with_one_name
     "++train.steps=5", "++seed=2", "++model.width=64",  # ++ on a key that exists: Hydra sets it
     "+rule.embed=data", "++rule.mlp=model",  # the rule table: any logical axis (the config check names a bad one)
     "~sweep", "~hydra/output", "~hydra/help",  # an optional group nothing reads, Hydra's groups it can do without
-    "+hydra.job.env_set.X=1", "train.steps=5", "model=transformer model.depth=2",
+    "+hydra.job.env_set.X=1", "hydra.job.chdir=null", "hydra.job.name=my_job", "train.steps=5", "model=transformer model.depth=2",
     "model=flux1 ++model.axes_dim.0=4",  # an item of a list setting: Hydra sets it
 ])
 def test_prefixed_overrides_hydra_takes_are_left_to_it(compose_config, command):

@@ -105,11 +105,27 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     elif path and o.hydra.value() is None:  # null anywhere: Hydra merges every hydra.searchpath= typed
         why = f"{o.arg}: hydra.searchpath is a list of folders, never null: leave it out" + (
             f" (the primary config's: {', '.join(own)})" if own else "")
+    elif o.hydra.value() is None and o.key not in ("hydra.run.dir", "hydra.sweep.dir") and _not_optional(o.key):
+        return Refusal(f"{o.arg}: Hydra's {o.key} cannot be null; leave {o.arg} out" + (
+            f" ({o.key} keeps its default)" if o.hydra.type == OverrideType.CHANGE else ""), None)
     else:
         return None
     if not path or own:
         return Refusal(why + (", or write hydra.searchpath=[] for none beyond conf/" if path else ""), None)
     return Refusal(why + "; for no folder beyond conf/", "hydra.searchpath=[]", how=", write ")
+
+
+def _not_optional(key: str) -> bool:
+    """Whether Hydra refuses ``key=null`` ("field 'hydra.job.name' is not Optional"; hydra.verbose's assert after,
+    a traceback); a key HydraConf lacks is ``hydra_key_problem``'s (the run and sweep folders name their own fix)."""
+    from hydra.conf import HydraConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        OmegaConf.update(OmegaConf.structured(HydraConf), key.removeprefix("hydra."), None, force_add=False)
+    except OmegaConfBaseException as err:
+        return "Optional" in str(err)
+    return key == "hydra.verbose"
 
 
 def _reads(group: str) -> bool:
