@@ -154,3 +154,16 @@ def test_the_sweep_plot_colours_the_swept_key_not_a_setting_that_differs_in_the_
     assert [t.get_text() for t in made[-1].axes[0].get_xticklabels()] == ["eval.num_samples=128",
                                                                           "eval.num_samples=256"]
     assert made[-1].axes[0].get_legend_handles_labels()[1] == ["replicated", "fsdp"]
+
+
+def test_a_local_sweeps_coordinator_port_gets_no_column():
+    # Typed: -m train.learning_rate=0.003,0.001 distributed=local distributed.local_processes=2. Each job's
+    # metrics.json holds its process 0's config, with the loopback port the job chose: the table gained a column
+    # distributed.coordinator_address (127.0.0.1:35461, 127.0.0.1:56405), and the plot grouped its bars by it.
+    from gensbi_sharding.harness.summary import swept_keys
+
+    rows = [{"job": str(job), "overrides": {"train.learning_rate": lr}, "metrics": {"status": "ok", "config": {
+        "train": {"learning_rate": float(lr)}, "distributed": {"mode": "explicit", "process_id": 0,
+                                                               "coordinator_address": f"127.0.0.1:{port}"}}}}
+            for job, (lr, port) in enumerate((("0.003", 35461), ("0.001", 56405)))]
+    assert swept_keys(rows) == ["train.learning_rate"]

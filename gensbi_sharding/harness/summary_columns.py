@@ -185,8 +185,9 @@ def _leaf_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else "null" if value is None else compact_value(value)
 
 
-#: Settings that say how a job was run, not what it ran (a job continued alone records train.resume=auto).
-_HOW_RUN = ("train.resume",)
+#: Settings that say how a job was run, not what it ran (a job continued alone records train.resume=auto;
+#: distributed=local's job records its process 0's config, with the loopback port chosen for that job).
+_HOW_RUN = ("train.resume", "distributed.coordinator_address")
 
 
 def _settings(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
