@@ -58,6 +58,18 @@ def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_
         assert command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", fixed]) is None
 
 
+def test_removing_an_axis_a_rule_file_leaves_out_advises_an_override_that_passes(tmp_path):
+    # Typed: python launch.py rule=my_rule '~rule.heads' (the README's rule file, which leaves heads out). Was: "set
+    # rule.heads=null to leave it unsplit", which the next command refused in turn (needs ++rule.heads=null).
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    for rule, fix in (("rule=my_rule", "++rule.heads=null"), ("rule=fsdp", "rule.heads=null")):
+        said = command_problem([searched, "experiment=quick", rule, "~rule.heads"])
+        assert said == f"~rule.heads: a rule's axis cannot be removed; set {fix} to leave it unsplit"
+        assert command_problem([searched, "experiment=quick", rule, fix]) is None  # the advice itself passes
+
+
 @pytest.mark.parametrize("folder", ["work", "my dir/ünï"])
 @pytest.mark.parametrize("where", ["conf/rule", "rule"])
 def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_search_path_to_add(tmp_path, monkeypatch,

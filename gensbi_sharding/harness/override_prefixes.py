@@ -71,7 +71,7 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
         if not name and section in groups:
             problem = _group_problem(o, section)
         elif section == "rule":
-            problem = _rule_problem(o, name)
+            problem = _rule_problem(o, name, command)
         else:
             problem = _key_problem(o, section, name, typed, choice, command)
         if problem:
@@ -154,7 +154,19 @@ def _group_problem(o: Override, group: str) -> str | None:
             + ", ".join(f"{group}={option}" for option in group_options(group)))
 
 
-def _rule_problem(o: Override, name: str) -> str | None:
+def _null_of(command: CommandLine, key: str, axis: str) -> str:
+    """The override that leaves ``axis`` unsplit in every job's rule: ``rule.heads=null``, or ``++rule.heads=null``
+    where a job's rule file leaves it out (was advised ``rule.heads=null``, which Hydra cannot set there)."""
+    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+
+    for chosen, home, name in command_jobs(command) or []:
+        table = OmegaConf.select(composed(chosen, home, name)[0] or OmegaConf.create(), "rule")
+        if OmegaConf.is_dict(table) and axis not in table:
+            return f"++{key}=null"
+    return f"{key}=null"
+
+
+def _rule_problem(o: Override, name: str, command: CommandLine) -> str | None:
     """The rule table holds its name and the logical axes: ``+``/``++`` may add one (a table of one's own may lack
     it), none is removed; another name only declared unsplit (``+rule.layers=null``: ``other_name_problem``), any
     other key is no axis (the config check refused it only once composed)."""
@@ -162,7 +174,7 @@ def _rule_problem(o: Override, name: str) -> str | None:
     if head in keys and below:  # +rule.mlp.x=data: the config check refused it once Hydra had made the folder
         return setting_path_problem(o.arg, ["rule", head], None if o.hydra.type == OverrideType.DEL else o.raw)
     if head in keys:
-        return (f"{o.arg}: a rule's axis cannot be removed; set {o.key}=null to leave it unsplit"
+        return (f"{o.arg}: a rule's axis cannot be removed; set {_null_of(command, o.key, head)} to leave it unsplit"
                 if o.hydra.type == OverrideType.DEL else None)
     adding = o.hydra.type != OverrideType.DEL and "." not in name
     if adding and o.values() and all(other_name_problem(name, value) is None for value in o.values()):
