@@ -586,3 +586,20 @@ def test_too_few_c2st_folds_are_fixed_by_the_nearest_valid_values():
         "though eval.c2st_folds=2 is refused too: eval.num_samples=1 must be >= 2 * eval.c2st_folds "
         "(eval.c2st_folds=2); set eval.num_samples=4")
     assert _config_problem(["eval.c2st_folds=2", "eval.num_samples=4"]) is None
+
+
+def test_a_fix_of_a_group_and_a_value_is_checked_against_the_devices_and_the_command_it_shows_passes(devices):
+    # Was: launch.py mesh.spec=auto mesh.model_axis=3 on 8 devices -> "use mesh=dict mesh.model_axis=3 instead of
+    # mesh=auto", which the next run refused ("8 devices are not divisible by model_axis=3; set mesh.model_axis=2").
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    problem = job_problem(compose_tiny("mesh=auto", "mesh.model_axis=3"))
+    assert fix_of(problem) == ("mesh.spec=dict", "mesh.model_axis=2"), problem
+    assert problem == ("ConfigError: mesh.model_axis / mesh.devices need the dict form: use mesh=dict "
+                       "mesh.model_axis=2 (mesh=dict mesh.model_axis=3 is refused too: mesh.model_axis=3: 8 devices "
+                       "are not divisible by model_axis=3)")
+    assert job_problem(compose_tiny("mesh=dict", "mesh.model_axis=2")) is None  # the command it shows
+    # a fix that passes is offered as it was
+    assert job_problem(compose_tiny("mesh=auto", "mesh.model_axis=4")).endswith(
+        "use mesh=dict mesh.model_axis=4 instead of mesh=auto")

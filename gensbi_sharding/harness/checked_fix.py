@@ -108,13 +108,29 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     if fixed is None or (then := fix_refusal(check, _applied, fixed, fixes)) is None or then == problem:
         return problem  # the same: set, it fixes nothing
     drops = tuple(fix for fix in fixes if fix.startswith("~"))  # dropped still, beside a better value of what it sets
-    words, better = said(tuple(fix for fix in fixes if not fix.startswith("~"))), (*drops, *fixes_of(fix_of(then)))
-    if {_key(fix) for fix in fixes} & {_key(fix) for fix in better[len(drops):]} and \
+    sets, new = tuple(fix for fix in fixes if not fix.startswith("~")), fixes_of(fix_of(then))
+    # a fix of several keeps those the next refusal does not replace (mesh.spec=dict beside a mesh.model_axis that
+    # divides the devices: was that axis alone, refused by the first check again, so the refused fix was offered)
+    kept, words = tuple(fix for fix in sets if _key(fix) not in {_key(n) for n in new}), problem.shown or said(sets)
+    better = (*drops, *kept, *new)
+    if {_key(fix) for fix in fixes} & {_key(fix) for fix in new} and \
             (again := _applied(cfg, better)) is not None and fix_refusal(check, _applied, again, better) is None:
         # the note its first fix had ("(GenSBI's default)") is not the new one's; another way out still is
         after = problem.after if " or " in problem.after else ""
-        return Refusal(problem.reason, better, how=problem.how, after=refused_too(words, then.reason) + after)
+        return Refusal(problem.reason, better, how=problem.how, after=refused_too(words, then.reason) + after,
+                       shown=_reshown(problem.shown, sets, new))
     return f"{problem}, though {words} is refused too: {then.removeprefix('ConfigError: ')}"
+
+
+def _reshown(shown: str | None, sets: tuple[str, ...], new: tuple[str, ...]) -> str | None:
+    """``shown``, the words that gave ``sets``, with each override ``new`` replaces said as ``new`` says it; None
+    (the overrides as typed) where the words do not say one of them as typed."""
+    for fix in new:
+        old = next((s for s in sets if _key(s) == _key(fix)), None)
+        if shown is None or old is None or old not in shown:
+            return None
+        shown = shown.replace(old, fix)
+    return shown
 
 
 def _key(override: str) -> str:

@@ -156,9 +156,10 @@ def _validate(cfg: DictConfig) -> None:
            Refusal(f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict", "mesh=auto",
                    how=" (e.g. ", after=")"))
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
-    require(cfg.mesh.spec == "dict" or (cfg.mesh.model_axis == 1 and cfg.mesh.devices is None),
-           f"mesh.model_axis / mesh.devices need the dict form: use mesh=dict "
-           f"mesh.model_axis={cfg.mesh.model_axis} instead of mesh={cfg.mesh.spec or 'none'}")
+    axis, spec = cfg.mesh.model_axis, cfg.mesh.spec or "none"  # the fix checked against the devices (checked_fix)
+    require(cfg.mesh.spec == "dict" or (axis == 1 and cfg.mesh.devices is None), Refusal("mesh.model_axis / mesh."
+            "devices need the dict form", ("mesh.spec=dict", f"mesh.model_axis={axis}"), how=": use ",
+            shown=f"mesh=dict mesh.model_axis={axis}", after=f" instead of mesh={spec}"))
     require(cfg.model.init in ("sharded", "eager"),
            f"model.init={override_literal(cfg.model.init)} is not one of sharded, eager")
     for key in ("num_simulations", "batch_size", "num_observation"):
@@ -175,8 +176,7 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.train.checkpoint_every >= 0,
            f"train.checkpoint_every={cfg.train.checkpoint_every} must be >= 0 (0: only at the end)")
     require(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
-    # One condition per message (was: both named, "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and
-    # eval.c2st_folds=1 >= 2", when only the folds were wrong).
+    # One condition per message (was both: "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and ..._folds=1 >= 2")
     require(cfg.eval.c2st_folds >= 2, Refusal(f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
                                               "needs two folds)", "eval.c2st_folds=2"))
     require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), Refusal(
