@@ -211,9 +211,13 @@ def test_a_sweep_folder_holding_other_runs_and_no_sweeps_record_is_refused_befor
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] hydra.sweep.dir={sweep} holds the folders of other runs (a, b), none of this sweep's jobs (0, 1), and "
         f"no sweep's multirun.yaml: a sweep never writes among other runs; choose a new folder, e.g. "
-        f"hydra.sweep.dir={sweep / 'new_sweep'}")
+        f"hydra.sweep.dir={tmp_path / 'runs_sweep1'}")  # beside it (was runs/new_sweep: among the runs refused)
     assert sorted(sweep.rglob("*")) == before  # nothing written, not even a lock
-    claim_sweep(sweep / "new_sweep", "${hydra.job.num}", ["seed=0,1", "experiment=quick"])  # the folder it names
+    assert foreign_runs_problem(tmp_path / "runs_sweep1", ["0", "1"]) is None  # the folder it names passes
+    claim_sweep(tmp_path / "runs_sweep1", "${hydra.job.num}", ["seed=0,1", "experiment=quick"])
+    with pytest.raises(SystemExit):  # that one taken, the next is named
+        claim_sweep(sweep, "${hydra.job.num}", ["seed=0,1", "experiment=quick"])
+    assert capsys.readouterr().err.strip().endswith(f"e.g. hydra.sweep.dir={tmp_path / 'runs_sweep2'}")
     assert foreign_runs_problem(sweep, ["a", "b"]) is None  # the sweep's own jobs: its completed-job checks judge
     (sweep / "multirun.yaml").write_text("")  # a sweep's folder whose jobs a custom subdir named: likewise
     assert foreign_runs_problem(sweep, ["0", "1"]) is None
