@@ -535,6 +535,21 @@ def test_a_rule_file_without_a_name_is_called_by_its_file(tmp_path):
     assert under_command(["rule=fsdp", "rule.mlp=model"], lambda cfg: rule_table(cfg.rule))[0] == "fsdp+overrides"
 
 
+def test_a_rule_files_table_changed_on_the_command_line_is_reported_as_overridden(tmp_path):
+    # Was: launch.py rule=my_rule ++rule.heads=model (the README's rule file) was reported as rule 'my_rule' in the
+    # console and metrics.json, its table not the file's; a built-in so changed was 'fsdp+overrides'.
+    from faults_helpers import under_command
+
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    for typed, name in ((["++rule.heads=model"], "my_rule+overrides"), (["rule.mlp=null"], "my_rule+overrides"),
+                        ([], "my_rule"), (["rule.mlp=model"], "my_rule"), (["++rule.heads=null"], "my_rule")):
+        got, table = under_command([searched, "rule=my_rule", *typed], lambda cfg: rule_table(cfg.rule))
+        assert got == name, typed  # the file's values typed again: its own table, its own name
+    assert table["heads"] is None and table["mlp"] == "model"
+
+
 def test_rule_table_is_checked_against_the_mesh():
     name, table = rule_table("tensor")
     check_table_against_mesh(name, table, ("data", "model"))

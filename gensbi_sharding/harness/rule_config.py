@@ -80,9 +80,33 @@ def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
         table[key] = value
     for key in LOGICAL_AXES:
         table.setdefault(key, None)
-    if name in RULES and table != dict(RULES[name]):  # e.g. rule=fsdp rule.mlp=model
+    if table != dict(RULES[name]) if name in RULES else _file_overridden(name, table):  # rule=fsdp rule.mlp=model
         name = f"{name}+overrides"
     return name, table
+
+
+def _file_overridden(name: str, table: dict[str, Any]) -> bool:
+    """Whether the command line gave rule file ``rule=<option>`` another table than its file's (rule=my_rule
+    ++rule.heads=model was reported as rule 'my_rule', the file's name for a table the file does not hold)."""
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    typed = OmegaConf.select(hydra, "overrides.task", default=None) if hydra is not None else None
+    if not any(str(o).lstrip("+~").startswith("rule.") for o in typed or ()):
+        return False  # the common case, and a config set by hand: no override, the file's own table
+    choice = OmegaConf.select(hydra, "runtime.choices.rule", default=None)
+    for source in OmegaConf.select(hydra, "runtime.config_sources", default=None) or ():
+        path = Path(str(source.path)) / "rule" / f"{choice}.yaml"
+        if source.schema == "file" and path.is_file():
+            raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+            if not isinstance(raw, dict) or "defaults" in raw:
+                return True  # a file built on another: an override typed is taken to change it
+            own = {key: tuple(v) if isinstance(v, list) else v if key in LOGICAL_AXES else None
+                   for key, v in raw.items() if key != "name"}
+            return {**dict.fromkeys(LOGICAL_AXES), **own} != table  # rule.name=x alone renames it: no mark
+    return True
 
 
 def _chosen_file() -> str:
