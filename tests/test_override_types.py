@@ -416,3 +416,26 @@ def test_an_accepted_command_composes_nothing_for_a_suggestion_a_refused_one_get
         "train.steps=abc: train.steps: Value 'abc' of type 'str' could not be converted to Integer; "
         "e.g. train.steps=20")
     assert len(asked) == 1
+
+
+@pytest.mark.parametrize("typed, fix", [("hydra.searchpath=file://x", "hydra.searchpath=[file://x]"),
+                                        ("hydra.searchpath=null", "hydra.searchpath=[]"),
+                                        ("hydra.job.env_copy=HOME", "hydra.job.env_copy=[HOME]")])
+def test_a_hydra_list_setting_given_one_word_or_null_is_refused_naming_the_list_to_type(tmp_path, typed, fix):
+    # Was: launch.py hydra.searchpath=file://x passed every check, then Hydra refused it in several lines ("must be a
+    # list of strings ... HYDRA_FULL_ERROR=1"); null likewise ("Field 'hydra.searchpath' is not Optional").
+    import subprocess
+    import sys
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    problem = command_problem([typed, "experiment=quick"])
+    assert problem.startswith(f"{typed}: ") and f"; write {fix}" in problem, problem
+    assert command_problem([fix, "experiment=quick"]) is None  # the advice passes the same checks
+    if typed == "hydra.searchpath=file://x":  # at launch: one line, before any folder (x a folder there: else
+        (tmp_path / "x").mkdir()  # Hydra warns, composing the fix, that it is not available)
+        proc = subprocess.run([sys.executable, str(REPO / "launch.py"), typed, "experiment=quick"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and proc.stderr.strip() == f"[ERROR] {problem}"
+        assert [p.name for p in tmp_path.iterdir()] == ["x"] and not any((tmp_path / "x").iterdir())

@@ -9,12 +9,13 @@ meant, as it does for a typo one level deep. Pure Python: no JAX.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Sequence
 
 from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem"]
+__all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem", "hydra_list_problem"]
 
 
 def unknown_part(parts: Sequence[str], keys_of: Callable,
@@ -98,4 +99,32 @@ def hydra_key_problem(args) -> str | None:
             if not dataclasses.is_dataclass(hints[part]):
                 break  # a value, or a part of no fixed schema (the launcher's, a dict): Hydra's to judge
             schema = hints[part]
+    return None
+
+
+def hydra_list_problem(args) -> str | None:
+    """The one-line refusal of a ``hydra.*`` list setting given one word or null (``hydra.searchpath=file://x``: was
+    Hydra's "must be a list of strings" in several lines, after every check had passed, the checks before it reading
+    the word as a folder); None when there is none. Checked before any check composes (Hydra warns of the folder)."""
+    import typing
+
+    from hydra.conf import HydraConf
+
+    from gensbi_sharding.harness.config import type_hints
+    from gensbi_sharding.harness.override_grammar import hydra_value, parse
+
+    for o in parse(args).parsed:
+        if not o.typed.startswith("hydra.") or "=" not in o.arg or o.sweep:
+            continue
+        hint: typing.Any = HydraConf
+        for part in o.typed.split(".")[1:]:
+            hint = type_hints(hint).get(part) if dataclasses.is_dataclass(hint) else None
+        if typing.get_origin(hint) is not list:  # List[str] only: an Optional one takes null, a dict another form
+            continue
+        if isinstance(value := o.hydra.value(), str):
+            return Refusal(f"{o.arg}: {o.typed} takes a list, even of one entry", f"{o.typed}=[{hydra_value(value)}]",
+                           how="; write ")
+        if value is None:  # Hydra: "Field 'hydra.searchpath' is not Optional", as late
+            return Refusal(f"{o.arg}: {o.typed} takes a list, not null", f"{o.typed}=[]", how="; write ",
+                           after=" (none), or leave it out")
     return None
