@@ -371,6 +371,30 @@ def test_a_folder_that_ran_another_value_of_a_key_the_sweep_does_not_vary_is_not
     assert moved_folders(tmp_path, [["train.learning_rate=0.003", 'train.steps="50"'], ran[1]]) == {}  # one value
 
 
+def test_a_key_the_sweep_sets_and_the_folder_did_not_type_is_compared_with_what_the_folder_ran(tmp_path):
+    # -m seed=0,1 (the default rule, replicated; train.steps 50 from a preset), then -m seed=0,1 rule=tensor typed
+    # into its folder: was "2 of its 2 jobs complete" (a key set on one side only was not compared), replicated's
+    # results counted as tensor's. Now what each folder ran (its .hydra/config.yaml, composed) is compared.
+    from gensbi_sharding.harness.sweep_retyped import moved_folders
+
+    runs = finished_sweep(tmp_path, [["seed=0"], ["seed=1"]])
+    for n, run in enumerate(runs):
+        (run / ".hydra" / "hydra.yaml").write_text("hydra:\n  mode: MULTIRUN\n  runtime:\n    choices:\n"
+                                                   "      rule: replicated\n")
+        (run / ".hydra" / "config.yaml").write_text(f"seed: {n}\nrule:\n  name: replicated\n  embed: null\n"
+                                                    "train:\n  steps: 50\n  learning_rate: 0.003\n")
+    ran = [["seed=0"], ["seed=1"]]
+    for typed, was in (("rule=tensor", "rule=replicated"), ("train.steps=100", "train.steps=50"),
+                       ("train.learning_rate=0.001", "train.learning_rate=0.003")):
+        assert moved_folders(tmp_path, [[*job, typed] for job in ran]) == {str(n): (
+            f"folder {runs[n]} ran {was} where this sweep's job {n} is {typed}, and it completed (a job folder takes "
+            "this sweep's value only where its error named the key that changed): run this sweep in another "
+            "hydra.sweep.dir") for n in (0, 1)}
+    for typed in ("rule=replicated", "train.steps=50", "train.learning_rate=3e-3"):  # what it ran: its jobs
+        assert moved_folders(tmp_path, [[*job, typed] for job in ran]) == {}, typed
+    assert list(moved_folders(tmp_path, [["rule=tensor"], ["rule=replicated"]])) == ["0"]  # swept: ran replicated
+
+
 def test_a_completed_folder_without_a_record_of_its_values_is_not_counted_as_this_sweeps_job(tmp_path):
     # Was: a job folder with no .hydra/overrides.yaml (removed, or written by hydra.output_subdir=null) matched any
     # job: its result counted as this sweep's job's, whatever values it ran.

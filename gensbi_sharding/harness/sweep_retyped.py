@@ -65,9 +65,41 @@ def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str], al
     if not (swept or every) or not OmegaConf.is_list(overrides) or (not alone and OmegaConf.is_dict(
             hydra) and OmegaConf.select(hydra, "hydra.mode", default=None) == "RUN"):
         return None
-    ran = job_configuration([str(o) for o in overrides])
+    ran, shown = job_configuration([str(o) for o in overrides]), typed_values([str(o) for o in overrides])
+    for key in (k for k in want if k not in ran):  # set by the job alone: what the folder ran, composed (was: not
+        held = _held(record, key, want[key])  # compared, -m seed=0,1 rule=tensor over -m seed=0,1 counted complete)
+        if held is not None:
+            ran[key] = shown[key] = held
     keys = list(dict.fromkeys([*swept, *(k for k in want if k in ran)])) if every else swept  # both: no default
-    return [k for k in keys if ran.get(k) != want.get(k)], typed_values([str(o) for o in overrides])
+    return [k for k in keys if ran.get(k) != want.get(k)], shown
+
+
+def _held(record: Path, key: str, wanted: str) -> str | None:
+    """What job folder ``record``'s ``config.yaml`` (``hydra.yaml``'s choices for a group) says it ran of ``key``:
+    ``wanted`` where that is its value, else the value as an override writes it; None where it does not say."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.override_grammar import parse
+
+    choices = OmegaConf.select(read_record(record / "hydra.yaml") or OmegaConf.create(), "hydra.runtime.choices",
+                               default=None)
+    if "." not in key and OmegaConf.is_dict(choices) and isinstance(choices.get(key), str):
+        return wanted if choices[key] == wanted else choices[key]  # a group: the option it composed
+    config = read_record(record / "config.yaml")
+    if not OmegaConf.is_dict(config):
+        return None
+    absent = object()
+    try:
+        value = OmegaConf.select(config, key, default=absent, throw_on_resolution_failure=False)
+        value = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except Exception:  # noqa: BLE001 (an interpolation of Hydra's own, unresolvable outside its run)
+        return None
+    if value is absent:
+        return None
+    typed = parse([f"{key}={wanted}"]).overrides[0].hydra
+    return wanted if typed is not None and typed.value() == value else override_literal(value)
 
 
 def _error(job_dir: Any) -> tuple[str | None, str, str]:
