@@ -431,7 +431,7 @@ def test_a_hydra_list_setting_given_one_word_or_null_is_refused_naming_the_list_
     from gensbi_sharding.harness.command_checks import command_problem
 
     problem = command_problem([typed, "experiment=quick"])
-    assert problem.startswith(f"{typed}: ") and f"; write {fix}" in problem, problem
+    assert problem.startswith(f"{typed}: ") and f"write {fix}" in problem, problem
     assert command_problem([fix, "experiment=quick"]) is None  # the advice passes the same checks
     if typed == "hydra.searchpath=file://x":  # at launch: one line, before any folder (x a folder there: else
         (tmp_path / "x").mkdir()  # Hydra warns, composing the fix, that it is not available)

@@ -124,7 +124,8 @@ def hydra_list_problem(args) -> str | None:
         if isinstance(value := o.hydra.value(), str):
             return Refusal(f"{o.arg}: {o.typed} takes a list, even of one entry", f"{o.typed}=[{hydra_value(value)}]",
                            how="; write ")
-        if value is None:  # Hydra: "Field 'hydra.searchpath' is not Optional", as late
+        # hydra.searchpath=null is override_prefixes' (it knows a primary config's own search path, which [] drops)
+        if value is None and o.typed != "hydra.searchpath":  # Hydra: "Field ... is not Optional", as late
             return Refusal(f"{o.arg}: {o.typed} takes a list, not null", f"{o.typed}=[]", how="; write ",
                            after=" (none), or leave it out")
     return None
