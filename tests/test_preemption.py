@@ -168,6 +168,27 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
     assert final_line(resumed, out).startswith("done in ") and "nan" not in final_line(resumed, out)
 
 
+@pytest.mark.slow  # an end-to-end run with evaluation
+@pytest.mark.timeout(300, method="thread")  # the old sampler held the stop for hours: this bound fails it
+def test_a_signal_while_an_observation_is_sampled_stops_between_its_ode_steps(tmp_path, monkeypatch, devices):
+    # Was: the whole ODE integration one compiled program, so `eval.ode_steps=2147483647` held SIGTERM (and Ctrl-C)
+    # until the observation under way was sampled, hours; only SIGKILL ended it.
+    from gensbi_sharding.harness import posterior
+
+    real = posterior.posterior_draws
+
+    def signal_then_draw(*args, **kwargs):  # the signal comes as the observation's sampling starts
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(posterior, "posterior_draws", signal_then_draw)
+    out = tmp_path / "run"
+    stopped = run_tiny(out, "eval.enabled=true", "eval.ode_steps=2147483647")
+    assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 8 and stopped["c2st"] is None
+    assert stopped["error"].startswith("preempted by SIGTERM after training (step 8), before the evaluation finished")
+    assert not list(out.glob("posterior_samples*")) and not (out / "c2st.csv").exists()
+
+
 # Validation every 2 steps, patience 3, no EMA, a constant learning rate that makes the validation loss
 # go up and down: the uninterrupted run finds its best at step 10 and stops at step 16.
 # A run that stops early at step 16 (best 10); its theta space pinned, as two_moons' default moved to none.

@@ -15,7 +15,12 @@ import numpy as np
 
 from gensbi_sharding import batch_axes, mesh_context, pad_for_mesh, replicate, shard_sample_init
 
-__all__ = ["FlowSampler"]
+__all__ = ["FlowSampler", "CHUNK_STEPS"]
+
+#: ODE steps per compiled call: between calls the sampler asks ``stop_check`` and Python runs its signal handlers
+#: (a Ctrl-C raises there), so a stop is answered within this many steps. Was: the whole integration one program, so
+#: ``eval.ode_steps=2147483647`` held SIGTERM and Ctrl-C for hours (only SIGKILL ended it).
+CHUNK_STEPS = 8
 
 
 class FlowSampler:
@@ -24,11 +29,13 @@ class FlowSampler:
     Integrates d theta/dt = v(theta_t, x, t) from t = 0 (the given standard normal noise)
     to t = 1 (data) with ``num_steps`` fixed midpoint (explicit RK2) steps: two velocity
     evaluations per step, second order, exact for fields constant in theta. The loop is
-    one jitted ``lax.fori_loop`` under ``mesh_context(mesh)``, traced and compiled at the
-    first call only. The noise is padded with zero rows to ``pad_for_mesh`` and split over
-    the mesh (``shard_sample_init``); the observation is replicated as a (dim_x,) vector
-    and broadcast inside jit, constrained to theta's sharding, so every device conditions
-    its own rows without communication.
+    a jitted ``lax.fori_loop`` under ``mesh_context(mesh)``, traced and compiled at the
+    first call only, run ``CHUNK_STEPS`` steps a call (the first step an argument, so one
+    program serves every chunk; the same steps, so the same samples, as one loop). The
+    noise is padded with zero rows to ``pad_for_mesh`` and split over the mesh
+    (``shard_sample_init``); the observation is replicated as a (dim_x,) vector and
+    broadcast inside jit, constrained to theta's sharding, so every device conditions its
+    own rows without communication.
 
     Parameters
     ----------
@@ -43,6 +50,10 @@ class FlowSampler:
     params : pytree, optional
         Passed to ``velocity_fn`` as a jit argument (e.g. an ``nnx.State``): its arrays
         keep their placement and are not baked into the executable.
+    stop_check : callable, optional
+        Called between chunks of steps in a one-process run (it raises to stop: the run's
+        ``PreemptionWatch.check``); several processes run every chunk alike, so they are not
+        asked there (one stopping alone would leave the others waiting in a collective).
 
     Raises
     ------
@@ -51,10 +62,11 @@ class FlowSampler:
     """
 
     def __init__(self, velocity_fn: Callable[..., Any], *, rows: int, num_steps: int, mesh: Any,
-                 params: Any = None):
+                 params: Any = None, stop_check: Callable[[], None] | None = None):
         import jax
 
-        self.rows, self.mesh, self.params = rows, mesh, params
+        self.rows, self.mesh, self.params, self.num_steps = rows, mesh, params, num_steps
+        self.stop_check = stop_check or (lambda: None)
         self._padded, _ = pad_for_mesh(rows, mesh)
         # Per instance, not a module-level cache keyed on velocity_fn: such a cache would keep
         # every caller's closure (and any arrays it holds) alive.
@@ -69,7 +81,7 @@ class FlowSampler:
         row_sharding = None if mesh is None else NamedSharding(mesh, P(batch_axes(mesh) or None))
         h = 1.0 / num_steps
 
-        def integrate(theta0, obs_vec, prm):
+        def integrate(theta0, obs_vec, prm, first):
             x = jnp.broadcast_to(obs_vec, (padded, obs_vec.shape[0]))
             if row_sharding is not None:
                 # Explicit mesh axes carry shardings in the types: change them with reshard;
@@ -92,7 +104,8 @@ class FlowSampler:
                 mid = theta + 0.5 * h * velocity(theta, t)
                 return theta + h * velocity(mid, t + 0.5 * h)
 
-            return jax.lax.fori_loop(0, num_steps, step, theta0)
+            # num_steps - first, not first + CHUNK_STEPS: that overflows int32 near eval.ode_steps' bound (2**31 - 1)
+            return jax.lax.fori_loop(first, first + jnp.minimum(CHUNK_STEPS, num_steps - first), step, theta0)
 
         return integrate
 
@@ -109,8 +122,13 @@ class FlowSampler:
         padded = np.zeros((self._padded, noise.shape[1]), np.float32)
         padded[:self.rows] = noise
         with mesh_context(self.mesh):
-            theta0 = shard_sample_init(padded, self.mesh)
-            out = self._integrate(theta0, replicate(observation, self.mesh), self.params)
+            out, obs = shard_sample_init(padded, self.mesh), replicate(observation, self.mesh)
+            for first in range(0, self.num_steps, CHUNK_STEPS):
+                if first:  # the chunk before has ended (dispatch is asynchronous): ask now, not all chunks queued
+                    out.block_until_ready()
+                    if jax.process_count() == 1:
+                        self.stop_check()
+                out = self._integrate(out, obs, self.params, np.int32(first))
         if jax.process_count() > 1:  # rows live on other hosts too: gather the global array
             from jax.experimental import multihost_utils
             out = multihost_utils.process_allgather(out, tiled=True)

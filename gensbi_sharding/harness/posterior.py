@@ -158,7 +158,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     title : callable
         ``title(num_observation, c2st, c2st_sd_folds)`` of the pair plot.
     stop_check : callable, optional
-        Called before each observation and once its C2ST is computed and written, but the last's
+        Called before each observation, between chunks of its ODE steps (``FlowSampler``) and once its C2ST is computed and written, but the last's
         (the evaluation is then whole): it raises to stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
         lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
     step, weights, checkpoint_step : optional
@@ -197,7 +197,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     support = task.get_prior_dist().support
     rows, outside = [] if scored is None else scored, 0
     stop_check = stop_check or (lambda: None)
-    sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params)  # one compile
+    sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params,  # one compile
+                          stop_check=stop_check)  # also between chunks of ODE steps
 
     def settings_of(k: int) -> dict[str, Any]:  # num_samples: the rows drawn, so the acceptance
         return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=
