@@ -376,7 +376,7 @@ def test_harness_md_names_every_setting_with_its_composed_default():
     assert "## Every setting and its default\n" in text, "docs/harness.md has no list of the settings"
     section = text.split("## Every setting and its default\n", 1)[1].split("\n## ", 1)[0]
     (header, rows), = _tables(section).items()
-    named, wrong, configs = {}, [], {}
+    named, wrong, configs, stated_values = {}, [], {}, []
     for row in rows[2:]:
         first, default = row.split("|")[1:3]
         names = [token for token in re.findall(r"`([^`]+)`", first) if "=" not in token]
@@ -384,9 +384,12 @@ def test_harness_md_names_every_setting_with_its_composed_default():
         if tuple(option) not in configs:  # composed once each: Hydra's compose costs ~0.4 s
             configs[tuple(option)] = _flat(OmegaConf.to_container(_composed(option, REPO / "conf"), resolve=True))
         composed = configs[tuple(option)]
-        values = re.findall(r"`([^`]+)`", default)
+        values, *stated = default.split(" (", 1)  # the rest: what a launch-mode option composes (below)
+        values = re.findall(r"`([^`]+)`", values)
         values = values * len(names) if len(values) == 1 else values
         assert len(values) == len(names), row
+        for group_option, its in re.findall(r"`(\w+=\w+)`: ([^;)]+)", stated[0] if stated else ""):
+            stated_values.append((group_option, names, re.findall(r"`([^`]+)`", its), row))
         for name, value in zip(names, values):
             named.setdefault(tuple(option), set()).add(name)
             true = composed.get(name, "<not a setting>")
@@ -396,6 +399,21 @@ def test_harness_md_names_every_setting_with_its_composed_default():
                 wrong.append(f"{name}: the page says {value}, {' '.join(option) or 'the default'} composes {true!r}")
     assert wrong == [], wrong
     assert set(configs) == {(), ("model=transformer",)}, set(configs)
+    # A launch-mode option that sets a setting its own way is named beside that setting's default, with its value:
+    # was "`120`" for distributed.timeout_s, which distributed=local composes as 60.
+    for file in sorted((REPO / "conf" / "distributed").glob("*.yaml")):
+        option = f"distributed={file.stem}"
+        composed = _flat(OmegaConf.to_container(_composed([option], REPO / "conf"), resolve=True))
+        for name in sorted(key for key, value in composed.items() if configs[()].get(key) != value):
+            said = [dict(zip(names, values)).get(name) for opt, names, values, _ in stated_values
+                    if opt == option and name in names]
+            typed = "null" if composed[name] is None else str(composed[name])
+            assert said == [typed], f"docs/harness.md's Every setting: {name}'s row says {said} for {option} " \
+                                    f"(`{option}`: `{typed}` beside its default), {option} composes {typed}"
+    for option, names, values, row in stated_values:  # and every value stated so is the one its option composes
+        assert len(values) == len(names), row
+        composed = _flat(OmegaConf.to_container(_composed([option], REPO / "conf"), resolve=True))
+        assert values == ["null" if composed[n] is None else str(composed[n]) for n in names], row
     for option, composed in configs.items():
         shared = named[()] if option else set()  # a model's row names only what the default model lacks or sets else
         missing = sorted(set(composed) - named[option] - shared - {"hydra"})
