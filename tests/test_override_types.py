@@ -31,6 +31,11 @@ CASES = [
     ("train.learning_rate=fast", "train.learning_rate=fast: train.learning_rate: Value 'fast' of type 'str' could "
                                  "not be converted to Float; e.g. train.learning_rate=0.003"),
     ("strict=maybe", "strict=maybe: strict: Value 'maybe' is not a valid bool (type str); e.g. strict=false"),
+    # a number for a yes/no: OmegaConf read any as a bool (verbose=2 ran, verbose on), where strict=maybe is refused
+    ("verbose=2", "verbose=2: verbose is a yes/no: true or false (or 1 or 0), not 2; e.g. verbose=true"),
+    ("eval.plot=-1", "eval.plot=-1: eval.plot is a yes/no: true or false (or 1 or 0), not -1; e.g. eval.plot=true"),
+    ("-m strict=0,1,2.5", "strict=0,1,2.5: the swept value 2.5: strict is a yes/no: true or false (or 1 or 0), not "
+                          "2.5; e.g. strict=0,1,true"),
     ("seed=1.5", f"seed=1.5: seed takes a whole number (Value '1.5' of type 'float' {INT}); e.g. seed=2"),
     ("model.width=64.5", f"model.width=64.5: model.width (model=mlp) takes a whole number (Value '64.5' of type "
                          f"'float' {INT}); e.g. model.width=64"),

@@ -51,6 +51,9 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
         return (f"{key} takes a name, and {word} is a yes/no (it would read the text '{value}'; the word itself, "
                 f"quoted: \"{key}='{word}'\")",
                 "auto" if value and key == "train.resume" else "null" if optional and not value else example())
+    if bool in (kind, *typing.get_args(kind)) and isinstance(value, (int, float)) and value not in (0, 1):
+        # OmegaConf reads any number as a bool (verbose=2: on) where it refuses eval.plot=maybe: 0 and 1 only
+        return f"{key} is a yes/no: true or false (or 1 or 0), not {value}", "true" if value > 0 else example()
     if (reason := assignment_reason(schema, name, value)) is None:
         return None
     if value is None:
