@@ -800,7 +800,8 @@ def test_a_run_and_a_sweep_never_share_a_folder(tmp_path, capsys):
     assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
 
 
-@pytest.mark.parametrize("text", ["", "{trunc", "[1, 2]"])
+# A status no run writes (edited: {"status": 5}) was a finished run's: "already exists (status 5)", train it further.
+@pytest.mark.parametrize("text", ["", "{trunc", "[1, 2]", '{"status": 5}', '{"status": "done", "final_step": 20}'])
 def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, text):
     # Was "[ERROR] JSONDecodeError: Expecting property name ..." (and Hydra's warning about its callback),
     # naming neither the file nor what to do; a sweep refused over it raised again inside its own refusal.
@@ -827,6 +828,9 @@ def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, t
         "cannot be read (")
     assert [(row["job"], row["metrics"]["status"]) for row in summary_rows(sweep)] == [("0", "damaged"), ("1", "ok")]
     assert (run_dir / "metrics.json").read_text() == text
+    if "status" in text:
+        assert f"cannot be read (its status {json.dumps(json.loads(text)['status'])} is not one a run writes: ok, " \
+               "error, preempted, interrupted, stopped)" in str(err.value)
 
 
 def test_a_sweep_subdir_that_gives_every_job_one_folder_is_refused_at_once(tmp_path, capsys):

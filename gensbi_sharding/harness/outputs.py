@@ -59,8 +59,13 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
     return path
 
 
+#: The statuses a run (``run``) or a benchmark's job (``benchmarks/sequential.py``: stopped) writes into metrics.json.
+STATUSES = ("ok", "error", "preempted", "interrupted", "stopped")
+
+
 def read_metrics(path: Path) -> dict:
-    """A run's ``metrics.json``; one that is not a JSON object (emptied, truncated, edited) is named.
+    """A run's ``metrics.json``; one that is not a JSON object (emptied, truncated, edited) or whose ``status`` is
+    none of ``STATUSES`` is named.
 
     Raises
     ------
@@ -71,9 +76,12 @@ def read_metrics(path: Path) -> dict:
         metrics = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         metrics = err
-    if not isinstance(metrics, dict):
-        problem = (f"{type(metrics).__name__}: {metrics}" if isinstance(metrics, Exception)
-                   else f"a JSON {type(metrics).__name__}, not an object")
+    # A status no run writes ({"status": 5}, edited) was read as a finished run's: "status 5", train it further
+    foreign = isinstance(metrics, dict) and "status" in metrics and metrics["status"] not in STATUSES
+    if not isinstance(metrics, dict) or foreign:
+        problem = (f"{type(metrics).__name__}: {metrics}" if isinstance(metrics, Exception) else
+                   f"its status {json.dumps(metrics['status'])} is not one a run writes: {', '.join(STATUSES)}"
+                   if foreign else f"a JSON {type(metrics).__name__}, not an object")
         raise FileExistsError(f"{path} cannot be read ({problem}): this folder holds an earlier run's damaged "
                               "record, which is never overwritten; choose another hydra.run.dir (or hydra.sweep.dir), "
                               f"or move {path} aside")
