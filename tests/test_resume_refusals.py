@@ -909,3 +909,23 @@ def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(t
     with pytest.raises(FileNotFoundError) as named:  # another run's folder: the library's words, as they were
         refuse_resume_settings(step_dir, compose_tiny(f"train.resume={tmp_path}"))
     assert "and run the same command again" not in str(named.value)
+
+
+@pytest.mark.parametrize("steps, then", [((2, 4, 8), "resumes from step 2"),
+                                         ((4, 8), "starts afresh in this folder (no other step is readable)")])
+def test_a_damaged_step_names_the_older_steps_damaged_the_same_way(tmp_path, steps, then):
+    # Was, with checkpoints/4 lost its config item too: "move .../8 aside ... and run the same command again: it
+    # resumes from step 4", which refused step 4 the same way ("move .../4 aside ...": a second round).
+    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False, keep=3) as writer:
+        for step in steps:
+            writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    step_dir, older = tmp_path / "checkpoints" / "8", tmp_path / "checkpoints" / "4"
+    shutil.rmtree(step_dir / "config")
+    shutil.rmtree(older / "config")
+    with pytest.raises(FileNotFoundError) as err:
+        refuse_resume_settings(step_dir, compose_tiny("train.resume=auto"))
+    assert str(err.value).endswith(f"; move {step_dir} aside, e.g. to {step_dir}.damaged, and {older} too (whose "
+                                   f"config item cannot be read either), and run the same command again: it {then}")

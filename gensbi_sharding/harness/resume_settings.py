@@ -34,11 +34,19 @@ def _damaged_here(err: FileNotFoundError, step_dir: Path) -> FileNotFoundError:
     """The library's refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works
     there: its "resume from another step folder" or "start without it" named no command the folder's run takes (was:
     run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again)."""
-    from gensbi_sharding.checkpoint import committed_steps
+    from gensbi_sharding.checkpoint import committed_steps, saved_config
 
-    others = [step for step in committed_steps(step_dir.parent) if str(step) != step_dir.name]
-    then = f"resumes from step {others[-1]}" if others else "starts afresh in this folder (no other step is complete)"
-    said = FileNotFoundError(f"{err.reason}; move {step_dir} aside, e.g. to {step_dir}.damaged, and run the same "
+    others, also = [step for step in committed_steps(step_dir.parent) if str(step) != step_dir.name], []
+    while others:  # an older step that lost its config item too: train.resume=auto would pick it next (was: "it
+        try:  # resumes from step 4", which refused step 4 the same way)
+            saved_config(step_dir.parent / str(others[-1]))
+            break
+        except FileNotFoundError:
+            also.append(step_dir.parent / str(others.pop()))
+    then = f"resumes from step {others[-1]}" if others else \
+        f"starts afresh in this folder (no other step is {'readable' if also else 'complete'})"
+    too = f", and {' and '.join(map(str, also))} too (whose config item cannot be read either)" if also else ""
+    said = FileNotFoundError(f"{err.reason}; move {step_dir} aside, e.g. to {step_dir}.damaged{too}, and run the same "
                              f"command again: it {then}")
     said.reason = err.reason
     return said
