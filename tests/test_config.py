@@ -476,6 +476,17 @@ def test_a_value_left_missing_is_refused_in_one_line_before_any_folder(tmp_path,
                                        f"{'32' if key == 'model.width' else 'null'}"], ran.stderr
 
 
+@pytest.mark.parametrize("args", [["hydra.run.dir=???"], ["-m", "hydra.sweep.dir=???", "seed=1"]])
+def test_an_output_folder_left_missing_is_refused_before_any_folder(tmp_path, args):
+    # Was: hydra.run.dir=??? trained and wrote its outputs into ./None (the folder check read the mark as None);
+    # hydra.sweep.dir=??? ended in OmegaConf's MissingMandatoryValue traceback from Hydra's sweep.
+    ran = subprocess.run([sys.executable, str(REPO / "launch.py"), *args, "experiment=quick", "dry_run=true"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    key = args[-1 if len(args) == 1 else 1].split("=")[0]
+    assert ran.returncode == 1 and list(tmp_path.iterdir()) == [], ran.stderr
+    assert ran.stderr.splitlines() == [f"[ERROR] {key}=???: {MISSING}, e.g. {key}=runs/a"], ran.stderr
+
+
 def test_a_multirun_with_an_unresolvable_override_lists_its_jobs_unresolved(compose_config):
     # Was: the folder callback resolved hydra.overrides.task, raised InterpolationKeyError (a warning), and so
     # skipped the folder lock and its checks; the summary callback failed the same way.

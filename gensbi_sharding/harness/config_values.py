@@ -59,14 +59,16 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
     return None
 
 
+MISSING_MARK = "??? is OmegaConf's mark of a value still to be given, which no run can read; give a value"
+
+
 def _missing_problem(cfg: DictConfig, path: str) -> str:
     """The refusal of OmegaConf's ``???`` (a value still to be given) at ``path``, named as typed: the whole list
     where it is a list's item (``eval.observations=[1,???]``: no override sets one item)."""
     path = path.split("[", 1)[0]
     raw = _typed(cfg, path)
     found, default = suggested_default(cfg, path)
-    said = (f"{path}={override_literal(raw)}: ??? is OmegaConf's mark of a value still to be given, which no run can "
-            "read; give a value")
+    said = f"{path}={override_literal(raw)}: {MISSING_MARK}"
     return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ") if found else said
 
 
@@ -87,7 +89,9 @@ def folder_interpolation_problem(cfg: DictConfig) -> str | None:
     paths = ["hydra.sweep.dir" if multirun else "hydra.run.dir"] + [k for k in typed if not k.startswith(other)]
     for path in dict.fromkeys(paths):
         try:
-            OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+            OmegaConf.select(cfg, path, throw_on_resolution_failure=True, throw_on_missing=True)
+        except MissingMandatoryValue:  # was: a run's outputs in a folder named None, a sweep's traceback
+            return Refusal(f"{path}=???: {MISSING_MARK}", f"{path}=runs/a", how=", e.g. ")
         except (InterpolationResolutionError, GrammarParseError) as err:
             what, plain, default = ("a folder", "path", "runs/a") if path.endswith(".dir") else ("a value", "one", "x")
             return (f"{path}={_typed(cfg, path)} cannot be resolved ({str(err).strip().splitlines()[0]}); give {what} "
