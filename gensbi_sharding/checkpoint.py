@@ -21,6 +21,7 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
                                               flat_by_path, item_handlers, nest_by_path, reasoned)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
+from gensbi_sharding.messages import clipped
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
                                    node_state, path_key, placed_dtype, spec_misfit, value_leaves, whole_target)
@@ -201,7 +202,7 @@ def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
                f"e.g. to {step_dir}.damaged, and the newest is {others[-1]})" if others
                else "no other step folder is complete: start without it")
         raise reasoned(f"checkpoint {step_dir} is damaged: its {items} item cannot be read ({type(err).__name__}: "
-                       f"{str(err)[:120]})", f"; {fix}") from None
+                       f"{clipped(err)})", f"; {fix}") from None
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:

@@ -10,6 +10,7 @@ import flax.errors
 import jax
 from flax import nnx
 
+from gensbi_sharding.messages import clipped
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_name
 
 _FLAG_OFF = type("EagerShardingOff", (int,), {})(0)  # Flax's eager_sharding off (0 == False), not a user's False
@@ -84,7 +85,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
             node = build_unplaced(factory)
         except flax.errors.TraceContextError as error:  # Flax's names neither the caller nor the fix
             raise ValueError(f"{caller} traces the factory, which changed an NNX object made outside it, e.g. an "
-                             f"nnx.Rngs ({str(error).splitlines()[0][:100]}); make it inside the factory: "
+                             f"nnx.Rngs ({clipped(error, 160)}); make it inside the factory: "
                              "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
         check_node(node, f"{caller} (what the factory returned)")
         kinds = {kind: {p for p, v in nnx.graph.iter_graph(node) if isinstance(v, nnx.Variable) and getattr(v, kind)}

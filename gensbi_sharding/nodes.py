@@ -1,4 +1,5 @@
-"""Helpers every library module shares (node, array, mesh checks; path keys); importing nothing from the package."""
+"""Helpers every library module shares (node, array, mesh checks; path keys); importing from the package only
+``messages``."""
 
 import contextlib
 import math
@@ -9,6 +10,9 @@ import jax
 import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
+
+from gensbi_sharding.messages import clipped
+
 
 def is_int(x: Any) -> bool:
     """Python and NumPy integers, not ``bool``."""
@@ -173,7 +177,7 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
         also = ", or a zero-argument factory building one" if factory else ""
         built = node is None and caller.endswith("(what the factory returned)")  # not shard_model's None: no return
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
-                        f"dict of them{also}), got {type(node).__name__} {' '.join(repr(node).split())[:60]}"
+                        f"dict of them{also}), got {type(node).__name__} {clipped(' '.join(repr(node).split()), 60)}"
                         + ("; end the factory with `return` of the node it builds" if built else non_node_part(node)))
 
 
@@ -188,7 +192,7 @@ def non_node_part(node: Any) -> str:
     while isinstance(item, (tuple, list, dict)) and item and not is_node(item):
         key, item = next(kv for kv in (item.items() if isinstance(item, dict) else enumerate(item)) if not is_node(kv[1]))
         path += f"[{key!r}]"
-    return (f"; its {path} is {type(item).__name__} {item!r:.40}, no NNX node: keep other values (a step count, "
+    return (f"; its {path} is {type(item).__name__} {clipped(repr(item), 40)}, no NNX node: keep other values (a step count, "
             "arrays) out of it") if path else ""
 
 

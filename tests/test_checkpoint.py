@@ -528,6 +528,26 @@ def test_restore_names_a_damaged_step_folder(tmp_path, devices, damage):
     assert str(err.value).endswith("; no other step folder is complete: start without it")
 
 
+
+def test_a_damaged_step_folder_s_cause_keeps_its_path_whole(tmp_path, devices):
+    # Was, for a step whose arrays/manifest.ocdbt was lost (launch.py train.resume=...): the cause cut at 120
+    # characters, '... in OCDBT database at local file "/tmp/b61/e_arrays_man); resume ...': half a path, a quote
+    # left open. Now cut at a word boundary outside quotes, " ..." said; TensorStore's spec dump left out.
+    model = build()[0]
+    with CheckpointWriter(tmp_path / "checkpoints") as writer:
+        writer.save(3, nnx.state(model), jax.random.key(0))
+        writer.save(4, nnx.state(model), jax.random.key(0))
+    step = tmp_path / "checkpoints" / "4"
+    (step / "arrays" / "manifest.ocdbt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*4 is damaged: its .* item cannot be read") as err:
+        restore(tmp_path / "checkpoints", abstract_state_for(model, None))
+    said = str(err.value)
+    cause = said[said.index("(ValueError: "):said.index("); resume from another step folder: ")]
+    assert f'in OCDBT database at local file "{step / "arrays"}/" does not exist ...' in cause, said
+    assert "tensorstore_spec" not in cause and cause.count('"') % 2 == 0, said
+    assert said.endswith(f"; resume from another step folder: {tmp_path / 'checkpoints' / '3'} (or move {step} aside, "
+                         f"e.g. to {step}.damaged, and the newest is 3)")
+
 def test_saving_a_replicated_state_on_a_cpu_mesh_compiles_nothing_per_device(tmp_path, devices):
     # Orbax's replica-parallel saving has each of the 8 replicas write a slice of every replicated
     # array, compiling one slice program per device and shape on the first save (flux1 preset:

@@ -176,6 +176,16 @@ def test_a_factory_using_an_rngs_made_outside_it_is_refused_naming_the_fix():
     np.testing.assert_array_equal(np.asarray(built.up.kernel[...]), np.asarray(UserNet(nnx.Rngs(0)).up.kernel[...]))
 
 
+
+def test_a_factory_using_an_rngs_made_outside_it_keeps_flax_s_link_whole():
+    # Was "(Cannot mutate RngCount from a different trace level (https://flax.readthedocs.io/en/latest/api_refere);
+    # make it ...": Flax's line cut at 100 characters, half its link, a parenthesis left open.
+    rngs = nnx.Rngs(0)
+    with pytest.raises(ValueError) as error:
+        quiet(lambda: gs.abstract_sharded(lambda: UserNet(rngs), None))
+    assert ("an nnx.Rngs (Cannot mutate RngCount from a different trace level (https://flax.readthedocs.io/en/latest/"
+            "api_reference/flax.errors.html#flax.errors.TraceContextError)); make it inside") in str(error.value)
+
 def test_an_optimizer_with_masked_state_restores_on_another_mesh(tmp_path):
     # optax.masked keeps a MaskedNode where the mask is False (here every bias); the restore target held it and
     # restore refused its own target: "restore target ...mu/up/bias is MaskedNode without a sharding; build the

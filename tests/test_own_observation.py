@@ -857,6 +857,27 @@ def test_a_step_folder_whose_array_files_are_gone_is_damaged_not_intact(checkpoi
     assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
 
 
+
+def test_a_sampled_step_without_its_arrays_manifest_is_named_with_the_whole_path(tmp_path):
+    # Was: sample.py's check cut the cause at 120 characters, '... at local file "/tmp/b61/e_arrays_man)': half
+    # a path, a quote left open. Now cut at a word boundary outside quotes, " ..." said.
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+    from gensbi_sharding.harness import sampled_checkpoint
+
+    with CheckpointWriter(tmp_path / "checkpoints", config={"seed": 0}, async_save=False) as writer:
+        writer.save(8, {"w": jnp.ones(4)}, jax.random.key(0), info={})
+    step = tmp_path / "checkpoints" / "8"
+    (step / "arrays" / "manifest.ocdbt").unlink()
+    with pytest.raises(sampled_checkpoint.DamagedCheckpoint) as err:
+        sampled_checkpoint.arrays_read(step, flags=True)
+    said = str(err.value)
+    assert said.startswith(f"checkpoint {step} is damaged: its 'arrays' item cannot be read (ValueError: "), said
+    assert f'in OCDBT database at local file "{step / "arrays"}/" does not exist ...); ' in said, said
+    assert "tensorstore_spec" not in said and said.count('"') % 2 == 0, said
+
 def test_a_checkpoint_s_arrays_are_checked_a_part_at_a_time_each_read_once(tmp_path, monkeypatch):
     # Was: every array read in one restore before the model was built: a 1.2 GB checkpoint held whole in host memory
     # (1.98 GB peak for the check alone, where the parts' 0.83 GB), besides what the run's own restore then holds.

@@ -271,3 +271,18 @@ def test_the_none_shard_model_returned_names_that_it_places_in_place(mesh, tmp_p
         gs.init_sharded(lambda: None, mesh)
     assert str(error.value) == (f"init_sharded (what the factory returned) {NOT_A_NODE}, got NoneType None; end the "
                                 "factory with `return` of the node it builds")
+
+
+def test_a_value_given_for_a_node_is_named_whole_or_cut_outside_its_quotes(mesh):
+    # Was "got str '/home/user/gensbi/outputs/2026-12-05/20-51-03/checkp" and "its ['path'] is str '/home/user/gensbi/
+    # outputs/2026-12, no NNX node": the value's repr cut at 60 and 40 characters, half a path, a quote left open.
+    path = "/home/user/gensbi/outputs/2026-12-05/20-51-03/checkpoints/20"
+    with pytest.raises(TypeError) as error:
+        gs.describe(path, mesh)
+    assert str(error.value) == f"describe {NOT_A_NODE}, got str {path!r}"
+    with pytest.raises(TypeError) as error:
+        gs.describe({"model": nnx.Linear(2, 2, rngs=nnx.Rngs(0)), "path": path}, mesh)
+    assert f"; its ['path'] is str {path!r}, no NNX node: keep other values" in str(error.value), str(error.value)
+    with pytest.raises(TypeError) as error:  # a long list: cut between two of its items, said so
+        gs.describe(["an option"] * 20, mesh)
+    assert f", got list {['an option'] * 4}"[:-1] + " ...; its [0] is str 'an option', no NNX node" in str(error.value)

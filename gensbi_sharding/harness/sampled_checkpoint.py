@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.messages import clipped
 
 __all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "lost_step_metadata", "no_checkpoint", "saved_items",
            "sweep_refusal", "training_run"]
@@ -65,7 +66,7 @@ def _read_arrays(step_dir: Path) -> None:
         if not isinstance(err, _DAMAGE):
             raise
         damaged = FileNotFoundError(f"checkpoint {step_dir} is damaged: its 'arrays' item cannot be read "
-                                    f"({type(err).__name__}: {str(err)[:120]})")
+                                    f"({type(err).__name__}: {clipped(err)})")
         damaged.reason = str(damaged)  # as the library's (checkpoint.restore): for_sampler words the fix
         raise damaged from None
 

@@ -1,0 +1,29 @@
+"""An error's text shortened for a one-line message: its first line, cut only at a word boundary outside quotes (a
+path or a quoted name is never halved), marked " ...". Pure Python: the library's refusals and the harness's."""
+
+__all__ = ["clipped"]
+
+
+def clipped(text: object, limit: int = 240) -> str:
+    """The first non-blank line of ``str(text)``: whole when at most ``limit`` characters or when it has no word
+    boundary outside quotes; else cut at the last such boundary within ``limit`` (the first after it, if none is
+    within), ended with " ...". Only one token over ``4 * limit`` (a huge value's repr) is cut inside: its two ends.
+    Was ``str(err)[:120]``: ``at local file "/tmp/b61/e_arrays_man)``, half a path and an unclosed quote."""
+    line = next((part.strip() for part in str(text).splitlines() if part.strip()), "")
+    if len(line) <= limit:
+        return line
+    quote, cut = None, 0
+    for i, char in enumerate(line):
+        follows = line[i + 1] if i + 1 < len(line) else " "
+        if quote:  # a ' closes only before a non-word character: "it's" inside 'a name' does not close it
+            quote = None if char == quote and (quote == '"' or not (follows.isalnum() or follows == "_")) else quote
+        elif char in "\"'" and (i == 0 or not (line[i - 1].isalnum() or line[i - 1] == "_")):  # can't: no quote
+            quote = char
+        elif char.isspace() and i > 0 and not line[i - 1].isspace():
+            cut = i if i <= limit or not cut else cut
+            if i >= limit:
+                break
+    kept = line[:cut].rstrip(" ,;:") if cut else line
+    if len(kept) > 4 * limit:  # one huge token: not all of it
+        kept = f"{kept[:limit // 2]} ... {kept[-(limit // 2):]}"
+    return f"{kept} ..." if cut else kept

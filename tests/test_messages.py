@@ -1,0 +1,31 @@
+"""``messages.clipped``: an error's text cut for a one-line message, never inside a quote or a path."""
+
+import pytest
+
+from gensbi_sharding.messages import clipped
+
+SPEC = "[tensorstore_spec='{\\\"driver\\\":\\\"zarr\\\",\\\"path\\\":\\\"rng/\\\"}']"
+TENSORSTORE = ('NOT_FOUND: Error opening "zarr" driver: Metadata at "rng/.zarray" in OCDBT database at local file '
+               f'"/tmp/b61/e/checkpoints/20/arrays/" does not exist {SPEC}')
+
+
+@pytest.mark.parametrize("text, limit, expected", [
+    ("short", 120, "short"),
+    ("first line\\nsecond line", 120, "first line\\nsecond line"),  # a literal backslash-n: one line
+    ("\n  first line  \nsecond line", 120, "first line"),
+    (TENSORSTORE, 120, 'NOT_FOUND: Error opening "zarr" driver: Metadata at "rng/.zarray" in OCDBT database at local '
+                       "file ..."),
+    (TENSORSTORE, 160, TENSORSTORE[:TENSORSTORE.index(" [tensorstore")] + " ..."),
+    (TENSORSTORE, 1000, TENSORSTORE),
+    ("it's a 'quoted name, with spaces' after", 12, "it's a ..."),  # "it's": an apostrophe, not a quote
+    ("'a quoted name, with spaces, longer than the limit' then more", 20,
+     "'a quoted name, with spaces, longer than the limit' ..."),  # no boundary within: the first after it
+    ("x" * 50, 20, "x" * 50),  # one token: whole
+    ("'" + "a" * 100 + "'", 10, "'aaaa ... aaaa'"),  # one token over 4 * limit: its two ends
+])
+def test_clipped_cuts_only_at_a_word_boundary_outside_quotes(text, limit, expected):
+    assert clipped(text, limit) == expected
+
+
+def test_clipped_of_an_exception_reads_its_text():
+    assert clipped(KeyError("meta")) == "'meta'"
