@@ -14,7 +14,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch import batch_axes, check_active_mesh, check_placeable, traced_mesh
 from gensbi_sharding.nodes import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
-                                   resolve_rule)
+                                   resolve_rule, typo_of)
 
 __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 
@@ -126,7 +126,8 @@ class PartitionAxis(NamedTuple):
             for axis in mesh_axes_of(value):
                 if axis not in mesh.shape:
                     raise ValueError(f"{name}={getattr(self, name)!r} names mesh axis {axis!r}, but the mesh has axes "
-                                     f"{tuple(mesh.axis_names)}; use one of them, a tuple of them, or None")
+                                     f"{tuple(mesh.axis_names)}; {typo_of(axis, mesh.axis_names)}use one of them, a "
+                                     "tuple of them, or None")
         return resolved
 
     def _formed(self) -> "PartitionAxis":
@@ -154,7 +155,7 @@ def check_names(names: Sequence[str | None], shape: Sequence[int]) -> None:
                          f"of shape {tuple(shape)}; give one name (or None) per dimension")
     odd = next((n for n in names if not (n is None or isinstance(n, str) and n in ACTIVATION_NAMES)), None)  # a list
     if odd is not None:
-        raise ValueError(f"unknown activation name {odd!r}; known names: "
+        raise ValueError(f"unknown activation name {odd!r}; {typo_of(odd, ACTIVATION_NAMES)}known names: "
                          f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
 
 

@@ -14,6 +14,7 @@ from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
+from gensbi_sharding.rules import typo_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
@@ -180,8 +181,9 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
         try:
             kind = DataPartitionType(partition)
         except ValueError:
-            raise ValueError(f"unknown partition {partition!r}; choose one of "
-                             f"{[k.value for k in DataPartitionType]} or pass PartitionSpecs") from None
+            known = [k.value for k in DataPartitionType]
+            raise ValueError(f"unknown partition {partition!r}; {typo_of(partition, known)}choose one of {known} or "
+                             "pass PartitionSpecs") from None
         split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else P(batch_axes(mesh) or None)
         return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
                 for leaf in jax.tree.leaves(host_arrays)]

@@ -9,7 +9,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh
 
 from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
-from gensbi_sharding.rules import MODEL_AXIS
+from gensbi_sharding.rules import MODEL_AXIS, typo_of
 from gensbi_sharding.nodes import check_mesh, is_int
 
 __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
@@ -91,8 +91,9 @@ def resolve_mesh(spec: Any) -> Mesh | None:
     if isinstance(spec, Mapping):
         unknown = [k for k in spec if k not in _MESH_SPEC_KEYS]
         if unknown:
-            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; accepted keys: {_MESH_SPEC_KEYS}"
-                             + _axis_sizes_hint(spec, unknown))
+            hint = _axis_sizes_hint(spec, unknown)  # axis sizes ({'model': 2}): that fix, not 'model_axis' as a typo
+            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; {'' if hint else typo_of(unknown[0], _MESH_SPEC_KEYS)}"
+                             f"accepted keys: {_MESH_SPEC_KEYS}{hint}")
         kwargs = dict(spec)
         if kwargs.get("devices") is not None:
             kwargs["devices"] = _devices_from_ids(kwargs["devices"])

@@ -7,7 +7,7 @@ import dataclasses
 import difflib
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:  # imported where used: the harness's config checks read this module without JAX or Flax
@@ -185,9 +185,10 @@ def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) ->
             + f", or a rule table with {unsplit}" * (names[first] not in unsplit))  # two names: or the rule moves one
 
 
-def typo_of(name: Any) -> str:
-    """``"did you mean 'mlp'? "`` for a name close to one logical axis ('mpl', 'embedd'), else ``""``."""
-    near = difflib.get_close_matches(str(name), LOGICAL_AXES, n=1, cutoff=0.6)
+def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES) -> str:
+    """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` (the logical axes: 'mpl', 'embedd';
+    activation names: 'lenght'), else ``""``: every lookup in a closed set of names guesses alike."""
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6) if isinstance(name, str) else []
     return f"did you mean {near[0]!r}? if not, " if near else ""
 
 

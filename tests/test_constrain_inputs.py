@@ -97,7 +97,7 @@ def test_constrain_names_bad_names_where_for_rule_gives_none(devices):
     # is None, and constrain returned x for any names: a typo passed there and failed once the model ran on a mesh.
     partition_axis = gs.PartitionAxis.for_rule("tensor", None)
     assert partition_axis is None
-    with pytest.raises(ValueError, match=r"unknown activation name 'hiden'; known names"):
+    with pytest.raises(ValueError, match=r"unknown activation name 'hiden'; did you mean 'hidden'\? if not, known names"):
         jax.jit(lambda v: gs.constrain(v, ("batch", "hiden"), partition_axis))(jnp.ones((8, 4)))
     with pytest.raises(ValueError, match=r"activation names \('batch',\) have 1 entries for an array of shape \(\)"):
         gs.constrain(3.0, ("batch",), partition_axis)  # a Python scalar: shape ()
@@ -287,3 +287,25 @@ def test_constrain_under_an_eager_transformation_places_on_the_active_mesh(trans
     np.testing.assert_array_equal(np.asarray(out), expected)
     if transform != "grad":  # the gradient's layout is the transpose's: the value is what the constraint must keep
         assert out.sharding.is_equivalent_to(NamedSharding(mesh, spec), 3)
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda mesh: gs.constrain(jnp.ones((8, 4)), ("batch", "hiden"), gs.PartitionAxis(), mesh),
+     "unknown activation name 'hiden'; did you mean 'hidden'? if not, known names: batch, sequence,"),
+    (lambda mesh: gs.PartitionAxis(head_axis="modle").resolve(mesh),
+     "head_axis='modle' names mesh axis 'modle', but the mesh has axes ('data', 'model'); did you mean 'model'? if "
+     "not, use one of them, a tuple of them, or None"),
+    (lambda mesh: gs.resolve_mesh({"devices": None, "modelaxis": 2}),
+     "unknown mesh spec key 'modelaxis'; did you mean 'model_axis'? if not, accepted keys: ('devices', 'model_axis')"),
+    (lambda mesh: gs.host_to_global_array({"x": np.zeros((8, 1))}, partition="ful", mesh=mesh),
+     "unknown partition 'ful'; did you mean 'full'? if not, choose one of ['full', 'data', 'replicated'] or pass"),
+    (lambda mesh: gs.constrain(jnp.ones((8, 4)), ("batch", "width"), gs.PartitionAxis(), mesh),  # far: no guess
+     "unknown activation name 'width'; known names: batch,"),
+])
+def test_a_misspelt_name_in_a_closed_set_is_answered_with_the_one_meant(mesh, call, said):
+    # Was "unknown activation name 'hiden'; known names: ..." (and alike for a PartitionAxis's mesh axis, a mesh spec's
+    # key, host_to_global_array's partition): the known names listed, the one meant not guessed, as rules.typo_of
+    # guesses a logical axis.
+    with pytest.raises(ValueError) as error:
+        call(mesh)
+    assert said in str(error.value), str(error.value)
