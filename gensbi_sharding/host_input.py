@@ -12,7 +12,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
-from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
+from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 from gensbi_sharding.rules import typo_of
 
@@ -63,7 +63,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     Raises
     ------
     ValueError
-        Before any array is built: no concrete mesh; a bad ``partition`` or spec; a leaf already global or abstract;
+        Before any array is built: called under ``jax.jit`` or another transformation (NumPy leaves and ``mesh=``
+        too); no concrete mesh; a bad ``partition`` or spec; a leaf already global or abstract;
         no device of ``mesh`` here; a local size no multiple of its local shards; a value beyond its placed dtype. With
         ``check_processes``, on every process: another process failed, or passes another tree, dtype, shape, or values
         for a leaf it replicates.
@@ -162,6 +163,8 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
         if not isinstance(mesh, Mesh):
             raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} {mesh!r:.40}; "
                              "build one with make_mesh(...) or resolve_mesh(spec), or pass mesh=None (the active one)")
+        if under_transform():  # NumPy rows would become one process's constant in the program, not a global array
+            raise ValueError(_OUTSIDE_JIT)
         return mesh
     try:
         active = jax.sharding.get_mesh()

@@ -305,3 +305,17 @@ def test_abstract_state_for_a_factory_reading_back_a_value_names_its_own_fix(dev
         gs.abstract_sharded(lambda: ReadsBack(nnx.Rngs(0)), mesh, "fsdp")
     target = checkpoint.abstract_state_for(ReadsBack(nnx.Rngs(0)), mesh, "fsdp")  # the fix it names
     assert target["w"].get_value().sharding.spec == P("data", None)
+
+
+def test_host_to_global_array_of_numpy_rows_inside_jit_with_a_mesh_is_refused(devices):
+    # Was: NumPy rows (a closure's constant) and mesh= inside jax.jit returned a traced value, the rows baked into the
+    # program as this process's constant (on 2 processes: (b, ...) where outside it is (2 * b, ...)), while a traced
+    # input was refused; the docstring says to call it outside jax.jit. Now refused alike, the fix named.
+    mesh = gs.make_mesh(model_axis=2)
+    rows = np.ones((16, 2), np.float32)
+    with pytest.raises(ValueError) as error:
+        jax.jit(lambda: gs.host_to_global_array({"x": rows}, mesh=mesh))()
+    assert str(error.value) == ("host_to_global_array was called under a JAX transformation (jax.jit, jax.grad, ...): it "
+                                "runs outside them; call it on host data before the step function")
+    placed = gs.host_to_global_array({"x": rows}, mesh=mesh)["x"]  # the fix: outside, then pass it in
+    assert placed.sharding.is_equivalent_to(NamedSharding(mesh, P(("data", "model"))), 2)
