@@ -117,12 +117,12 @@ def test_partition_spec_for_takes_the_sizes_of_an_integer_array(devices, shape):
     # The sizes are read, not the array: one the mesh cannot split falls back, naming the size.
     assert gs.partition_spec_for(("embed",), np.array([6]), "fsdp", mesh) == (
         P(), "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' to None or "
-        "to mesh axes of total size 2")
+        "to mesh axes of total size 2, or annotate this dimension None")
 
 
 @pytest.mark.parametrize("size,fit", [
-    (12, "; map 'embed' to None or to mesh axes of total size 2 or 4"),  # ['data'] of 8 and ['model'] of 1 neither
-    (7, "; map 'embed' to None"),  # no split of 8 devices divides 7: None is the one fix
+    (12, "; map 'embed' to None or to mesh axes of total size 2 or 4, or annotate this dimension None"),  # ['data'] of 8 and ['model'] of 1 neither
+    (7, "; map 'embed' to None, or annotate this dimension None"),  # no split of 8 devices divides 7: None is the one fix
 ])
 def test_a_size_the_mesh_axes_do_not_divide_names_the_splits_that_do(devices, size, fit):
     # Was: "size 12 of logical axis 'embed' is not divisible by mesh axis ('data', 'model') of size 8", naming no fix.
@@ -281,4 +281,19 @@ def test_a_size_1_dimension_names_the_fix_for_that_variable_not_the_whole_table(
                            "this dimension None: size 1 splits over no mesh axis (mapping 'mlp' to None would leave "
                            "every 'mlp' dimension unsplit)")
     assert gs.partition_spec_for(("mlp",), (3,), dict(gs.RULES["tensor"]), mesh)[1].endswith(  # size > 1: the table
-        "is not divisible by mesh axis 'model' of size 2; map 'mlp' to None")
+        "is not divisible by mesh axis 'model' of size 2; map 'mlp' to None, or annotate this dimension None")
+
+
+def test_a_size_the_mesh_does_not_divide_also_names_the_fix_for_that_variable(mesh):
+    # Was: "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' to None or to
+    # mesh axes of total size 2": only the table's fixes, which leave or re-split every 'embed' weight for one (6,)
+    # vector; now it also names the local fix, as a size-1 dimension's reason does.
+    model = nnx.Module()
+    model.kernel = nnx.Param(jnp.ones((8, 16)), **gs.axes("embed", "mlp"))
+    model.odd = nnx.Param(jnp.ones(6), **gs.axes("embed"))
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    assert plan.fallbacks == {"odd": "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4; map "
+                                     "'embed' to None or to mesh axes of total size 2, or annotate this dimension None"}
+    model.odd = nnx.Param(jnp.ones(6), **gs.axes(None))  # the local fix, followed: no fallback, kernel still split
+    plan = gs.plan_shardings(model, mesh, "fsdp")
+    assert plan.fallbacks == {} and plan.specs["kernel"] == P("data", None)

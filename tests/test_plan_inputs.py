@@ -238,7 +238,8 @@ def test_a_plan_on_an_abstract_mesh_is_the_meshs_plan_and_places_nothing(devices
                                  "fsdp")
     assert (abstract.specs, abstract.fallbacks) == (real.specs, real.fallbacks)
     assert abstract.fallbacks == {"kernel": "size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of "
-                                            "size 4; map 'embed' to None or to mesh axes of total size 2",
+                                            "size 4; map 'embed' to None or to mesh axes of total size 2, or "
+                                            "annotate this dimension None",
                                  "bias": "no annotation"}
     assert abstract.fallback_message() == real.fallback_message()
     with pytest.raises(ValueError, match=r"^place got a plan on an AbstractMesh \(axes, no devices\): "

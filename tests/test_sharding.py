@@ -294,7 +294,7 @@ def test_one_fallback_warning_lists_every_problem(devices):
     for part in ("unknown (unknown logical axis 'sequence'",
                  "rank (annotation rank 1 != array rank 2: one leading dimension more",
                  "odd (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' "
-                 "to None or to mesh axes of total size 2)",
+                 "to None or to mesh axes of total size 2, or annotate this dimension None)",
                  "square (logical axes 'embed' and 'embed' both map to mesh axis 'data'; annotate one of those "
                  "dimensions with another logical axis or None (unsplit), e.g. ('embed', None))",
                  "down/bias, plain (no annotation)"):  # one reason, its paths together
@@ -318,7 +318,7 @@ def test_the_fallback_warning_is_bounded_and_groups_one_reason_over_many_variabl
     assert message == (
         "48 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}: blocks/0, "
         "blocks/1, blocks/2 and 37 more (size 6 of logical axis 'embed' is not divisible by mesh axis 'data' of "
-        "size 4; map 'embed' to None or to mesh axes of total size 2); "
+        "size 4; map 'embed' to None or to mesh axes of total size 2, or annotate this dimension None); "
         + "; ".join(f"{a} (unknown logical axis '{a}' {known}; to split the other dimensions, leave it "
                     f"unsplit: a rule table with {{'{a}': None}})" for a in "abcde")
         + "; 3 more for 3 other reason(s) (every one: Plan.fallbacks)")
@@ -340,7 +340,7 @@ def test_a_cut_fallback_warning_from_shard_model_names_what_its_caller_can_call(
         "4 variable(s) replicated instead of split under " + gs.plan_shardings(model, mesh, rule).rule.label
         + " on mesh {'data': 4, 'model': 2}: blocks/0, blocks/1, blocks/2 and 1 more (size 6 of logical axis "
         "'embed' is not divisible by mesh axis 'data' of size 4; map 'embed' to None or to mesh axes of total "
-        f"size 2) (every one: gs.plan_shardings(node, mesh, {call}).fallbacks)")
+        f"size 2, or annotate this dimension None) (every one: gs.plan_shardings(node, mesh, {call}).fallbacks)")
     assert set(gs.plan_shardings(model, mesh, rule).fallbacks) == {f"blocks/{i}" for i in range(4)}
 
 
