@@ -182,8 +182,8 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     Parameters
     ----------
     batch : pytree
-        ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves of shape ``(B, ...)``; others (scalars,
-        ``str``, None, a list of numbers) kept unplaced.
+        ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves of shape ``(B, ...)``; NumPy scalars
+        placed as 0-d arrays (``P()``); others (Python scalars, ``str``, None, a list of numbers) kept unplaced.
     mesh : jax.sharding.Mesh or None
     """
     return _put_leaves(batch, mesh, "batch", "shard_batch", split=True)
@@ -208,7 +208,8 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     Parameters
     ----------
     tree : pytree
-        ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves.
+        ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` (NumPy scalars too, as 0-d arrays) or
+        ``jax.ShapeDtypeStruct`` leaves.
     mesh : jax.sharding.Mesh or None
     """
     return _put_leaves(tree, mesh, "replicate", "replicate", split=False)
@@ -265,7 +266,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
                              "padding out of a mean)")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)  # a NumPy scalar is a 0-d array's value: placed as one
+    leaves = [(path, np.asarray(leaf) if isinstance(leaf, (np.number, np.bool_)) else leaf) for path, leaf in leaves]
     arrays = [(path, leaf) for path, leaf in leaves if is_array(leaf)]
     # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
     explicit = set(mesh.explicit_axes)

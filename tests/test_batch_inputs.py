@@ -333,9 +333,8 @@ def test_numpy_longdouble_is_told_to_cast_wherever_it_is_refused(devices, tmp_pa
     for leaf in (np.ones(8, np.longdouble), np.longdouble(1.5)):
         with pytest.raises(TypeError, match=rf"leaf \['x'\] \(shape {re_shape(leaf)}\) has dtype float128, {cast}"):
             gs.shard_batch({"x": leaf}, mesh)
-        # The cast told goes through: an array placed (as float32), a scalar kept as it is, as every NumPy scalar.
-        assert gs.shard_batch({"x": leaf.astype(np.float64)}, mesh)["x"].dtype == (jnp.float32 if leaf.ndim else
-                                                                                   np.float64)
+        # The cast told goes through: placed as float32, the scalar too (as a 0-d array, as every NumPy scalar).
+        assert gs.shard_batch({"x": leaf.astype(np.float64)}, mesh)["x"].dtype == jnp.float32
     with pytest.raises(TypeError, match=r"\['x'\] \(shape \(8,\)\) has dtype complex256, which no JAX array holds: "
                                         r"cast it to complex128, x\.astype\(np\.complex128\)"):
         gs.replicate({"x": np.ones(8, np.clongdouble)}, mesh)
@@ -616,3 +615,21 @@ def test_host_to_global_array_names_a_later_dim_the_mesh_does_not_divide_and_how
         gs.host_to_global_array(x, partition={"x": P("data", "model"), "y": P()}, mesh=mesh)
     placed = gs.host_to_global_array(x, partition={"x": P("data", None), "y": P()}, mesh=mesh)
     assert placed["x"].sharding.spec == P("data", None) and placed["x"].shape == (8, 3)
+
+
+@pytest.mark.parametrize("where", ["outside", "jit"])
+def test_a_numpy_scalar_leaf_is_placed_as_a_0d_array_is(devices, where):
+    # Was: {"t": np.float32(0.5)} came back an unplaced np.float32 while np.array(0.5, np.float32) came back a jax.Array
+    # at P(): one NumPy value, two rules. Now both placed P(); a Python float stays a Python float (no dtype of its own).
+    mesh = gs.make_mesh(model_axis=2)
+    batch = {"scalar": np.float32(0.5), "zero_d": np.array(0.5, np.float32), "flag": np.bool_(True), "python": 0.5,
+             "x": np.ones((8, 2), np.float32)}
+    for place in (gs.shard_batch, gs.replicate):
+        out = (place(batch, mesh) if where == "outside" else  # in jit: the batch a closure's constants, not arguments
+               jax.jit(lambda: {k: v for k, v in place(batch, mesh).items() if k != "python"})())
+        for key in ("scalar", "zero_d", "flag"):
+            assert isinstance(out[key], jax.Array) and out[key].shape == () and out[key].sharding.is_equivalent_to(
+                NamedSharding(mesh, P()), 0), (place, key, out[key])
+        assert (out["scalar"].dtype, out["flag"].dtype, float(out["scalar"])) == (jnp.float32, jnp.bool_, 0.5)
+        if where == "outside":
+            assert out["python"] == 0.5 and type(out["python"]) is float
