@@ -14,6 +14,7 @@ from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
+from gensbi_sharding.messages import clipped
 from gensbi_sharding.rules import typo_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
@@ -75,7 +76,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     """
     refuse_in_factory("host_to_global_array", INPUT_IN_FACTORY)  # each process alike: no collective is left waiting
     if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
-        raise TypeError(f"check_processes={check_processes!r:.40} must be True or False")
+        raise TypeError(f"check_processes={clipped(repr(check_processes), 40)} must be True or False")
     mesh = _concrete_mesh(mesh)
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
     leaves, targets, error = [leaf for _, leaf in flat], {}, None
@@ -161,8 +162,8 @@ _OUTSIDE_JIT = (f"host_to_global_array was called {UNDER_TRANSFORM}: it runs out
 def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     if mesh is not None:
         if not isinstance(mesh, Mesh):
-            raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} {mesh!r:.40}; "
-                             "build one with make_mesh(...) or resolve_mesh(spec), or pass mesh=None (the active one)")
+            raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} "
+                             f"{clipped(repr(mesh), 40)}; build one with make_mesh(...) or resolve_mesh(spec), or pass mesh=None (the active one)")
         if under_transform():  # NumPy rows would become one process's constant in the program, not a global array
             raise ValueError(_OUTSIDE_JIT)
         return mesh

@@ -64,7 +64,7 @@ def check_value_leaves(values: Collection[tuple[str, Any]], caller: str) -> list
             check_unmasked(leaf, f"{caller}: {where} (shape {np.shape(leaf)})")  # a traced factory's: JAX's words
             held = not isinstance(leaf, (np.ndarray, np.generic)) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
             if not ((is_array_like(leaf) or is_scalar(leaf)) and held):  # datetime64: JAX's, Orbax's errors named none
-                what = type(leaf).__name__ + (f" {leaf!r:.40}" if held else f" of dtype {leaf.dtype}")
+                what = type(leaf).__name__ + (f" {clipped(repr(leaf), 40)}" if held else f" of dtype {leaf.dtype}")
                 fix = unheld_dtype_fix(None if held else leaf.dtype, "keep other data as a plain attribute of the "
                                        "Module (static, in its graph, not its state)")
                 raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
@@ -118,11 +118,12 @@ def mesh_axes_of(entry: Any) -> tuple:
     if not (odd := [axis for axis in axes if not isinstance(axis, str)]):
         return axes
     if None in odd:  # None replicates as the whole entry; in a tuple JAX reads it as an axis name
-        raise ValueError(f"PartitionSpec entry {entry!r:.40} holds None inside a tuple, read as a mesh axis name: "
-                         f"leave it out ({tuple(filter(None, axes)) or None!r:.40}), or give None to leave it unsplit")
-    what = "names no mesh axis" if len(odd) == len(axes) else f"holds {odd[0]!r:.20}, not a mesh axis name"
-    raise ValueError(f"PartitionSpec entry {entry!r:.40} {what}: give a mesh axis name (e.g. 'data'), a tuple of "
-                     "them, or None")
+        raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} holds None inside a tuple, read as a mesh "
+                         f"axis name: leave it out ({clipped(repr(tuple(filter(None, axes)) or None), 40)}), or give "
+                         "None to leave it unsplit")
+    what = "names no mesh axis" if len(odd) == len(axes) else f"holds {clipped(repr(odd[0]), 20)}, not a mesh axis name"
+    raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} {what}: give a mesh axis name (e.g. 'data'), "
+                     "a tuple of them, or None")
 
 
 def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
@@ -242,7 +243,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     """``array_variables(node)``, once ``plan`` fits it; else the error naming the variables not planned, or not so."""
     if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
         raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
-                        f"{plan!r:.60}; to place by a rule at once: shard_model(node, mesh, rule)")
+                        f"{clipped(repr(plan), 60)}; to place by a rule at once: shard_model(node, mesh, rule)")
     check_node(node, caller)
     planned = {path: plan.shapes.get(path) for path in plan.specs}  # None: a plan built by hand, no shapes
     variables = array_variables(node)

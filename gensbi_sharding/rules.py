@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+from gensbi_sharding.messages import clipped
+
 if TYPE_CHECKING:  # imported where used: the harness's config checks read this module without JAX or Flax
     from jax.sharding import Mesh, PartitionSpec as P
 
@@ -77,8 +79,8 @@ class Rule:
 
     def __post_init__(self) -> None:
         if not isinstance(self.table, Mapping):  # checked however a Rule is made: a mistyped key would split nothing
-            raise ValueError(f"Rule table={self.table!r:.60} must be a mapping of logical axis -> mesh axes, "
-                             "e.g. {'embed': 'data'}")
+            raise ValueError(f"Rule table={clipped(repr(self.table), 60)} must be a mapping of logical axis -> mesh "
+                             "axes, e.g. {'embed': 'data'}")
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
         if not isinstance(self.name, str) or self.builtin not in (False, True) or (  # builtin="no" is truthy
@@ -135,7 +137,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule table (logical "
                          f"axis -> mesh axis or None); {f'did you mean {near[0]!r}?' if near else RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
-                     f"pairs, got {rule!r:.120}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
+                     f"pairs, got {clipped(repr(rule), 120)}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
 
 def is_sequence(value: Any) -> bool:  # but a str; a ListConfig too, and a PartitionSpec (Flax takes one; no Sequence)
@@ -228,7 +230,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     check_mesh(mesh, optional=False, plans=True)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
     if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
-        raise TypeError(f"shape={shape!r:.60} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
+        raise TypeError(f"shape={clipped(repr(shape), 60)} must be a sequence of sizes (int >= 0), e.g. (8,) or "
+                        "value.shape")
     table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
     if names is None:
         return P(), None

@@ -78,3 +78,18 @@ def test_a_flag_that_is_no_bool_is_refused(mesh, call, flag):
     # Was taken as truthy: warn="no" warned, check_processes="no" ran the collective.
     with pytest.raises(TypeError, match=rf"^{flag}='no' must be True or False$"):
         call(mesh)
+
+
+def test_a_long_value_in_a_refusal_is_named_whole_not_cut_inside_its_quotes(devices):
+    # Was "check_processes='no, do not compare the processes t must be True or False": the value's repr cut at 40
+    # characters (format spec !r:.40), its quote left open; alike for a Plan's fields, a Rule's table, a spec entry.
+    value = "no, do not compare the processes this time"
+    with pytest.raises(TypeError) as error:
+        gs.host_to_global_array({"x": np.ones((8, 1))}, mesh=gs.make_mesh(model_axis=2), check_processes=value)
+    assert str(error.value) == f"check_processes={value!r} must be True or False"
+    long = [f"a rule entry number {i}" for i in range(20)]  # many words: cut between two of them, said so
+    with pytest.raises(ValueError) as error:
+        gs.resolve_rule(long)
+    said = str(error.value)
+    assert said.startswith("rule must be a name in ") and " ...; e.g. {'embed': 'data'}" in said, said
+    assert said.count("'") % 2 == 0, said
