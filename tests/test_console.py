@@ -212,6 +212,17 @@ def test_xla_log_lines_leave_the_console_for_the_log_with_one_notice(capfd, capl
         "XLA warned (all its lines are in launch.log): [SPMD] Involuntary full rematerialization. The compiler")
 
 
+def test_an_xla_warnings_notice_is_never_cut_inside_a_quoted_path(capfd, caplog):
+    # Was: the notice cut XLA's line at 100 characters, inside a quoted path: '... file "/tmp/compile_cache/ab...'.
+    far = "/tmp/" + "compile_cache/" * 6 + "entry"
+    line = f'W1130 21:32:49.078772    8033 cache.cc:12] could not write the entry to file "{far}" (disk full)\n'
+    with caplog.at_level(logging.INFO), console.quiet_console(OmegaConf.create({"distributed": {"mode": "none"}})):
+        os.write(2, line.encode())
+    capfd.readouterr()
+    said = [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"]
+    assert len(said) == 1 and said[0].endswith(" ...") and said[0].count('"') in (0, 2), said
+
+
 def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_every_path_in_the_log(caplog, devices):
     # Was: one "[WARNING] 187 variable(s) replicated ..." console line of ~24 KB (model=flux1 model.depth=8 ...),
     # every path with its reason repeated; the README promises a short console account.

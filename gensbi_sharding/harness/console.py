@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from gensbi_sharding.harness.native_notes import NOTES, note_for
+from gensbi_sharding.messages import clipped
 from gensbi_sharding.harness.native_pump import end_and_wait, pump
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
@@ -274,8 +275,7 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
                     warned.append(True)  # once per run: the message without its C++ header, cut short
                     said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
                     logging.getLogger("gensbi_sharding").warning(  # + its cause where the run said it (the hint)
-                        "XLA warned (all its lines are in %s): %s%s", job_log_name(), said if len(said) <= 100
-                        else said[:100] + "...", note_for(bare))
+                        "XLA warned (all its lines are in %s): %s%s", job_log_name(), clipped(said, 100), note_for(bare))
             else:
                 kept.append(line)
         with contextlib.suppress(OSError):
