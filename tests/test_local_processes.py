@@ -774,3 +774,19 @@ def test_a_model_group_across_local_processes_is_refused_before_the_run_folder_i
     proc = subprocess.run([sys.executable, "launch.py", *local, *overrides, f"hydra.run.dir={out}"], cwd=REPO,
                           text=True, capture_output=True, timeout=120)
     assert proc.returncode == 1 and message in proc.stderr + proc.stdout and not out.exists(), proc.stderr
+
+
+def test_a_local_jobs_record_keeps_the_jobs_config_and_names_process_0s_apart(tmp_path, monkeypatch):
+    # Was: process 0's config became the job's record (devices.cpu_count=4, local_processes=1, mode=explicit for a job
+    # of 2 processes on 8 devices), so '-m distributed=local distributed.local_processes=2,4' showed cpu_count 4 / 2.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness import local_cluster
+
+    asked = {"devices": {"cpu_count": 8}, "distributed": {"mode": "auto", "local_processes": 2}}
+    process_0 = {"devices": {"cpu_count": 4}, "distributed": {"mode": "explicit", "local_processes": 1}}
+    monkeypatch.setattr(local_cluster, "run_local_processes",
+                        lambda cfg, out, watch=None: {"status": "ok", "config": process_0, "final_step": 12})
+    metrics = {"status": "error", "config": asked}
+    assert local_cluster.run_local_job(OmegaConf.create(asked), tmp_path, metrics) is None
+    assert metrics == {"status": "ok", "config": asked, "process_0_config": process_0, "final_step": 12}

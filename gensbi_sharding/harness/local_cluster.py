@@ -215,16 +215,19 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
 def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: Any = None) -> str | None:
     """The job as ``run_local_processes`` runs it, recorded into ``metrics`` and said as a one-process job says it.
 
-    ``metrics`` (the parent's record: its resolved config) is updated with the processes' outcome, so it keeps
-    the config when process 0 wrote none (``watch``: the run's ``PreemptionWatch``). A failure is logged; a stop in
-    a sweep names the command that continues the whole sweep.
+    ``metrics`` (the parent's record: its resolved config) is updated with the processes' outcome but keeps that
+    config, the job's as asked for (process 0's, with ``local_processes=1`` and its share of ``devices.cpu_count``,
+    goes under ``process_0_config``; was: the job's record, so a sweep's summary showed ``devices.cpu_count=4`` for a
+    job on 8) (``watch``: the run's ``PreemptionWatch``). A failure is logged; a stop in a sweep names the command
+    that continues the whole sweep.
 
     Returns
     -------
     str or None
         The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so).
     """
-    metrics.update(run_local_processes(cfg, out, watch))
+    asked, outcome = metrics.get("config"), run_local_processes(cfg, out, watch)  # the job's, not process 0's
+    metrics.update(outcome, config=asked, **({"process_0_config": outcome["config"]} if "config" in outcome else {}))
     if metrics["status"] == "error":
         rank = metrics.get("first_failed_process")  # its log; XLA's teardown of the others went to theirs
         log.error("%s%s", metrics["error"], "" if rank is None else f"; its log: {out / f'process_{rank}.log'} (what "

@@ -186,7 +186,7 @@ def _leaf_text(value: Any) -> str:
 
 
 #: Settings that say how a job was run, not what it ran (a job continued alone records train.resume=auto;
-#: distributed=local's job records its process 0's config, with the loopback port chosen for that job).
+#: a distributed=local job recorded before r61 holds its process 0's config, with the loopback port it chose).
 _HOW_RUN = ("train.resume", "distributed.coordinator_address")
 
 
