@@ -70,6 +70,24 @@ def test_removing_an_axis_a_rule_file_leaves_out_advises_an_override_that_passes
         assert command_problem([searched, "experiment=quick", rule, fix]) is None  # the advice itself passes
 
 
+def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_each_jobs(tmp_path):
+    # Typed: python launch.py -m rule=my_rule rule.heads=model,data (README's my_rule.yaml leaves heads out). Was: each
+    # job refused with its own value (job 0: "write ++rule.heads=model", job 1: "++rule.heads=data"), and beside
+    # another rule override, "write ++rule.heads=model|data", which no command line takes.
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    said = ("rule.heads=model,data: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override "
+            "it; write ++rule.heads=model,data (sets it whether a rule's table lists heads or not), or add heads: model "
+            "to the rule's file")
+    for more in ([], ["rule.vocab=model"]):
+        assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", "rule.heads=model,data", *more]) \
+            == said
+    assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", "rule.heads=model,data"])
+    for fixed in ("++rule.heads=model,data", "rule.mlp=model,data"):  # the fix followed; a key the file lists
+        assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", fixed]) is None
+
+
 @pytest.mark.parametrize("folder", ["work", "my dir/ünï"])
 @pytest.mark.parametrize("where", ["conf/rule", "rule"])
 def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_search_path_to_add(tmp_path, monkeypatch,

@@ -62,13 +62,15 @@ def rule_file_problem(command: CommandLine) -> str | None:
 
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
     refused = _refused_files(folders)
-    # The rule's overrides composed too (a swept one is sweep_check's: it refuses each job before any folder is made)
+    # The rule's overrides composed too (a swept one's values are sweep_check's: it refuses each job before any folder
+    # is made, but a swept axis the rule leaves out is said here, with the sweep's fix: was each job's own ++ value)
     typed = [o.arg for o in command.parsed if o.key.startswith("rule.") and not o.sweep]
-    if not refused and not typed:
+    swept = any(o.key.startswith("rule.") and o.sweep for o in command.parsed)
+    if not refused and not typed and not swept:
         return None  # the common case: nothing to compose
     for chosen, home, name in command_jobs(command) or []:
         cfg = composed((*chosen, *typed), home, name)[0]
-        if cfg is None and (problem := _left_out_problem(command, chosen, home, name)) is not None:
+        if (cfg is None or swept) and (problem := _left_out_problem(command, chosen, home, name)) is not None:
             return problem
         if cfg is None or OmegaConf.select(cfg, "rule") is None:
             continue
@@ -106,10 +108,10 @@ def _left_out_problem(command: CommandLine, chosen: tuple[str, ...], home: str, 
     for o in command.parsed:
         part = o.key.split(".")
         if part[0] == "rule" and len(part) == 2 and not o.typed.startswith("+") and part[1] not in table:
-            shown = "|".join(map(str, o.values())) if o.sweep else o.raw
+            shown = o.raw  # a sweep's values as typed (model,data): ++ sweeps them (was model|data, no syntax)
             where = [c.split("=", 1)[1] for c in chosen if c.startswith("rule=")]
             rule = f"rule={where[-1]}" if where else f"the rule this command composes ({table.get('name')})"
             return (f"{o.arg}: {rule} leaves {part[1]} out of its table (not split), so Hydra cannot override it; "
                     f"write ++{o.key}={shown} (sets it whether a rule's table lists {part[1]} or not), "
-                    f"or add {part[1]}: {shown} to the rule's file")
+                    f"or add {part[1]}: {o.values()[0] if o.sweep else shown} to the rule's file")
     return None
