@@ -251,6 +251,27 @@ def test_a_refused_job_names_a_swept_float_compactly():
 
 
 
+def test_a_refused_jobs_fix_that_prefixes_a_swept_override_names_the_sweeps_values(tmp_path):
+    """Was, for a preset sweeping ``rule.heads: model,data`` over README's my_rule.yaml (heads left out): job 0 "write
+    ++rule.heads=model", job 1 "write ++rule.heads=data", neither the sweep's fix; a value's fix stays the job's own."""
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.sweep_check import refused_jobs_message
+
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    jobs = [["rule=my_rule", f"rule.heads={axis}", f"data.batch_size={size}"] for axis in ("model", "data")
+            for size in (64, 66)]
+    refused = [(n, job, command_problem([f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", *job[:2]]))
+               for n, job in enumerate(jobs)]
+    refused[1] = (1, jobs[1], "ConfigError: data.batch_size=66 does not split; set data.batch_size=64")
+    lines = refused_jobs_message(refused, jobs).splitlines()
+    fix = "write ++rule.heads=model,data (sets it whether a rule's table lists heads or not)"
+    assert [line.startswith(f"  job {n} ") and fix in line for n, line in zip((0, 2, 3), lines[1:2] + lines[3:])] \
+        == [True] * 3 and "++rule.heads=model " not in lines[1] and "++rule.heads=data " not in lines[3], lines
+    assert lines[2] == "  job 1 (rule.heads=model data.batch_size=66): ConfigError: data.batch_size=66 does not " \
+        "split; set data.batch_size=64"
+
+
 def test_a_refusal_every_job_of_a_sweep_shares_is_said_once():
     """Was ``JAX_PLATFORMS=tpu python launch.py -m seed=0,1``: the environment's one refusal, once per job; a job's own
     refusal beside it keeps its job's line."""

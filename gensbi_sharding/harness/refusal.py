@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Refusal", "fix_of", "fixes_of", "said", "listed", "parts_of", "fix_refusal", "refused_too", "rephrased"]
+__all__ = ["Refusal", "fix_of", "fixes_of", "said", "listed", "parts_of", "sweep_parts", "fix_refusal", "refused_too",
+           "rephrased"]
 
 
 class Refusal(str):
@@ -168,6 +169,27 @@ def parts_of(problem: str | None) -> list[str]:
     list of str
     """
     return list(getattr(problem, "parts", None) or ([problem] if problem else []))
+
+
+def sweep_parts(problem: str | None, job: Sequence[str], jobs: Sequence[Sequence[str]]) -> list[str]:
+    """``parts_of(problem)``, a sweep job's refusal, with each fix that prefixes a swept override (``+key=v``,
+    ``++key=v``: the job's own value) naming the sweep's values: the prefix fixes every job. Was: job 0 said
+    ``++rule.heads=model``, job 1 ``++rule.heads=data``, and neither was the sweep's fix (``++rule.heads=model,data``).
+    A fix of a value (``set data.batch_size=64``) is the job's own and stays.
+    """
+    import re
+
+    values: dict[str, list[str]] = {}
+    for key, _, value in (o.lstrip("+~").partition("=") for each in jobs for o in each):
+        if value not in values.setdefault(key, []):  # in the sweep's order: Hydra's jobs are its cartesian product
+            values[key].append(value)
+    parts = parts_of(problem)
+    for key, _, value in (o.lstrip("+~").partition("=") for o in job):
+        if len(values.get(key, ())) > 1:
+            typed = f"{key}={','.join(values[key])}"
+            pattern = rf"(?<![\w.+~])(\+\+?){re.escape(f'{key}={value}')}(?![\w.,=])"
+            parts = [re.sub(pattern, lambda m: m[1] + typed, p) if re.search(pattern, p) else p for p in parts]
+    return parts
 
 
 def fix_refusal(check: Any, apply: Any, fixed: Any, fixes: tuple[str, ...], tries: int = 4) -> str | None:

@@ -227,15 +227,15 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     """
     import re
 
-    from gensbi_sharding.harness.refusal import listed, parts_of
+    from gensbi_sharding.harness.refusal import listed, sweep_parts
     from gensbi_sharding.harness.sweep_plan import job_configuration
     from gensbi_sharding.harness.units import compact_value
 
     wanted = [job_configuration(job) for job in jobs]
     swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
-    each = [parts_of(problem) for _, _, problem in refused]  # a refusal every job has is said once (was: per job, as
-    alike = [p for p in each[0] if all(p in parts for parts in each)] if len(refused) == len(jobs) > 1 else []  # the
-    labels, problems = [f"all {len(jobs)} jobs: "] * len(alike), list(alike)  # environment's JAX_PLATFORMS=tpu, twice)
+    each = [sweep_parts(problem, job, jobs) for _, job, problem in refused]  # a refusal every job has is said once
+    alike = [p for p in each[0] if all(p in parts for parts in each)] if len(refused) == len(jobs) > 1 else []  # (was:
+    labels, problems = [f"all {len(jobs)} jobs: "] * len(alike), list(alike)  # per job: JAX_PLATFORMS=tpu, twice)
     for (number, job, _), parts in zip(refused, each):  # each refusal of a job on a line of its own, as a run lists
         named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)
         named = [re.sub(r"\\(.)", r"\1", o) for o in named]  # as typed: Hydra escapes a swept ${...} as $\{...\}
