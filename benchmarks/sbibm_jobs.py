@@ -41,20 +41,32 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
     or a scheduler's stop ends the run; its last checkpoint stays, from which the same command continues.
     A job that keeps no checkpoint (``checkpoints=False``: a sequential one's rounds) is said to start again.
     A hangup (the terminal closed, its shell's SIGHUP to the runner's group) is passed on too, ending both as it did
-    when they shared a group; under ``nohup`` both ignore it.
+    when they shared a group; under ``nohup`` both ignore it. Ctrl-Z (SIGTSTP) stops the job's group with the runner,
+    and ``fg``/``bg`` (SIGCONT to the runner) continue it, as a terminal does with one group. A stop or Ctrl-C that
+    comes while the job starts reaches it once it has (was: Ctrl-C there left it running, never told).
     """
     # Was, of a sequential job: "waiting for the job to save a checkpoint", which it never saves.
     then = ("the same command continues it from its last checkpoint" if checkpoints else
             "the same command starts it again (its rounds keep no checkpoint)")
     log.parent.mkdir(parents=True, exist_ok=True)
     stop: list[int] = []
+    proc: subprocess.Popen | None = None
+    early: list[int] = []  # a Ctrl-C while the job starts (was: raised before the try, the job never told)
 
-    def forward(signum, frame):
+    def forward(signum, frame):  # before Popen too: one that comes while it starts is passed on once it has
         stop.append(signum)
-        proc.send_signal(signum)
+        if proc is not None:
+            proc.send_signal(signum)
+
+    def suspend(signum, frame):  # Ctrl-Z: the terminal stops its foreground group, which the job is not in
+        _to_job(proc, signal.SIGTSTP)  # so it stops with the runner (was: trained on while the runner was stopped)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # stopped here until fg/bg's SIGCONT, which its handler passes on
+        signal.signal(signum, suspend)
 
     def hangup(signum, frame):  # the terminal closed: the shell hangs up the runner's group, which the job is not in
-        proc.send_signal(signum)  # so it ends as it did in that group (was: left running alone, its runner gone)
+        if proc is not None:  # so it ends as it did in that group (was: left running alone, its runner gone)
+            proc.send_signal(signum)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
@@ -68,12 +80,23 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
             return proc.wait()
 
     with open(log, "a") as out:  # on disk as it runs: a stopped runner leaves the job's own words
-        proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, process_group=0)
         previous = {s: signal.signal(s, forward) for s in FORWARDED}
         if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # not under nohup (the job inherits its SIG_IGN)
             previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, hangup)
+        if signal.getsignal(signal.SIGTSTP) == signal.SIG_DFL:  # as a terminal would: the job stops and goes on too
+            previous.update({signal.SIGTSTP: signal.signal(signal.SIGTSTP, suspend),
+                             signal.SIGCONT: signal.signal(signal.SIGCONT, lambda s, f: _to_job(proc, s))})
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: early.append(s))
         try:
             try:
+                proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, process_group=0)
+                for signum in dict.fromkeys(stop):  # came while it started
+                    proc.send_signal(signum)
+                if signal.SIGINT in previous:
+                    signal.signal(signal.SIGINT, previous[signal.SIGINT])
+                if early:
+                    raise KeyboardInterrupt
                 while True:  # in slices: a signal's stop starts the bounded wait, not an endless one
                     try:
                         return (wait_after_stop() if stop else proc.wait(timeout=1.0)), (75 if stop else None)
@@ -92,6 +115,15 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+
+
+def _to_job(proc: subprocess.Popen | None, signum: int) -> None:
+    """``signum`` to the job's process group (its own processes too, as a terminal sends it), if it still runs."""
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signum)
+        except ProcessLookupError:
+            pass
 
 
 def failure(metrics: Path, log: Path) -> str:

@@ -1898,3 +1898,85 @@ def test_a_hangup_of_the_runners_terminal_ends_its_job_too(tmp_path):
     finally:  # the old code left it running
         if running(job):
             os.kill(job, signal.SIGKILL)
+
+
+def _runner(tmp_path: Path, child: str, before: str = "") -> str:
+    """A script that runs ``child`` as ``benchmarks/sbibm.py run`` runs a job (``before``: its own first lines)."""
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    return ("import os, signal, subprocess, sys\n" + before +
+            f"sys.path.insert(0, {str(benchmarks)!r})\n"
+            "from pathlib import Path\n"
+            "from sbibm_jobs import launch\n"
+            f"print(launch([sys.executable, '-c', {child!r}], Path({str(tmp_path / 'launch.log')!r}), grace_s=20))\n")
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (T: stopped); "" once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+@pytest.mark.slow  # two processes, signalled
+def test_ctrl_z_stops_the_job_with_its_runner_and_fg_continues_both(tmp_path):
+    # Typed: sbibm.py run ..., then Ctrl-Z (the terminal's SIGTSTP to the runner's process group), later fg (SIGCONT).
+    # Since the job got a process group of its own (2476219) the runner stopped and its job trained on, unseen.
+    import os
+    import time
+
+    pid_file, go = tmp_path / "job.pid", tmp_path / "go"
+    child = ("import os, pathlib, time\n"
+             f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+             "end = time.monotonic() + 30\n"
+             f"while time.monotonic() < end and not pathlib.Path({str(go)!r}).exists():\n"
+             "    time.sleep(0.05)\n")
+    runner = subprocess.Popen([sys.executable, "-c", _runner(tmp_path, child)], stdout=subprocess.PIPE, text=True,
+                              process_group=0, preexec_fn=lambda: signal.signal(signal.SIGTSTP, signal.SIG_DFL))
+
+    def until(check) -> bool:
+        end = time.monotonic() + 10
+        while not check() and time.monotonic() < end:
+            time.sleep(0.05)
+        return check()
+
+    job = None
+    try:
+        assert until(lambda: pid_file.exists() and pid_file.read_text())
+        job = int(pid_file.read_text())
+        os.killpg(runner.pid, signal.SIGTSTP)
+        assert until(lambda: _state(runner.pid) == "T" and _state(job) == "T"), (_state(runner.pid), _state(job))
+        os.killpg(runner.pid, signal.SIGCONT)
+        assert until(lambda: _state(runner.pid) not in ("T", "") and _state(job) not in ("T", "")), _state(job)
+        go.touch()
+        assert runner.communicate(timeout=30)[0].strip() == "(0, None)"
+    finally:
+        for pid in (runner.pid, job):  # the old code's job ran on (SIGKILL ends a stopped one too)
+            if pid and _state(pid) not in ("", "Z"):
+                os.kill(pid, signal.SIGKILL)
+        runner.wait(timeout=10)
+
+
+@pytest.mark.slow  # two processes, signalled
+def test_a_ctrl_c_as_the_job_starts_reaches_the_job(tmp_path):
+    # A Ctrl-C (to the runner: its job has a process group of its own) between Popen returning and the wait's try:
+    # was a KeyboardInterrupt out of launch, the runner dead and its job never told, training on alone.
+    child = ("import signal, sys, time\n"
+             "got = []\n"
+             "signal.signal(signal.SIGINT, lambda s, f: got.append(s))\n"
+             "end = time.monotonic() + 5\n"
+             "while time.monotonic() < end and not got:\n"
+             "    time.sleep(0.05)\n"
+             "print('got', got, flush=True)\n"
+             "sys.exit(130 if got else 0)\n")
+    late = ("class Late(subprocess.Popen):  # the Ctrl-C comes as the job's Popen returns\n"
+            "    def __init__(self, *args, **kwargs):\n"
+            "        super().__init__(*args, **kwargs)\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "subprocess.Popen = Late\n")
+    ran = subprocess.run([sys.executable, "-c", _runner(tmp_path, child, late)], capture_output=True, text=True,
+                         timeout=60, process_group=0, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Ended by it: at its handler (130, "got [2]") or, still starting up, before it (killed by SIGINT, -2), as the
+    # terminal's Ctrl-C ends a job that shares its group; never "got []" after its 5 s.
+    told = {"(130, 130)": f"got [{int(signal.SIGINT)}]\n", f"({-signal.SIGINT}, 130)": ""}
+    assert told.get(ran.stdout.strip()) == (tmp_path / "launch.log").read_text(), (ran.stdout, ran.stderr)
