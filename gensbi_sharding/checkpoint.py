@@ -103,7 +103,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     """
     refuse_in_factory("restore", "build the model first, then restore into it: nnx.update(model, restore(path, "
                       "abstract_state_for(model, mesh, rule)).state)")
-    step_dir = find_checkpoint(path, base_dir)
+    step_dir, named = _located(path, base_dir)
     check_array_path(step_dir, "checkpoint", saving=False)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
         raise TypeError(f"key_sharding={key_sharding!r:.80} must be a jax.sharding.Sharding or None, e.g. "
@@ -114,7 +114,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     whole, abstract_state = node_state(abstract_state), node_state(abstract_state, False)  # nnx.state, none sown
     sown = {f"state/{name}" for name in set(flat_by_path(whole)) - set(flat_by_path(abstract_state))}  # kept as is
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler(**item_handlers())) as checkpointer:
-        metadata = _read(step_dir, "'arrays'", lambda: checkpointer.metadata(step_dir).item_metadata["arrays"].tree)
+        metadata = _read(step_dir, "'arrays'", lambda d: checkpointer.metadata(d).item_metadata["arrays"].tree, named)
         saved = flat_by_path(metadata)
         target = {f"state/{name}": leaf for name, leaf in flat_by_path(abstract_state).items()}
         # Values holding no array (optax.masked's MaskedNode, None) are never saved.
@@ -134,7 +134,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
                        saved.items() if name in sown})  # older checkpoints saved them: read (Orbax reads all), dropped
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
                                   meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
-        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda: checkpointer.restore(step_dir, args=args))
+        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda d: checkpointer.restore(d, args=args), named)
     values, meta = {**flat_by_path(loaded["arrays"]), **dataless}, loaded["meta"]
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
@@ -167,7 +167,7 @@ def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = N
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
     """
-    return _json_item(find_checkpoint(path, base_dir), "config")
+    return _json_item("config", *_located(path, base_dir))
 
 
 def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
@@ -178,31 +178,61 @@ def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = Non
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
     """
-    return _json_item(find_checkpoint(path, base_dir), "meta").get("info", {})
+    return _json_item("meta", *_located(path, base_dir)).get("info", {})
 
 
-def _json_item(step_dir: Path, item: str) -> dict:
+def _located(path: str | os.PathLike, base_dir: str | os.PathLike | None) -> tuple[Path, bool]:
+    """``find_checkpoint(path, base_dir)``, and whether ``path`` named that step folder itself (not its run)."""
+    step_dir = find_checkpoint(path, base_dir)  # the arguments checked: resolved as it resolves them
+    base = Path(os.getcwd() if base_dir is None else base_dir).expanduser().absolute()
+    return step_dir, (base / Path(path).expanduser()).resolve() == step_dir
+
+
+def _json_item(item: str, step_dir: Path, named: bool = False) -> dict:
     """A step's JSON ``item`` by its own handler: a Checkpointer would start JAX before a run sets its device count."""
-    return _read(step_dir, repr(item), lambda: ocp.JsonCheckpointHandler().restore(step_dir / item,
-                                                                                   ocp.args.JsonRestore()))
+    return _read(step_dir, repr(item), lambda d: ocp.JsonCheckpointHandler().restore(d / item, ocp.args.JsonRestore()),
+                 named)
 
 
-def _read(step_dir: Path, items: str, read: Callable[[], Any]) -> Any:
-    """``read()``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error."""
-    damaged = (KeyError, ValueError, AttributeError, OSError)
+def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False) -> Any:
+    """``read(step_dir)``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error,
+    with the newest other step ``read`` takes too (``named``: the path passed was ``step_dir`` itself)."""
     try:
-        return read()
-    except Exception as raised:  # a data file missing: Orbax raises Exception (its text a whole TensorStore spec)
-        err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__  # from tensorstore's
-        if not isinstance(err, damaged):
+        return read(step_dir)
+    except Exception as raised:
+        if (err := _damage(raised)) is None:
             raise
-        # The newest other step by name: "the newest" picks this damaged one again (moved aside, it no longer is).
-        others = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name]
-        fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, "
-               f"e.g. to {step_dir}.damaged, and the newest is {others[-1]})" if others
-               else "no other step folder is complete: start without it")
-        raise reasoned(f"checkpoint {step_dir} is damaged: its {items} item cannot be read ({type(err).__name__}: "
-                       f"{clipped(err)})", f"; {fix}") from None
+    # Checked as this read: was the newest other step by name, damaged the same way too ("resume from .../4", refused).
+    others, unread = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name], []
+    while others and _damage_of(read, step_dir.parent / str(others[-1])):
+        unread.append(str(others.pop()))
+    # Moved aside, a step folder passed by name no longer exists: its parent then designates the newest step left.
+    then = f"pass {step_dir.parent}, whose newest is then" if named else "the newest is"
+    fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, e.g. "
+           f"to {step_dir}.damaged, and {then} {others[-1]})" if others else
+           f"no other step folder can be read either (steps {', '.join(unread[::-1])}): start without it" if unread
+           else "no other step folder is complete: start without it")
+    raise reasoned(f"checkpoint {step_dir} is damaged: its {items} item cannot be read ({type(err).__name__}: "
+                   f"{clipped(err)})", f"; {fix}") from None
+
+
+def _damage(raised: Exception) -> Exception | None:
+    """The error naming a damaged step folder behind ``raised`` (a data file missing: Orbax raises Exception, its
+    text a whole TensorStore spec, from tensorstore's); None for any other error."""
+    damaged = (KeyError, ValueError, AttributeError, OSError)
+    err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__
+    return err if isinstance(err, damaged) else None
+
+
+def _damage_of(read: Callable[[Path], Any], step_dir: Path) -> bool:
+    """Whether ``read(step_dir)`` finds ``step_dir`` damaged (another error is raised)."""
+    try:
+        read(step_dir)
+    except Exception as raised:
+        if _damage(raised) is None:
+            raise
+        return True
+    return False
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:
@@ -258,7 +288,7 @@ def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir
         listed = "; ".join(p.removeprefix("state/") for p in problems[:_MAX_LISTED])  # as the target and fix name them
         listed += f"; and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
         # Same shapes: no hyperparameter differs; the saved state's dtypes are those training left it with.
-        config = step_dir / "config" if _json_item(step_dir, "config") else None  # {}: a writer given no config=
+        config = step_dir / "config" if _json_item("config", step_dir) else None  # {}: a writer given no config=
         fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype"
                f"{f': {config}' if config else ''}), or, where a train step changed them (optax.inject_hyperparams makes a "
                "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"

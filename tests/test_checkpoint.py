@@ -352,7 +352,8 @@ def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
     # Was "resume from another step folder": which one is complete was left to find.
     step = tmp_path / "checkpoints" / "6"
     assert str(err.value).endswith(f"; resume from another step folder: {tmp_path / 'checkpoints' / '4'} (or move "
-                                   f"{step} aside, e.g. to {step}.damaged, and the newest is 4)")
+                                   f"{step} aside, e.g. to {step}.damaged, and pass {tmp_path / 'checkpoints'}, whose "
+                                   "newest is then 4)")
     step.rename(f"{step}.damaged")  # what the message says: the folder form now finds step 4
     assert find_checkpoint(tmp_path / "checkpoints") == tmp_path / "checkpoints" / "4"
 
@@ -785,3 +786,40 @@ def test_inf_is_allowed_by_the_variable_type_not_an_opt_state_name(tmp_path, dev
         with pytest.raises(FloatingPointError, match=r"e\.g\. w\)"):
             writer.save(3, {"w": jax.numpy.array([np.inf])}, jax.random.key(0))
         assert writer.steps() == [1, 2]
+
+
+@pytest.mark.parametrize("damaged, fix", [
+    ((4, 8), "no other step folder can be read either (steps 4): start without it"),
+    ((8,), "resume from another step folder: {c}/4 (or move {c}/8 aside, e.g. to {c}/8.damaged, and the newest is 4)"),
+    ((4, 8), "resume from another step folder: {c}/2 (or move {c}/8 aside, e.g. to {c}/8.damaged, and the newest is 2)")])
+def test_a_damaged_steps_fix_names_only_a_step_that_reads(tmp_path, damaged, fix):
+    # Was, with steps 4 and 8 both missing their config item: "resume from another step folder: .../4", damaged too.
+    from gensbi_sharding.checkpoint import saved_config
+
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, config=CONFIG, async_save=False, keep=3) as writer:
+        for step in (2, 4, 8) if fix.endswith("is 2)") else (4, 8):
+            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
+    for step in damaged:
+        shutil.rmtree(folder / str(step) / "config")
+    with pytest.raises(FileNotFoundError) as err:
+        saved_config(tmp_path)
+    assert str(err.value).startswith(f"checkpoint {folder / '8'} is damaged: its 'config' item cannot be read")
+    assert str(err.value).endswith("; " + fix.format(c=folder)), str(err.value)
+
+
+def test_a_damaged_step_passed_by_name_is_advised_a_path_that_exists_once_it_is_moved(tmp_path):
+    # Was: "(or move .../8 aside, e.g. to .../8.damaged, and the newest is 4)": the path passed, .../8, then gone.
+    from gensbi_sharding.checkpoint import saved_config
+
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, config=CONFIG, async_save=False) as writer:
+        for step in (4, 8):
+            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
+    shutil.rmtree(folder / "8" / "config")
+    with pytest.raises(FileNotFoundError) as err:
+        saved_config(folder / "8")
+    assert str(err.value).endswith(f"; resume from another step folder: {folder / '4'} (or move {folder / '8'} aside, "
+                                   f"e.g. to {folder / '8'}.damaged, and pass {folder}, whose newest is then 4)")
+    (folder / "8").rename(f"{folder / '8'}.damaged")  # what it says: that path now designates step 4
+    assert saved_config(folder) == CONFIG and find_checkpoint(folder) == folder / "4"

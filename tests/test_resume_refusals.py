@@ -884,7 +884,7 @@ def test_a_resume_of_a_step_whose_config_item_is_gone_is_refused_before_its_fold
     said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
     assert said.startswith(f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'config' item cannot be read")
     assert said.endswith(f"resume from another step folder: {steps / '4'} (or move {steps / '8'} aside, e.g. to "
-                         f"{steps / '8'}.damaged, and the newest is 4)"), said
+                         f"{steps / '8'}.damaged, and pass {steps}, whose newest is then 4)"), said
 
 
 @pytest.mark.parametrize("steps, then", [((4, 8), "resumes from step 4"),
