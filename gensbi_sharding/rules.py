@@ -133,9 +133,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     if rule is None or isinstance(rule, str):
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]), builtin=True)
-        near = difflib.get_close_matches(str(rule), RULES, cutoff=0.8)  # a typo: not the rule files
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule table (logical "
-                         f"axis -> mesh axis or None); {f'did you mean {near[0]!r}?' if near else RULE_FILES}")
+                         f"axis -> mesh axis or None); {typo_of(str(rule), RULES, **RULE_TYPO) or RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
                      f"pairs, got {clipped(repr(rule), 120)}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
@@ -187,11 +186,16 @@ def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) ->
             + f", or a rule table with {unsplit}" * (names[first] not in unsplit))  # two names: or the rule moves one
 
 
-def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES) -> str:
+def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6, then: str = " if not, ") -> str:
     """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` (the logical axes: 'mpl', 'embedd';
-    activation names: 'lenght'), else ``""``: every lookup in a closed set of names guesses alike."""
-    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6) if isinstance(name, str) else []
-    return f"did you mean {near[0]!r}? if not, " if near else ""
+    activation names: 'lenght'), else ``""``: every lookup in a closed set of names guesses alike. A rule's name
+    (``RULE_TYPO``) only for a close typo, the guess said alone: a far name is more likely a rule file's."""
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff) if isinstance(name, str) else []
+    return f"did you mean {near[0]!r}?{then}" if near else ""
+
+
+#: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
+RULE_TYPO = {"cutoff": 0.8, "then": ""}
 
 
 def _onto(table: Mapping, axis: str) -> str:

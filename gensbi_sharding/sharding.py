@@ -22,8 +22,9 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables
                                    check_plan_fits, is_array, is_array_like, is_int, is_node, listing, named_leaves,
                                    non_node_part, path_key, shape_of, value_of)
 from gensbi_sharding.annotations import logical_axes_of
-from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, ExperimentalRuleWarning, Rule, RuleTable,
-                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for, resolve_rule)
+from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
+                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for, resolve_rule,
+                                   typo_of)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
@@ -257,10 +258,9 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
         ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
     if not isinstance(rule, str) or rule not in RULES:
-        near = difflib.get_close_matches(str(rule), RULES, cutoff=0.8)  # a typo: 'fsdpp' (not the rule files)
         table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, rule))"
-                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; did you mean {near[0]!r}?" if near else
-                 f"; {RULE_FILES}, for shard_model_by_table")
+                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {typo}" if (typo := typo_of(
+                     str(rule), RULES, **RULE_TYPO)) else f"; {RULE_FILES}, for shard_model_by_table")
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
     _plan_warn_place(node, mesh, rule, "shard_model")
 
