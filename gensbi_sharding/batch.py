@@ -244,6 +244,11 @@ def traced_mesh() -> Mesh | None:
         return None
 
 
+def numpy_scalars_as_arrays(tree: Any) -> Any:
+    """``tree``, each NumPy scalar leaf (``np.float32(0.5)``) the 0-d array it is a value of, placed as one."""
+    return jax.tree.map(lambda leaf: np.asarray(leaf) if isinstance(leaf, (np.number, np.bool_)) else leaf, tree)
+
+
 def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: bool) -> Any:
     """All checks (the mesh's, then the rows'), then the placing: leading axes ``split`` over the batch axes."""
     check_mesh(mesh)
@@ -266,8 +271,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
                              "padding out of a mean)")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)  # a NumPy scalar is a 0-d array's value: placed as one
-    leaves = [(path, np.asarray(leaf) if isinstance(leaf, (np.number, np.bool_)) else leaf) for path, leaf in leaves]
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(numpy_scalars_as_arrays(tree))
     arrays = [(path, leaf) for path, leaf in leaves if is_array(leaf)]
     # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
     explicit = set(mesh.explicit_axes)

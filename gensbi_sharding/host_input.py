@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
-from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows
+from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows, numpy_scalars_as_arrays
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 from gensbi_sharding.messages import clipped
@@ -52,7 +52,11 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     ----------
     host_arrays : pytree
         ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
-        others (scalars, None) kept.
+        Python scalars and None kept. A NumPy scalar is placed as ``shard_batch`` places it, as the 0-d array it is
+        a value of, replicated: a step on the mesh runs once for all processes, so a value each process kept for
+        itself would take every process's own value into one program without a word; replicated, it is compared
+        across processes (``check_processes``) and a difference refused. A value of each process's own (its count
+        of real rows) is rows: pass ``np.full(1, value)``, one row per process.
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
         A member or its value (0-d leaves then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
@@ -78,6 +82,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
         raise TypeError(f"check_processes={clipped(repr(check_processes), 40)} must be True or False")
     mesh = _concrete_mesh(mesh)
+    host_arrays = numpy_scalars_as_arrays(host_arrays)  # what shard_batch places
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
     leaves, targets, error = [leaf for _, leaf in flat], {}, None
     paths = [jax.tree_util.keystr(keypath) or "<root>" for keypath, _ in flat]  # as messages name each leaf

@@ -76,6 +76,8 @@ def case_placement(p: int) -> dict:
     out["replicated_same"] = float(np.asarray(same.addressable_data(0)))
     out["replicated_error"] = error_of(lambda: host_to_global_array(
         {"x": rows, "scale": np.asarray(float(p), np.float32)}, mesh=make_mesh()))
+    out["numpy_scalar_error"] = error_of(lambda: host_to_global_array(
+        {"x": rows, "scale": np.float32(p)}, mesh=make_mesh()))
     # Split only over "model", whose groups are each inside one process: each process's copy is taken whole too.
     out["group_replicated_error"] = error_of(lambda: host_to_global_array(
         {"x": rows, "table": np.full((2, 4), float(p), np.float32)}, mesh=mesh2,

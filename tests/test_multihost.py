@@ -60,6 +60,20 @@ def test_data_partition_equals_shard_batch(devices):
     assert got["tag"] == "not an array"
 
 
+@pytest.mark.parametrize("partition", list(DataPartitionType))
+def test_a_numpy_scalar_leaf_is_placed_as_shard_batch_places_it(devices, partition):
+    # Was: host_to_global_array kept np.float32(2.0) an unplaced NumPy scalar where shard_batch placed it P(), and
+    # np.asarray(2.0, np.float32) was placed (and compared across processes) by both: one value, two rules.
+    mesh = make_mesh(model_axis=2)
+    given = {"x": np.ones((8, 3), np.float32), "scale": np.float32(2.0), "flag": np.bool_(True), "python": 0.5}
+    got, want = host_to_global_array(given, partition=partition, mesh=mesh), shard_batch(given, mesh)
+    for key in ("scale", "flag"):
+        assert isinstance(got[key], jax.Array) and got[key].sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
+        assert (got[key].dtype, got[key].item()) == (want[key].dtype, want[key].item()) == (
+            np.asarray(given[key]).dtype, given[key].item())
+    assert got["python"] == 0.5 and type(got["python"]) is float
+
+
 def test_full_partition_same_values_split_over_every_device(devices):
     mesh = make_mesh(model_axis=2)
     got = host_to_global_array(batch(), mesh=mesh)
@@ -297,6 +311,9 @@ def test_replicated_values_and_settings_are_compared_across_processes(placement)
         assert error is not None and error.startswith(f"host_to_global_array: process {p} passes tree ")
         assert re.search(r"\['scale'\] \(\) float32 at P\(\) values [0-9a-f]{12}", error)
         assert error.endswith("and the same values for a leaf it replicates")
+        # Was None: a NumPy scalar (np.float32(p)) was kept as each process's own value, unplaced and uncompared.
+        error = result["numpy_scalar_error"]
+        assert error is not None and re.search(r"\['scale'\] \(\) float32 at P\(\) values [0-9a-f]{12}", error)
         # Was None: a leaf split only over axes inside each process ("model" here) was not compared, though each
         # process's copy is taken as the whole leaf: process 1's table of ones became half of the global array.
         error = result["group_replicated_error"]
