@@ -24,7 +24,25 @@ ACTIVATION_NAMES: dict[str, str] = {
     "key_sequence": "key_sequence_axis", "hidden": "hidden_state_axis", "head_dim": "attention_dim_axis"}
 
 
-class PartitionAxis(NamedTuple):
+class _Fields(NamedTuple):
+    """``PartitionAxis``'s fields and defaults (a NamedTuple's ``__new__`` cannot be written in its body)."""
+
+    batch_axis: MeshAxes = "data"
+    sequence_axis: MeshAxes = None
+    query_sequence_axis: MeshAxes = None
+    head_axis: MeshAxes = "model"
+    key_sequence_axis: MeshAxes = None
+    hidden_state_axis: MeshAxes = None
+    attention_dim_axis: MeshAxes = None
+    bias_head_sequence_axis: MeshAxes = None
+    bias_key_sequence_axis: MeshAxes = None
+    generation_query_sequence_axis: MeshAxes = None
+    generation_head_axis: MeshAxes = "model"
+    generation_key_sequence_axis: MeshAxes = None
+    generation_attention_dim_axis: MeshAxes = None
+
+
+class PartitionAxis(_Fields):
     """Mesh axes (``MeshAxes``) for each kind of activation dimension; defaults fit ``make_mesh``. Field names are
     EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``); ``resolve(mesh)`` checks them.
 
@@ -40,19 +58,14 @@ class PartitionAxis(NamedTuple):
         The ``bias_*`` and ``generation_*`` fields are validated only.
     """
 
-    batch_axis: MeshAxes = "data"
-    sequence_axis: MeshAxes = None
-    query_sequence_axis: MeshAxes = None
-    head_axis: MeshAxes = "model"
-    key_sequence_axis: MeshAxes = None
-    hidden_state_axis: MeshAxes = None
-    attention_dim_axis: MeshAxes = None
-    bias_head_sequence_axis: MeshAxes = None
-    bias_key_sequence_axis: MeshAxes = None
-    generation_query_sequence_axis: MeshAxes = None
-    generation_head_axis: MeshAxes = "model"
-    generation_key_sequence_axis: MeshAxes = None
-    generation_attention_dim_axis: MeshAxes = None
+    __slots__ = ()
+
+    def __new__(cls, *args: MeshAxes, **fields: MeshAxes) -> "PartitionAxis":
+        # Was Python's plain "unexpected keyword argument 'hiden_state_axis'": thirteen long names, no guess.
+        if unknown := [name for name in fields if name not in cls._fields]:
+            raise TypeError(f"PartitionAxis got an unexpected field {unknown[0]!r}; {typo_of(unknown[0], cls._fields)}"
+                            f"its fields: {', '.join(cls._fields)}")
+        return super().__new__(cls, *args, **fields)
 
     def __hash__(self) -> int:
         # Lists hashed as tuples: nnx.split hashes a Module's graphdef, which holds this

@@ -247,3 +247,16 @@ def test_for_rule_keeps_the_data_axis_on_the_batch_on_a_mesh_without_model(devic
     if len(axes) == 1:  # as on make_mesh's ("data", "model") mesh of as many devices
         same = PartitionAxis.for_rule(rule, gs.make_mesh())
         assert (same.batch_axis, same.head_axis, same.hidden_state_axis) == expected
+
+
+def test_a_misspelt_partition_axis_field_is_answered_with_the_field_meant():
+    # Was Python's plain "PartitionAxis.__new__() got an unexpected keyword argument 'hiden_state_axis'", no guess.
+    with pytest.raises(TypeError) as err:
+        PartitionAxis(hiden_state_axis="model")
+    assert str(err.value).startswith("PartitionAxis got an unexpected field 'hiden_state_axis'; did you mean "
+                                     "'hidden_state_axis'? if not, its fields: batch_axis, sequence_axis, "), err.value
+    with pytest.raises(TypeError, match=r"unexpected field 'colour'; its fields: batch_axis, "):
+        PartitionAxis(colour="red")
+    axes = PartitionAxis("data", hidden_state_axis="model")  # fields by position and name, as before
+    assert (axes.batch_axis, axes.hidden_state_axis, type(axes._replace(head_axis=None))) == (
+        "data", "model", PartitionAxis)
