@@ -5,6 +5,7 @@ The whole-run line counts are in test_user_view.py (launch.py end to end).
 
 import logging
 import os
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -504,3 +505,24 @@ def test_xla_rematerialization_after_the_idle_model_axis_hint_names_it_in_its_no
     assert [n.split("...", 1)[-1] for n in notices] == [
         "; the idle model axis said above causes these: mesh.model_axis=1 also removes them", "",
         "XLA warned (all its lines are in launch.log): another warning"], notices
+
+
+def test_an_error_after_a_gensbi_model_import_under_disabled_job_logging_is_said_once():
+    # Was: under hydra/job_logging=disabled (root at ERROR, no handler) the job's logger got errors_on_console's stderr
+    # handler; importing gensbi.models.flux1 then (a model built in the run) imports Orbax, whose module calls absl's
+    # vlog, which runs logging.basicConfig() on a root without handlers: every error was printed twice
+    # ("boom" and "ERROR:gensbi_sharding:boom").
+    script = (
+        "import logging\n"
+        "from omegaconf import OmegaConf\n"
+        "from gensbi_sharding.harness import console\n"
+        "logging.getLogger().setLevel(logging.ERROR)\n"  # hydra/job_logging=disabled: root at ERROR, no handler,
+        "logging.getLogger('gensbi_sharding').disabled = True\n"  # every existing logger disabled
+        "with console.quiet_console(OmegaConf.create({'distributed': {'mode': 'none'}})):\n"
+        "    import gensbi.models.flux1\n"
+        "    logging.getLogger('gensbi_sharding').error('boom')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if "boom" in line] == ["[ERROR] boom"], done.stderr
+    assert done.stdout == ""

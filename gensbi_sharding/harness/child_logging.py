@@ -5,13 +5,15 @@ it quiets one process's; each still keeps its ``process_<i>.log``, where the par
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["logging_overrides", "keep_process_log", "LOG_FORMAT"]
+__all__ = ["logging_overrides", "keep_process_log", "last_resort_kept", "LOG_FORMAT"]
 
 #: The format of ``conf/hydra/job_logging/gensbi.yaml``'s file handler: what the parent's reads of a log expect.
 LOG_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"
@@ -64,12 +66,36 @@ def keep_process_log(path: Path) -> logging.Handler | None:
         return None
     from gensbi_sharding.harness.log_file import JobLogFile
 
-    if not root.handlers and logging.lastResort is not None:  # what printed such records on stderr until now
-        last_resort = logging.StreamHandler(sys.stderr)
-        last_resort.setLevel(logging.lastResort.level)
-        last_resort.addFilter(_unhandled)  # a record a handler below the root shows (the job's errors): said there, once
-        root.addHandler(last_resort)
+    _last_resort_on_root()  # what printed such records on stderr until now
     handler = JobLogFile(target)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
     return handler
+
+
+def _last_resort_on_root() -> logging.Handler | None:
+    """Where the root logger has no handler, one that prints what logging's last resort did (on stderr, its level, a
+    record no logger below the root handles), added and returned; else None."""
+    root = logging.getLogger()
+    if root.handlers or logging.lastResort is None:
+        return None
+    last_resort = logging.StreamHandler(sys.stderr)
+    last_resort.setLevel(logging.lastResort.level)
+    last_resort.addFilter(_unhandled)  # a record a handler below the root shows (the job's errors): said there, once
+    root.addHandler(last_resort)
+    return last_resort
+
+
+@contextlib.contextmanager
+def last_resort_kept() -> Iterator[None]:
+    """While a job runs, a root logger without handlers (``hydra/job_logging=disabled`` or ``none``) gets one that
+    prints as logging's last resort did (``_last_resort_on_root``), so absl finds one: its ``log()`` (Orbax's first note,
+    e.g. as ``import gensbi.models.flux1`` imports Orbax) runs ``logging.basicConfig()`` on a root without handlers,
+    whose stderr handler then printed each error the job's own console handler (``log_file.errors_on_console``) had
+    said, again ("ERROR:gensbi_sharding:...")."""
+    added = _last_resort_on_root()
+    try:
+        yield
+    finally:
+        if added is not None:
+            logging.getLogger().removeHandler(added)

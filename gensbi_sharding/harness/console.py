@@ -207,9 +207,11 @@ def warnings_to_log() -> Iterator[None]:
 @contextlib.contextmanager
 def quiet_console(cfg: Any) -> Iterator[None]:
     """A job's noise to its launch.log: Python warnings, Gloo's lines and XLA's C++ log lines."""
+    from gensbi_sharding.harness.child_logging import last_resort_kept
     from gensbi_sharding.harness.log_file import errors_on_console, late_writes_to_log  # (log_file imports this one)
 
     with contextlib.ExitStack() as stack:
+        stack.enter_context(last_resort_kept())  # first: errors_on_console reads the root's handlers
         stack.enter_context(errors_on_console(logging.getLogger("gensbi_sharding")))  # hydra/job_logging=disabled
         stack.enter_context(warnings_to_log())
         stack.enter_context(late_writes_to_log())  # a failed checkpoint save's late callbacks: launch.log only
