@@ -887,6 +887,26 @@ def test_a_resume_of_a_step_whose_config_item_is_gone_is_refused_before_its_fold
                          f"{steps / '8'}.damaged, and pass {steps}, whose newest is then 4)"), said
 
 
+@pytest.mark.parametrize("older", [(), (4,)])
+def test_a_resume_of_a_step_whose_arrays_item_is_gone_is_refused_before_its_folder(tmp_path, older):
+    # Was: launch.py experiment=quick train.resume=<run> hydra.run.dir=<new>, <run>/checkpoints/8/arrays deleted, was
+    # refused by the run ("its 'arrays' item cannot be read (KeyError: ...)") only after <new> held error.txt,
+    # launch.log and metrics.json: the check before the folder read the config and meta items only.
+    from gensbi_sharding.harness.resume_source import resume_source_problem
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", config=config, async_save=False) as writer:
+        for step in (*older, 8):
+            writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    shutil.rmtree(tmp_path / "run" / "checkpoints" / "8" / "arrays")
+    steps = tmp_path / "run" / "checkpoints"
+    said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
+    fix = (f"resume from another step folder: {steps / '4'} (or move {steps / '8'} aside, e.g. to {steps / '8'}.damaged, "
+           "and the newest is 4)" if older else "no other step folder is complete: start without it")
+    assert said == f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'arrays' item is missing; {fix}"
+    assert not (tmp_path / "new").exists()
+
+
 @pytest.mark.parametrize("steps, then", [((4, 8), "resumes from step 4"),
                                          ((8,), "starts afresh in this folder (no other step is complete)")])
 def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(tmp_path, steps, then):

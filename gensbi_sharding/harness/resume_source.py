@@ -43,6 +43,7 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     from gensbi_sharding.harness.resume import resume_step_dir
     from gensbi_sharding.harness.resume_settings import refuse_resume_settings
     from gensbi_sharding.harness.resume_command import launch_dir
+    from gensbi_sharding.harness.step_items import damaged_refusal
 
     resume = cfg.train.resume
     if resume in (None, "", "auto") or out is None:
@@ -62,6 +63,8 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     finally:
         absl.setLevel(level)
         hydra.cfg = before
+    if step_dir is not None and (damaged := damaged_refusal(step_dir)) is not None:  # Orbax's step metadata lists an
+        return damaged  # item deleted since: the run refused it in its new folder (the arrays item, never read here)
     try:  # the caller's Hydra config (the job's, if set): its overrides name the presets that give the saved model
         with as_overrides():  # launch.py's words, though no run holds the app yet
             refuse_resume_settings(step_dir, cfg)
