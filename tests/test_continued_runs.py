@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import shlex
+import shutil
 
 import numpy as np
 import pytest
@@ -667,6 +668,36 @@ def test_a_completed_runs_train_further_command_resumes_its_newest_complete_step
         run_folder.ensure_fresh(run, steps=5, overrides=["experiment=quick"])
     assert "train it further" not in str(err.value) and str(err.value).endswith("choose another hydra.run.dir "
                                                                                 "(or hydra.sweep.dir)"), str(err.value)
+
+
+@pytest.mark.parametrize("item, why", [("config", "cannot be read"), ("arrays", "is missing")])
+def test_a_completed_runs_train_further_command_passes_over_a_damaged_step(tmp_path, item, why):
+    # Was: "... already exists (status ok) ...; to train it further from its final checkpoint (step 8) into a new
+    # folder: ... train.resume=<run> ...", step 8's config item unreadable (or its arrays gone): pasted, that command
+    # was refused in turn ("checkpoint .../8 is damaged ..."), one extra round. Now step 4 is offered, by its folder.
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter, find_checkpoint
+
+    run = tmp_path / "run"
+    with CheckpointWriter(run / "checkpoints", config={"seed": 0}, async_save=False) as writer:
+        for step in (4, 8):
+            writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    if item == "config":  # its JSON cut off (a disk that filled up)
+        for written in (run / "checkpoints" / "8" / "config").iterdir():
+            written.write_text("{\"seed\": ")
+    else:
+        shutil.rmtree(run / "checkpoints" / "8" / item)
+    outputs.write_json(run / "metrics.json", {"status": "ok", "final_step": 8})
+    with pytest.raises(FileExistsError) as err:
+        run_folder.ensure_fresh(run, steps=8, overrides=["experiment=quick", "train.steps=8"])
+    said = str(err.value).split("; to train it further ")[1]
+    assert said.startswith(f"from its newest complete checkpoint (step 4; step 8, newer, is damaged: its {item!r} "
+                           f"item {why}) into a new folder: "), said
+    resume = shlex.split(said)[-2]
+    assert resume == f"train.resume={run / 'checkpoints' / '4'}" and said.endswith(f"{resume} hydra.run.dir={run}-steps16")
+    assert find_checkpoint(resume.split("=", 1)[1]) == run / "checkpoints" / "4"
 
 
 def test_a_completed_runs_refusal_is_its_one_line_without_orbaxs_read_of_its_steps(tmp_path):

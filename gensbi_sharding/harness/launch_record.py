@@ -52,22 +52,30 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
     save cut short), the complete step before it, resumed by its own folder (its run folder is refused:
     ``find_checkpoint`` names the newer step), and a note naming both; ``(None, run_dir, "")``: none is complete.
     Asked of the library (Orbax's step metadata; it imports JAX, starts no backend) only where step ``named``'s
-    folder holds anything: an empty one, no checkpoint the library reads, is named as before."""
+    folder holds anything: an empty one, no checkpoint the library reads, is named as before. A complete step with an
+    item missing or unreadable (``step_items.step_damage``) is passed over likewise, its note saying why."""
     if not (step := Path(run_dir) / "checkpoints" / str(named)).is_dir() or not any(step.iterdir()):
         return named, Path(run_dir), ""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+    from gensbi_sharding.harness.step_items import step_damage
 
     absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
     absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...} from ..." (was: above a refusal's one line)
+    checkpoints = Path(run_dir) / CHECKPOINT_SUBDIR
     try:
-        return int(find_checkpoint(run_dir).name), Path(run_dir), ""
-    except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
-        steps = committed_steps(checkpoints := Path(run_dir) / CHECKPOINT_SUBDIR)
+        try:
+            newest, note = int(find_checkpoint(run_dir).name), ""
+        except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
+            newest, note = None, f"; step {named}, newer, is not complete"
+        # A complete step whose item is gone or unreadable (was: named, its resume refused in turn): an older one
+        steps = [s for s in committed_steps(checkpoints) if newest is None or s <= newest]
+        while steps and (why := step_damage(checkpoints / str(steps[-1]))) is not None:
+            note, steps = note or f"; step {steps[-1]}, newer, is damaged: {why}", steps[:-1]
     finally:
         absl.setLevel(level)
     if not steps:
         return None, Path(run_dir), ""
-    return steps[-1], checkpoints / str(steps[-1]), f"; step {named}, newer, is not complete"
+    return steps[-1], Path(run_dir) if not note else checkpoints / str(steps[-1]), note
 
 
 def keep_record(run_dir: Path, previous: dict | None = None) -> None:
