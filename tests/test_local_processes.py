@@ -492,6 +492,20 @@ def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):
     assert refusals(tmp_path, [1, -6], "RuntimeError: gloo") == {}
 
 
+def test_a_device_listed_twice_is_refused_by_the_parent_before_any_process_starts():
+    # Was: launch.py experiment=quick distributed=local 'mesh.devices=[0,0]' started both processes, each refused it
+    # ("lists device 0 more than once") in the run's folder (error.txt, launch.log, process_<i>.log left there).
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.local_children import model_group_problem
+
+    cfg = OmegaConf.create({"mesh": {"spec": "dict", "devices": [0, 3, 0, 3], "model_axis": 1}})
+    assert model_group_problem(cfg, 2, 4) == ("mesh.devices=[0,3,0,3] lists device 0, 3 more than once; set "
+                                              "mesh.devices=[0,3] (or mesh.devices=null for all of them)")
+    cfg.mesh.devices = [0, 99]  # an id no process has: each process knows its devices (left to them)
+    assert model_group_problem(cfg, 2, 4) is None
+
+
 def test_a_model_group_no_process_can_hold_is_refused_as_each_process_would_refuse_it():
     from omegaconf import OmegaConf
 

@@ -233,8 +233,9 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     from gensbi_sharding.harness.hints import mesh_devices_problem
     from gensbi_sharding.harness.refusal import Refusal
 
-    if cfg.mesh.spec == "dict" and cfg.mesh.devices is not None and not len(cfg.mesh.devices):  # no id needed: was
-        return mesh_devices_problem([], [])  # refused by each process once started, in the run's folder
+    if cfg.mesh.spec == "dict" and cfg.mesh.devices is not None and (problem := mesh_devices_problem(  # an empty list,
+            listed := list(cfg.mesh.devices), listed, cfg.mesh.model_axis)):  # an id twice: the ids unknown here (was:
+        return problem  # refused by each process once started, in the run's folder)
     if cfg.mesh.spec != "dict" or cfg.mesh.devices or devices % cfg.mesh.model_axis == 0:
         return None
     axis, total, data = cfg.mesh.model_axis, processes * devices, cfg.get("data") or {}
