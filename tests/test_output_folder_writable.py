@@ -119,6 +119,25 @@ def test_an_output_folder_whose_interpolation_cannot_resolve_is_refused_in_one_l
         "variable set, or a default: ${oc.env:NAME,runs/a}), or a plain path")
 
 
+@pytest.mark.parametrize("multirun", [False, True])
+def test_an_output_folder_reading_a_key_left_at_missing_names_that_key(capsys, multirun):
+    # Was: hydra.run.dir=/x/${model.width} model.width=??? said the folder "cannot be resolved (MissingMandatoryValue
+    # ...); give a folder whose ${...} resolves (an environment variable set, or a default ...)": the folder blamed,
+    # the fix of another fault. The key left at ??? is the cause, and its fix.
+    from gensbi_sharding.harness.preflight import LauncherPreflight
+
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    typed = "/x/${model.width}"
+    config = OmegaConf.create({"model": {"width": "???"},
+                               "hydra": {"mode": "RunMode.MULTIRUN" if multirun else "RunMode.RUN",
+                                         "sweep": {"dir": typed}, "run": {"dir": typed}}})
+    with pytest.raises(SystemExit):
+        (LauncherPreflight().on_multirun_start if multirun else LauncherPreflight().on_run_start)(config)
+    assert capsys.readouterr().err.strip() == (
+        f"[ERROR] {key}={typed} cannot be resolved because model.width=???: ??? is OmegaConf's mark of a value still "
+        "to be given, which no run can read; give a value")
+
+
 def test_a_hydra_key_the_command_sets_whose_interpolation_cannot_resolve_is_refused_in_one_line(monkeypatch, capsys):
     # Was Hydra's traceback, with the run's folder already made (holding .run.lock).
     from gensbi_sharding.harness.preflight import LauncherPreflight

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import GrammarParseError, InterpolationResolutionError, MissingMandatoryValue
+from omegaconf.errors import (GrammarParseError, InterpolationResolutionError, InterpolationToMissingValueError,
+                              MissingMandatoryValue)
 
 from gensbi_sharding.harness.composed_defaults import suggested_default
 from gensbi_sharding.harness.config import ConfigError
@@ -93,6 +94,8 @@ def folder_interpolation_problem(cfg: DictConfig) -> str | None:
         except MissingMandatoryValue:  # was: a run's outputs in a folder named None, a sweep's traceback
             return Refusal(f"{path}=???: {MISSING_MARK}", f"{path}=runs/a", how=", e.g. ")
         except (InterpolationResolutionError, GrammarParseError) as err:
+            if isinstance(err, InterpolationToMissingValueError) and (cause := interpolation_problem(cfg)):
+                return f"{path}={_typed(cfg, path)} cannot be resolved because {cause}"  # its ${...} names a ??? key
             what, plain, default = ("a folder", "path", "runs/a") if path.endswith(".dir") else ("a value", "one", "x")
             return (f"{path}={_typed(cfg, path)} cannot be resolved ({str(err).strip().splitlines()[0]}); give {what} "
                     f"whose ${{...}} resolves (an environment variable set, or a default: ${{oc.env:NAME,{default}}}), "
