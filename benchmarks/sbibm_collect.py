@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gensbi_sharding.messages import clipped
 from cli_args import Refused, not_a_script
 from sbibm_checks import read_scores
 from sbibm_jobs import asked_observations, job_status, running_in, scores_problem
@@ -62,7 +63,7 @@ def collect(folders: list[Path], jobs: dict | None = None,
                 cell = (str(cfg.data.name), int(cfg.data.num_simulations))
             except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's or int's error): which row is unknown
                 print(f"left out {job}: {why + '; ' if why else ''}its {config} does not say its task and budget "
-                      f"({type(err).__name__}: {' '.join(str(err).split())[:200]})", file=sys.stderr)
+                      f"({type(err).__name__}: {clipped(' '.join(str(err).split()), 200)})", file=sys.stderr)
                 continue
             if unread:  # which row it belongs to is unknown: counted in none
                 print(f"left out {job}: {unread}", file=sys.stderr)
@@ -114,9 +115,9 @@ def _what_next(job: Path, status: str) -> str:
         # cause, then rerun it"): the commands its error names get past it, given whole (a cut command runs another)
         error = str(error)
         start = max(error.rfind("; checkpoint ", 0, error.index(FAILED_WEIGHTS)), 0)
-        return (f"its weights failed its evaluation: {' '.join(error[:start].split())[:200]}; a rerun (sbibm.py run) "
-                f"trains the same weights and fails alike{error[start:]}")
-    error = " ".join(str(error).split())[:200] if error else "none recorded (see its launch.log)"
+        return (f"its weights failed its evaluation: {clipped(' '.join(error[:start].split()), 200)}; a rerun "
+                f"(sbibm.py run) trains the same weights and fails alike{error[start:]}")
+    error = clipped(" ".join(str(error).split()), 200) if error else "none recorded (see its launch.log)"
     return (f"its error: {error}; fix its cause (one of its overrides, if the error names one), then rerun it "
             "(sbibm.py run moves it aside and starts it again)"
             + (f", or continue it from its last checkpoint with {resume}" if saved else ""))

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gensbi_sharding.messages import clipped
 from cli_args import not_a_script
 from sbibm_checks import read_scores
 from sbibm_method import AMORTISED, cell_of
@@ -194,7 +195,7 @@ def other_settings(job: Path, settings: list[str]) -> str:
         ran = job_configuration([str(o) for o in OmegaConf.load(recorded)])
     except Exception as err:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
         # Neither reused nor rerun on a guess: named, as a job of other settings is (was a traceback).
-        return f"its {recorded} cannot be read: {type(err).__name__}: {' '.join(str(err).split())[:160]}"
+        return f"its {recorded} cannot be read: {type(err).__name__}: {clipped(' '.join(str(err).split()), 160)}"
     asked = job_configuration(settings)
     return ", ".join(f"{k}={ran.get(k, 'unset')}, asked {asked.get(k, 'unset')}" for k in sorted({*ran, *asked})
                      if ran.get(k) != asked.get(k))
@@ -274,6 +275,6 @@ def sweep_never_started(folder: Path) -> list[tuple[str, int, Path]]:
                 if not (record.parent / str(number)).exists() and {"data", "data.num_simulations"} <= ran.keys():
                     found.append((ran["data"], int(ran["data.num_simulations"]), record.parent))
         except Exception as err:  # noqa: BLE001 (YAML's, OmegaConf's, Hydra's or int's error): that sweep unread
-            print(f"{record} cannot be read ({type(err).__name__}: {' '.join(str(err).split())[:200]}): the jobs it "
-                  "never started get no row", file=sys.stderr)
+            print(f"{record} cannot be read ({type(err).__name__}: {clipped(' '.join(str(err).split()), 200)}): the "
+                  "jobs it never started get no row", file=sys.stderr)
     return found

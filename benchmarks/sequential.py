@@ -28,6 +28,7 @@ sys.path.append(str(REPO / "benchmarks"))
 
 from cli_args import Refused, new_parser, one_of, positive_int  # noqa: E402
 from gensbi_sharding.harness.posterior import c2st_csv  # noqa: E402
+from gensbi_sharding.messages import clipped  # noqa: E402
 from gensbi_sharding.harness.tasks import TASKS  # noqa: E402
 from sbibm_method import Method, margin_arg, read_results, region_arg, rounds_arg, write_record  # noqa: E402
 
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(130) from None
     except Exception as err:
         write_json(job / "metrics.json", {**record, "status": "error", "c2st_observations": rows,
-                                          "error": f"{type(err).__name__}: {' '.join(str(err).split())[:500]}"})
+                                          "error": f"{type(err).__name__}: {clipped(' '.join(str(err).split()), 500)}"})
         raise
     finally:
         lock.release()

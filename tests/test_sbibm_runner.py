@@ -1615,6 +1615,24 @@ def test_a_job_whose_weights_failed_its_evaluation_is_left_out_with_the_commands
                     f"fails alike{commands}")
 
 
+def test_a_left_out_jobs_long_error_is_cut_between_words_never_inside_a_quoted_path(sbibm, tmp_path, capsys):
+    # Was: "its error: OSError: ... cannot write to file \"/data/.../ckpt_arrays_m; fix its cause ...": the error cut at
+    # its 200th character, inside a quoted path (an unclosed quote, half a path). Now cut between words, " ..." after.
+    from sbibm_collect import collect
+
+    job = tmp_path / "r" / "slcp_1000" / "job"
+    fake_job(job, "slcp", 1000, None, "error", observations=[1])
+    path = "/data/" + "/".join(f"folder_{i:02d}" for i in range(12)) + "/checkpoints/40/arrays/manifest.ocdbt"
+    lead = "OSError: the checkpoint of this job could not be written, after three tries of its saving thread,"
+    error = f'{lead} to file "{path}"\n  (errno 28: no space left on device)'
+    assert len(lead) < 200 < len(lead) + len(path)  # the old cut fell inside the path
+    (job / "metrics.json").write_text(json.dumps({"status": "error", "error": error}))
+    assert collect([tmp_path / "r"]) == {}
+    said = capsys.readouterr().err.split("if any; ", 1)[1].strip()
+    assert said == (f"its error: {lead} to file ...; fix its cause (one of its overrides, if the error names one), then "
+                    "rerun it (sbibm.py run moves it aside and starts it again)"), said
+
+
 def _job_extra(command):
     """The overrides a launch.py job command gives after its task and budget, its hydra.* folder ones left out."""
     start = next(i for i, a in enumerate(command) if a.startswith("data.num_simulations=")) + 1
