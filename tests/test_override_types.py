@@ -444,3 +444,38 @@ def test_a_hydra_list_setting_given_one_word_or_null_is_refused_naming_the_list_
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode != 0 and proc.stderr.strip() == f"[ERROR] {problem}"
         assert [p.name for p in tmp_path.iterdir()] == ["x"] and not any((tmp_path / "x").iterdir())
+
+
+@pytest.mark.parametrize("typed, fix", [("hydra.output_subdir=???", "hydra.output_subdir=.hydra"),
+                                        ("hydra.job.chdir=???", "hydra.job.chdir=null"),
+                                        ("hydra.verbose=???", "hydra.verbose=false"),
+                                        ("hydra.sweep.subdir=???", None)])
+def test_a_hydra_setting_left_missing_is_refused_before_any_folder(tmp_path, typed, fix):
+    # Was: hydra.output_subdir=??? (or hydra.job.chdir=???) ended in Hydra's MissingMandatoryValue traceback after
+    # the run's folder was made (launch.log, .run.lock left), hydra.verbose=??? in it too, and -m
+    # hydra.sweep.subdir=??? ran its job in the folder <sweep>/None: the check of hydra.run.dir=??? missed them.
+    import subprocess
+    import sys
+
+    from faults_helpers import REPO
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    mark = "??? is OmegaConf's mark of a value still to be given, which no run can read; give a value"
+    problem = command_problem([typed, "experiment=quick"])
+    assert problem == (f"{typed}: {mark}, e.g. {fix} (Hydra's default), or leave it out" if fix else
+                       f"{typed}: {mark} or leave it out")
+    if fix:
+        assert command_problem([fix, "experiment=quick"]) is None  # the advice passes the same checks
+    args = ["-m", typed, "seed=0,1", f"hydra.sweep.dir={tmp_path / 'sweep'}"] if "sweep" in typed else [
+        typed, f"hydra.run.dir={tmp_path / 'run'}"]
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), *args, "experiment=quick", "dry_run=true"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and proc.stderr.strip() == f"[ERROR] {problem}", proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("typed", ["hydra.job.name=???", "hydra.job.id=???", "hydra.mode=???", "hydra.nope=???"])
+def test_a_hydra_setting_hydra_fills_itself_may_be_left_missing(typed):
+    from gensbi_sharding.harness.key_paths import hydra_missing_problem
+
+    assert hydra_missing_problem([typed, "experiment=quick"]) is None  # they ran (hydra.nope: another check's)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from gensbi_sharding.harness.config_files import config_file_problem
 from gensbi_sharding.harness.groups import config_flag_problem, flag_use_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
-from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem
+from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_problem, grammar_problem, \
     mode_flags_problem, parse
@@ -30,9 +30,11 @@ from gensbi_sharding.harness.task_fixed import task_fixed_problem
 __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
-# (hydra_list_problem first: a hydra.searchpath word it would read as a folder);
+# (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
+# hydra.searchpath=??? is no word to put in a list);
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose
-OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem, hydra_list_problem,
+OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
+                   hydra_missing_problem, hydra_list_problem,
                    config_file_problem, task_fixed_problem, command_sweep_problem, list_override_problem,
                    model_key_problem, unknown_key_problem, hydra_key_problem, hydra_plugin_problem, mode_flags_problem,
                    override_problem, dict_override_problem, rule_file_problem)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Collection, Sequence
 from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem", "hydra_list_problem"]
+__all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem", "hydra_list_problem",
+           "hydra_missing_problem"]
 
 
 def unknown_part(parts: Sequence[str], keys_of: Callable,
@@ -128,4 +129,43 @@ def hydra_list_problem(args) -> str | None:
         if value is None and o.typed != "hydra.searchpath":  # Hydra: "Field ... is not Optional", as late
             return Refusal(f"{o.arg}: {o.typed} takes a list, not null", f"{o.typed}=[]", how="; write ",
                            after=" (none), or leave it out")
+    return None
+
+
+def hydra_missing_problem(args) -> str | None:
+    """The one-line refusal of a ``hydra.*`` setting given OmegaConf's ``???`` (a value still to be given) that Hydra
+    reads as it starts (``hydra.output_subdir=???``, ``hydra.job.chdir=???``: was Hydra's MissingMandatoryValue
+    traceback, a run folder's launch.log and .run.lock left; ``hydra.verbose=???`` alike, before it; the sweep job's
+    folder ``hydra.sweep.subdir=???`` was ``None``); None when there is none. A ``???`` Hydra fills itself
+    (``hydra.job.name``, ``hydra.runtime.*``, ``hydra.mode``) runs; the output folders are
+    ``folder_interpolation_problem``'s."""
+    import typing
+
+    from hydra.conf import HydraConf
+    from omegaconf import MISSING, DictConfig, OmegaConf
+
+    from gensbi_sharding.harness.config_values import MISSING_MARK
+    from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.override_grammar import hydra_value, parse
+
+    schema = OmegaConf.structured(HydraConf)
+    for o in parse(args).parsed:
+        key = o.typed.lstrip("+")  # ~key=??? deletes the key where it holds ???: nothing Hydra reads
+        if not key.startswith("hydra.") or "=" not in o.arg or o.sweep or o.hydra.value() != MISSING:
+            continue
+        parent, _, name = key.removeprefix("hydra.").rpartition(".")
+        node = OmegaConf.select(schema, parent, default=None) if parent else schema
+        if not isinstance(node, DictConfig) or name not in node.keys():  # no such key: hydra_key_problem's
+            continue
+        filled = OmegaConf.is_missing(node, name)
+        if key == "hydra.mode" or filled and parent in ("job", "runtime"):  # Hydra sets these as it starts
+            continue
+        if key in ("hydra.run.dir", "hydra.sweep.dir"):  # the folder's: folder_interpolation_problem names runs/a
+            continue
+        default: typing.Any = {} if filled else node.get(name)
+        if default is not None and not isinstance(default, str | bool | int):  # a dict's or list's: no word to show
+            return f"{o.arg}: {MISSING_MARK} or leave it out"
+        shown = hydra_value(default) if isinstance(default, str) else override_literal(default)
+        return Refusal(f"{o.arg}: {MISSING_MARK}", f"{key}={shown}", how=", e.g. ",
+                       after=" (Hydra's default), or leave it out")
     return None
