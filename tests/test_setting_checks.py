@@ -80,12 +80,30 @@ def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_ea
     said = ("rule.heads=model,data: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override "
             "it; write ++rule.heads=model,data (sets it whether a rule's table lists heads or not), or add heads: model "
             "to the rule's file")
-    for more in ([], ["rule.vocab=model"]):
-        assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", "rule.heads=model,data", *more]) \
-            == said
+    assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", "rule.heads=model,data"]) == said
+    # beside another axis the file leaves out: the first of the two listed (test_every_axis_a_rule_file_leaves_out...)
+    assert f"\n  {said}\n" in command_problem(["-m", searched, "experiment=quick", "rule=my_rule",
+                                                "rule.heads=model,data", "rule.vocab=model"])
     assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", "rule.heads=model,data"])
     for fixed in ("++rule.heads=model,data", "rule.mlp=model,data"):  # the fix followed; a key the file lists
         assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", fixed]) is None
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_every_axis_a_rule_file_leaves_out_is_named_in_one_run(tmp_path, sweep):
+    # Typed: python launch.py rule=my_rule rule.heads=model rule.vocab=model (README's my_rule.yaml leaves both out).
+    # Was: heads alone refused ("write ++rule.heads=model"); the command so fixed was refused for vocab, a second round.
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    head = [*(["-m"] if sweep else []), f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", "rule=my_rule"]
+    heads = "model,data" if sweep else "model"
+    said = command_problem([*head, f"rule.heads={heads}", "rule.vocab=model"]).splitlines()
+    assert said[0] == "2 overrides are refused, each with its fix:" and len(said) == 4, said
+    for line, key, value in zip(said[1:3], ("heads", "vocab"), (heads, "model")):
+        assert line.startswith(f"  rule.{key}={value}: rule=my_rule leaves {key} out of its table") and \
+            f"write ++rule.{key}={value} (sets it" in line, line
+    assert said[3] == f"  all fixed together: ++rule.heads={heads} ++rule.vocab=model"
+    assert command_problem([*head, f"++rule.heads={heads}", "++rule.vocab=model"]) is None  # the advice passes
 
 
 @pytest.mark.parametrize("folder", ["work", "my dir/ünï"])

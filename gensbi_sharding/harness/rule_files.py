@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
+from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import MESH_AXES, rule_problem
 
 __all__ = ["rule_file_problem"]
@@ -111,7 +112,8 @@ def _left_out_problem(command: CommandLine, chosen: tuple[str, ...], home: str, 
             shown = o.raw  # a sweep's values as typed (model,data): ++ sweeps them (was model|data, no syntax)
             where = [c.split("=", 1)[1] for c in chosen if c.startswith("rule=")]
             rule = f"rule={where[-1]}" if where else f"the rule this command composes ({table.get('name')})"
-            return (f"{o.arg}: {rule} leaves {part[1]} out of its table (not split), so Hydra cannot override it; "
-                    f"write ++{o.key}={shown} (sets it whether a rule's table lists {part[1]} or not), "
-                    f"or add {part[1]}: {o.values()[0] if o.sweep else shown} to the rule's file")
+            # a Refusal: command_problem types its fix and names the next axis the file leaves out in the same list
+            return Refusal(f"{o.arg}: {rule} leaves {part[1]} out of its table (not split), so Hydra cannot override "
+                           "it", f"++{o.key}={shown}", how="; write ", after=f" (sets it whether a rule's table lists "
+                           f"{part[1]} or not), or add {part[1]}: {o.values()[0] if o.sweep else shown} to the rule's file")
     return None
