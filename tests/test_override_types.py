@@ -425,8 +425,11 @@ def test_an_accepted_command_composes_nothing_for_a_suggestion_a_refused_one_get
 
 @pytest.mark.parametrize("typed, fix", [("hydra.searchpath=file://x", "hydra.searchpath=[file://x]"),
                                         ("hydra.searchpath=null", "hydra.searchpath=[]"),
-                                        ("hydra.job.env_copy=HOME", "hydra.job.env_copy=[HOME]")])
+                                        ("hydra.job.env_copy=HOME", "hydra.job.env_copy=[HOME]"),
+                                        ("++hydra.searchpath=file://x", "++hydra.searchpath=[file://x]"),
+                                        ("++hydra.job.env_copy=null", "++hydra.job.env_copy=[]")])
 def test_a_hydra_list_setting_given_one_word_or_null_is_refused_naming_the_list_to_type(tmp_path, typed, fix):
+    # ++hydra.searchpath=file://x likewise: was Hydra's "Error merging override ... str is not a ListConfig" (3 lines)
     # Was: launch.py hydra.searchpath=file://x passed every check, then Hydra refused it in several lines ("must be a
     # list of strings ... HYDRA_FULL_ERROR=1"); null likewise ("Field 'hydra.searchpath' is not Optional").
     import subprocess
@@ -437,8 +440,10 @@ def test_a_hydra_list_setting_given_one_word_or_null_is_refused_naming_the_list_
 
     problem = command_problem([typed, "experiment=quick"])
     assert problem.startswith(f"{typed}: ") and f"write {fix}" in problem, problem
+    if typed.startswith("++"):  # the setting named as such, its ++ kept in the fix
+        assert problem.startswith(f"{typed}: {typed.split('=')[0][2:]} takes a list"), problem
     assert command_problem([fix, "experiment=quick"]) is None  # the advice passes the same checks
-    if typed == "hydra.searchpath=file://x":  # at launch: one line, before any folder (x a folder there: else
+    if typed.endswith("hydra.searchpath=file://x"):  # at launch: one line, before any folder (x a folder there: else
         (tmp_path / "x").mkdir()  # Hydra warns, composing the fix, that it is not available)
         proc = subprocess.run([sys.executable, str(REPO / "launch.py"), typed, "experiment=quick"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)

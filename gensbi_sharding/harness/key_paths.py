@@ -115,19 +115,20 @@ def hydra_list_problem(args) -> str | None:
     from gensbi_sharding.harness.override_grammar import hydra_value, parse
 
     for o in parse(args).parsed:
-        if not o.typed.startswith("hydra.") or "=" not in o.arg or o.sweep:
+        key = o.typed.lstrip("+")  # ++hydra.searchpath=file://x: Hydra's "str is not a ListConfig" alike
+        if not key.startswith("hydra.") or "=" not in o.arg or o.sweep:
             continue
         hint: typing.Any = HydraConf
-        for part in o.typed.split(".")[1:]:
+        for part in key.split(".")[1:]:
             hint = type_hints(hint).get(part) if dataclasses.is_dataclass(hint) else None
         if typing.get_origin(hint) is not list:  # List[str] only: an Optional one takes null, a dict another form
             continue
         if isinstance(value := o.hydra.value(), str):
-            return Refusal(f"{o.arg}: {o.typed} takes a list, even of one entry", f"{o.typed}=[{hydra_value(value)}]",
+            return Refusal(f"{o.arg}: {key} takes a list, even of one entry", f"{o.typed}=[{hydra_value(value)}]",
                            how="; write ")
         # hydra.searchpath=null is override_prefixes' (it knows a primary config's own search path, which [] drops)
-        if value is None and o.typed != "hydra.searchpath":  # Hydra: "Field ... is not Optional", as late
-            return Refusal(f"{o.arg}: {o.typed} takes a list, not null", f"{o.typed}=[]", how="; write ",
+        if value is None and key != "hydra.searchpath":  # Hydra: "Field ... is not Optional", as late
+            return Refusal(f"{o.arg}: {key} takes a list, not null", f"{o.typed}=[]", how="; write ",
                            after=" (none), or leave it out")
     return None
 
