@@ -949,3 +949,27 @@ def test_a_damaged_step_names_the_older_steps_damaged_the_same_way(tmp_path, ste
         refuse_resume_settings(step_dir, compose_tiny("train.resume=auto"))
     assert str(err.value).endswith(f"; move {step_dir} aside, e.g. to {step_dir}.damaged, and {older} too (whose "
                                    f"config item cannot be read either), and run the same command again: it {then}")
+
+
+@pytest.mark.parametrize("lost, then", [({8: "meta"}, "; move {8} aside, e.g. to {8}.damaged, and run the same command "
+                                         "again: it resumes from step 4"),
+                                        ({8: "config", 4: "meta"}, "; move {8} aside, e.g. to {8}.damaged, and {4} too "
+                                         "(whose meta item cannot be read either), and run the same command again: it "
+                                         "starts afresh in this folder (no other step is readable)")])
+def test_a_step_that_lost_its_meta_item_is_named_as_one_that_lost_its_config(tmp_path, lost, then):
+    # Was, under train.resume=auto: checkpoints/8 without its meta item got the library's words ("resume from another
+    # step folder: .../4"), which the folder's run does not take; and with 8's config item lost and 4's meta item,
+    # "move .../8 aside ...: it resumes from step 4", which then refused step 4 (a second round).
+    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False, keep=3) as writer:
+        for step in (4, 8):
+            writer.save(step, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    steps = {step: tmp_path / "checkpoints" / str(step) for step in (4, 8)}
+    for step, item in lost.items():
+        shutil.rmtree(steps[step] / item)
+    with pytest.raises(FileNotFoundError) as err:
+        refuse_resume_settings(steps[8], compose_tiny("train.resume=auto"))
+    assert str(err.value).startswith(f"checkpoint {steps[8]} is damaged: its '{lost[8]}' item cannot be read ")
+    assert str(err.value).endswith(then.replace("{8}", str(steps[8])).replace("{4}", str(steps[4]))), str(err.value)

@@ -34,18 +34,22 @@ def _damaged_here(err: FileNotFoundError, step_dir: Path) -> FileNotFoundError:
     """The library's refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works
     there: its "resume from another step folder" or "start without it" named no command the folder's run takes (was:
     run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again)."""
-    from gensbi_sharding.checkpoint import committed_steps, saved_config
+    import re
 
-    others, also = [step for step in committed_steps(step_dir.parent) if str(step) != step_dir.name], []
-    while others:  # an older step that lost its config item too: train.resume=auto would pick it next (was: "it
-        try:  # resumes from step 4", which refused step 4 the same way)
-            saved_config(step_dir.parent / str(others[-1]))
+    from gensbi_sharding.checkpoint import committed_steps, saved_config, saved_info
+
+    others, also = [step for step in committed_steps(step_dir.parent) if str(step) != step_dir.name], {}
+    while others:  # an older step that lost its config (or meta) item too: train.resume=auto would pick it next
+        try:  # (was: "it resumes from step 4", which refused step 4 the same way; its meta item: checked only there)
+            saved_config(older := step_dir.parent / str(others[-1])), saved_info(older)
             break
-        except FileNotFoundError:
-            also.append(step_dir.parent / str(others.pop()))
+        except FileNotFoundError as lost:
+            found = re.search(r"its '(\w+)' item", str(lost))
+            also[step_dir.parent / str(others.pop())] = found.group(1) if found else "config"
     then = f"resumes from step {others[-1]}" if others else \
         f"starts afresh in this folder (no other step is {'readable' if also else 'complete'})"
-    too = f", and {' and '.join(map(str, also))} too (whose config item cannot be read either)" if also else ""
+    items = " or ".join(dict.fromkeys(also.values()))
+    too = f", and {' and '.join(map(str, also))} too (whose {items} item cannot be read either)" if also else ""
     said = FileNotFoundError(f"{err.reason}; move {step_dir} aside, e.g. to {step_dir}.damaged{too}, and run the same "
                              f"command again: it {then}")
     said.reason = err.reason
@@ -72,8 +76,8 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     from gensbi_sharding.harness.resume import model_overrides
     from gensbi_sharding.harness.schedule import schedule_refusal
 
-    try:
-        saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
+    try:  # its meta item too (schedule_refusal's saved_info): a step that lost only that was the library's words
+        saved, now, _ = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True), saved_info(step_dir)
     except FileNotFoundError as damaged:
         raise _damaged_here(damaged, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") else damaged
     fix, this, what = [], [], []
