@@ -775,7 +775,7 @@ def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is
      "of 2: [1, 2])"),
     # Was: passed the parent's checks (an empty list read as no list), then each process refused it once started
     # ("mesh.devices=[] lists no device ..."), inside the run's folder (error.txt, launch.log, metrics.json)
-    (["mesh.devices=[]"], "ConfigError: mesh.devices=[] lists no device; set mesh.devices=null (all of them)")])
+    (["mesh.devices=[]"], "ConfigError: mesh.devices=[] lists no device; pass mesh.devices=null for all devices")])
 def test_a_model_group_across_local_processes_is_refused_before_the_run_folder_is_made(tmp_path, overrides, message):
     # Was: launch.py distributed=local mesh.model_axis=8 made the run folder (.hydra, metrics.json, error.txt,
     # launch.log), then refused it there: the preflight checked only the processes' device split.

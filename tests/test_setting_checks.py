@@ -167,8 +167,8 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
                             "(divisors of 8: [1, 2, 4, 8])"),
     # Was: passed the checks before any folder (an empty list read as null), then make_mesh refused it once JAX had
     # started: "mesh.devices=[]: make_mesh got an empty device list ..." and error.txt, metrics.json in the folder
-    (["mesh.devices=[]"], "mesh.devices=[] lists no device; set mesh.devices=null (all of them)"),
-    (["mesh.devices=[]", "dry_run=true"], "mesh.devices=[] lists no device; set mesh.devices=null (all of them)"),
+    (["mesh.devices=[]"], "mesh.devices=[] lists no device; pass mesh.devices=null for all devices"),
+    (["mesh.devices=[]", "dry_run=true"], "mesh.devices=[] lists no device; pass mesh.devices=null for all devices"),
     # Was: refused by the run once JAX had started (platform_problem), inside the folder Hydra had made
     (["model=flux1", "model.dtype=float16"], "model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU "
      "backend has no float16 matmul with float32 accumulation (F16_F16_F32, GPU only); set model.dtype=bfloat16 or "

@@ -176,7 +176,7 @@ def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int]
         return None
     ids, known = list(devices), set(available)
     if not ids:  # make_mesh refuses it only once JAX has started, inside the run's new folder
-        return Refusal("mesh.devices=[] lists no device", "mesh.devices=null", after=" (all of them)")
+        return Refusal("mesh.devices=[] lists no device", "mesh.devices=null", how="; pass ", after=" for all devices")
     unique = list(dict.fromkeys(d for d in ids if d in known))
     if unique == ids:
         return None
