@@ -254,7 +254,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
     check_mesh(mesh)
     if mesh is not None:
         refuse_in_factory(caller, INPUT_IN_FACTORY)
-    check_numeric_leaves(tree, what)  # before the rows: a Module's kernel and bias differ in rows
+    check_numeric_leaves(as_arrays := numpy_scalars_as_arrays(tree), what)  # before the rows; scalars as 0-d arrays
     if split:
         check_same_rows(tree, what)
     if mesh is None:  # kept as given, checked all the same
@@ -271,7 +271,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
                              "padding out of a mean)")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(numpy_scalars_as_arrays(tree))
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(as_arrays)
     arrays = [(path, leaf) for path, leaf in leaves if is_array(leaf)]
     # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
     explicit = set(mesh.explicit_axes)

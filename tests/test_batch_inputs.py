@@ -517,6 +517,29 @@ def test_a_batch_value_its_32_bit_place_cannot_hold_is_refused(place, name, devi
         np.testing.assert_array_equal(place({"ids": BIG}, mesh)["ids"], BIG)
 
 
+@pytest.mark.parametrize("place, name", [
+    (lambda tree, mesh: gs.shard_batch(tree, mesh), "batch"),
+    (lambda tree, mesh: gs.shard_sample_init(tree, mesh), "sampler initial state"),
+    (lambda tree, mesh: gs.replicate(tree, mesh), "replicate"),
+    (lambda tree, mesh: gs.host_to_global_array(tree, mesh=mesh), "host_arrays")])
+def test_a_numpy_scalar_its_32_bit_place_cannot_hold_is_refused_as_its_0d_array(place, name, devices):
+    """np.int64(2**40) was placed as 0, np.uint64(2**63) as 0 and np.float64(1e300) as inf, without a word, while the
+    0-d array of the same value was refused: a NumPy scalar goes through the checks of the 0-d array it is a value of."""
+    mesh = gs.make_mesh(model_axis=2)
+    for value, got, changed in ((np.int64(2**40), r"1099511627776 \(int64\)", "0"),
+                                (np.uint64(2**63), r"9223372036854775808 \(uint64\)", "0"),
+                                (np.float64(1e300), r"1e\+300 \(float64\)", "inf")):
+        for leaf in (value, np.asarray(value)):
+            with pytest.raises(ValueError, match=rf"{name} leaf \['t'\] \(shape \(\)\) holds {got}, beyond .*change "
+                                                 rf"it silently \(to {changed}\); enable 64-bit types"):
+                place({"x": np.zeros((8, 2), np.float32), "t": leaf}, mesh)
+    # A scalar that fits is placed as its value; with 64-bit types on, the big one is kept exactly.
+    assert int(place({"t": np.int64(2**31 - 1)}, mesh)["t"]) == 2**31 - 1
+    with jax.enable_x64(True):
+        placed = place({"t": np.int64(2**40)}, mesh)["t"]
+        assert placed.dtype == np.int64 and int(placed) == 2**40
+
+
 def test_a_numpy_masked_array_is_named_by_every_function_placing_or_saving_it(devices, tmp_path):
     # Was: JAX's "numpy masked arrays are not supported as direct inputs to JAX functions" (shard_batch, replicate,
     # shard_sample_init, host_to_global_array, constrain, shard_model, CheckpointWriter.save), naming no leaf.
