@@ -190,8 +190,16 @@ def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6,
     """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` (the logical axes: 'mpl', 'embedd';
     activation names: 'lenght'), else ``""``: every lookup in a closed set of names guesses alike. A rule's name
     (``RULE_TYPO``) only for a close typo, the guess said alone: a far name is more likely a rule file's."""
-    near = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff) if isinstance(name, str) else []
-    return f"did you mean {near[0]!r}?{then}" if near else ""
+    # Only str names: difflib takes len() of each (a mesh axis named 1). Every name about as close as the closest is
+    # said: 'q_sequence' is 'sequence' (0.89) as likely as 'query_sequence' (0.83); one guess alone could mislead.
+    scores = sorted(((difflib.SequenceMatcher(None, name, k).ratio(), k) for k in dict.fromkeys(known)
+                     if isinstance(k, str)), key=lambda p: -p[0]) if isinstance(name, str) else []
+    near = [repr(k) for score, k in scores if score >= max(cutoff, scores[0][0] - CLOSE_AS)]
+    return f"did you mean {' or '.join(filter(None, (', '.join(near[:-1]), near[-1])))}?{then}" if near else ""
+
+
+#: ``typo_of`` names every known name whose difflib score is within this of the closest one's.
+CLOSE_AS = 0.1
 
 
 #: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.

@@ -104,6 +104,25 @@ def test_constrain_names_bad_names_where_for_rule_gives_none(devices):
     assert gs.constrain(3.0, (), partition_axis) == 3.0  # returned as given, as before
 
 
+def test_a_name_about_as_close_to_several_activation_names_names_them_all(devices):
+    # Was: "did you mean 'sequence'?" for 'q_sequence', though 'query_sequence' (meant) is about as close: one guess
+    # chosen of several alike. A name close to one alone still gets that one.
+    with pytest.raises(ValueError, match=r"unknown activation name 'q_sequence'; did you mean 'sequence', "
+                                         r"'query_sequence' or 'key_sequence'\? if not, known names"):
+        gs.constrain(jnp.ones((8, 4, 2)), ("batch", "q_sequence", "hidden"), gs.PartitionAxis())
+    with pytest.raises(ValueError, match=r"unknown activation name 'hiden'; did you mean 'hidden'\? if not, known"):
+        gs.constrain(jnp.ones((8, 4)), ("batch", "hiden"), gs.PartitionAxis())
+
+
+def test_a_mesh_axis_typo_is_named_on_a_mesh_with_an_axis_name_that_is_no_str(devices):
+    # Was: TypeError "object of type 'int' has no len()" from difflib, for the mesh's axis named 1.
+    mesh = jax.sharding.Mesh(np.array(devices[:4]).reshape(2, 2), ("data", 1))
+    with pytest.raises(ValueError, match=r"head_axis='dat' names mesh axis 'dat', but the mesh has axes \('data', 1\); "
+                                         r"did you mean 'data'\? if not, use one of them"):
+        gs.PartitionAxis(head_axis="dat").resolve(mesh)
+    assert gs.rules.typo_of(1, ("data", 1)) == "" and gs.rules.typo_of("dat", (1, 2)) == ""
+
+
 @pytest.mark.parametrize("entry", [["batch"], ("batch", "heads"), {"batch"}, 0])
 def test_constrain_names_an_activation_name_entry_that_is_no_str(devices, entry):
     # Was: TypeError "unhashable type: 'list'" (or 'set') from the names' lookup, naming neither the entry nor the fix,
