@@ -103,8 +103,8 @@ def check_placeable(leaf: Any, where: str) -> None:
     """``ValueError`` naming ``where`` if NumPy ``leaf`` holds a number its placed dtype cannot (JAX's cast would change
     it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype, ``RuntimeError`` if it was donated."""
     check_unmasked(leaf, where)
-    if (isinstance(leaf, np.ndarray) or isinstance(leaf, np.generic) and leaf.dtype.kind in "fc") and not (
-            jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))):
+    leaf = np.asarray(leaf) if isinstance(leaf, (np.number, np.bool_)) else leaf  # as its 0-d array: np.int64(2**40)
+    if isinstance(leaf, np.ndarray) and not jax.numpy.isdtype(leaf.dtype, ("bool", "numeric")):
         raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: " + unheld_dtype_fix(leaf.dtype,
                         "pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it out of the "
                         "tree"))

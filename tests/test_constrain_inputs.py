@@ -104,6 +104,17 @@ def test_constrain_names_bad_names_where_for_rule_gives_none(devices):
     assert gs.constrain(3.0, (), partition_axis) == 3.0  # returned as given, as before
 
 
+def test_a_numpy_scalar_constrain_cannot_place_unchanged_is_refused_as_its_0d_array(devices):
+    # Was: constrain(np.int64(2**40), (), pa, mesh) returned Array(0, int32) without a word (x64 off), while
+    # np.asarray(np.int64(2**40)) was refused: a NumPy scalar is checked as the 0-d array it is a value of.
+    mesh = gs.make_mesh(model_axis=2)
+    for x in (np.int64(2**40), np.asarray(np.int64(2**40))):
+        with pytest.raises(ValueError, match=r"constrain: x \(shape \(\)\) holds 1099511627776 \(int64\), beyond int32.*"
+                                             r"silently \(to 0\)"):
+            gs.constrain(x, (), gs.PartitionAxis(), mesh)
+    assert int(gs.constrain(np.int64(2**31 - 1), (), gs.PartitionAxis(), mesh)) == 2**31 - 1
+
+
 def test_a_name_about_as_close_to_several_activation_names_names_them_all(devices):
     # Was: "did you mean 'sequence'?" for 'q_sequence', though 'query_sequence' (meant) is about as close: one guess
     # chosen of several alike. A name close to one alone still gets that one.
