@@ -278,3 +278,16 @@ def pytest_collection_modifyitems(config, items):
     fast = (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow"
     rank = {name: i for i, name in enumerate(LONGEST_FIRST_FAST if fast else LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest stay alphabetical
+
+
+@pytest.fixture
+def proc_takes_no_new_name():
+    """Skips unless /proc answers a new folder with ENOENT, as Linux's does (the case the /proc messages name)."""
+    try:
+        os.mkdir("/proc/gensbi-probe")
+    except FileNotFoundError:  # Linux's /proc
+        return
+    except OSError as err:
+        pytest.skip(f"/proc refuses a new folder otherwise here ({err.strerror})")
+    os.rmdir("/proc/gensbi-probe")  # no /proc here: "/" took it
+    pytest.skip("/proc takes a new folder here")

@@ -201,20 +201,9 @@ def test_a_folder_that_takes_no_new_name_is_named_with_the_real_reason(tmp_path,
         "<a file in a folder you can write to>.npz")
 
 
-def test_proc_is_refused_as_a_folder_taking_no_new_name():
-    import os
-
+def test_proc_is_refused_as_a_folder_taking_no_new_name(proc_takes_no_new_name):
     from gensbi_sharding.harness.folder_lock import folder_problem
 
-    try:
-        os.mkdir("/proc/gensbi-foo")
-    except FileNotFoundError:  # Linux's /proc
-        pass
-    except OSError as err:
-        pytest.skip(f"/proc refuses a new folder otherwise here ({err.strerror})")
-    else:  # no /proc here: "/" took it
-        os.rmdir("/proc/gensbi-foo")
-        pytest.skip("/proc takes a new folder here")
     assert folder_problem(Path("/proc/gensbi-foo"), sweep=True) == (
         "hydra.sweep.dir=/proc/gensbi-foo: cannot create /proc/gensbi-foo: /proc exists, but takes no new files or "
         "folders: making one there fails with \"No such file or directory\" (a virtual file system, such as /proc); "

@@ -40,14 +40,20 @@ def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, t
         assert command_problem([searched, "rule=my_rule", "rule.embed=data"]) is None  # the override wins
 
 
+def readme_rule_searched(tmp_path):
+    """The README's conf/rule/my_rule.yaml (name, embed, mlp: heads and vocab left out) in tmp_path/rule, and the
+    search path override that finds it."""
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    return f"hydra.searchpath=[file://{tmp_path}]"
+
+
 def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_it(tmp_path):
     # Typed: python launch.py rule=my_rule rule.heads=model model=transformer, with the README's conf/rule/my_rule.yaml
     # (name, embed, mlp: "keys left out are not split"). Was: Hydra's seven lines, "Could not override 'rule.heads'.
     # To append to your config use +rule.heads=model ... Key 'heads' is not in struct ... HYDRA_FULL_ERROR=1", whose
     # + is refused for a rule listing heads (-m rule=fsdp,my_rule rule.heads=model: job 1 refused with those lines).
-    (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
-    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    searched = readme_rule_searched(tmp_path)
     said = ("rule.heads=model: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override it; "
             "write ++rule.heads=model (sets it whether a rule's table lists heads or not), or add heads: model to the "
             "rule's file")
@@ -61,9 +67,7 @@ def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_
 def test_removing_an_axis_a_rule_file_leaves_out_advises_an_override_that_passes(tmp_path):
     # Typed: python launch.py rule=my_rule '~rule.heads' (the README's rule file, which leaves heads out). Was: "set
     # rule.heads=null to leave it unsplit", which the next command refused in turn (needs ++rule.heads=null).
-    (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
-    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    searched = readme_rule_searched(tmp_path)
     for rule, fix in (("rule=my_rule", "++rule.heads=null"), ("rule=fsdp", "rule.heads=null")):
         said = command_problem([searched, "experiment=quick", rule, "~rule.heads"])
         assert said == f"~rule.heads: a rule's axis cannot be removed; set {fix} to leave it unsplit"
@@ -74,9 +78,7 @@ def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_ea
     # Typed: python launch.py -m rule=my_rule rule.heads=model,data (README's my_rule.yaml leaves heads out). Was: each
     # job refused with its own value (job 0: "write ++rule.heads=model", job 1: "++rule.heads=data"), and beside
     # another rule override, "write ++rule.heads=model|data", which no command line takes.
-    (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
-    searched = f"hydra.searchpath=[file://{tmp_path}]"
+    searched = readme_rule_searched(tmp_path)
     said = ("rule.heads=model,data: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override "
             "it; write ++rule.heads=model,data (sets it whether a rule's table lists heads or not), or add heads: model "
             "to the rule's file")
@@ -93,9 +95,7 @@ def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_ea
 def test_every_axis_a_rule_file_leaves_out_is_named_in_one_run(tmp_path, sweep):
     # Typed: python launch.py rule=my_rule rule.heads=model rule.vocab=model (README's my_rule.yaml leaves both out).
     # Was: heads alone refused ("write ++rule.heads=model"); the command so fixed was refused for vocab, a second round.
-    (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
-    head = [*(["-m"] if sweep else []), f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", "rule=my_rule"]
+    head = [*(["-m"] if sweep else []), readme_rule_searched(tmp_path), "experiment=quick", "rule=my_rule"]
     heads = "model,data" if sweep else "model"
     said = command_problem([*head, f"rule.heads={heads}", "rule.vocab=model"]).splitlines()
     assert said[0] == "2 overrides are refused, each with its fix:" and len(said) == 4, said
