@@ -117,10 +117,11 @@ def mesh_axes_of(entry: Any) -> tuple:
     axes = () if entry is None else tuple(entry) if isinstance(entry, Sequence) and not isinstance(entry, str) else (entry,)
     if not (odd := [axis for axis in axes if not isinstance(axis, str)]):
         return axes
-    if None in odd:  # None replicates as the whole entry; in a tuple JAX reads it as an axis name
+    if all(axis is None for axis in odd):  # None replicates as the whole entry; in a tuple JAX reads it as an axis
+        kept = tuple(dict.fromkeys(filter(None, axes))) or None  # the fix passes: (None, "a", "a") is ("a",), not twice
         raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} holds None inside a tuple, read as a mesh "
-                         f"axis name: leave it out ({clipped(repr(tuple(filter(None, axes)) or None), 40)}), or give "
-                         "None to leave it unsplit")
+                         f"axis name: leave it out ({clipped(repr(kept), 40)}), or give None to leave it unsplit")
+    odd = [axis for axis in odd if axis is not None]  # (None, 3): 3 first, as "leave None out" would leave (3,)
     what = "names no mesh axis" if len(odd) == len(axes) else f"holds {clipped(repr(odd[0]), 20)}, not a mesh axis name"
     raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} {what}: give a mesh axis name (e.g. 'data'), "
                      "a tuple of them, or None")

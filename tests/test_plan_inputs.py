@@ -304,3 +304,42 @@ def test_a_0d_parameter_without_annotation_is_no_fallback(mesh):
     assert messages == ["1 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 4, 'model': 2}: "
                         "gain (no annotation)"]
     assert model.temperature.get_value().sharding.is_fully_replicated and float(model.temperature.get_value()) == 0.5
+
+
+def _advice(message: str) -> list:
+    """The specs a spec-entry refusal tells its reader to give instead, as PartitionSpecs."""
+    if left := re.search(r"leave it out \((.*)\), or give None", message):
+        return [P(eval(left[1])), P(None)]  # noqa: S307 (the message's own repr of an entry)
+    if use := re.search(r"use e\.g\. (P\(.*\))$", message):
+        return [eval(use[1], {"P": P})]  # noqa: S307
+    assert "give a mesh axis name (e.g. 'data'), a tuple of them, or None" in message, message
+    return [P("data"), P(("data",)), P(None)]
+
+
+@pytest.mark.parametrize("entry", [(None, 3), ("data", None, 3), (None, "data", "data"), ("data", None, "data"),
+                                   (None, "data"), ("data", "data"), 3, ("data", 3)])
+def test_a_refused_spec_entry_gives_advice_that_passes_when_followed(devices, entry):
+    """host_to_global_array(x, partition=P((None, 3))) said 'leave it out ((3,))', and P((3,)) was refused in turn
+    (names no mesh axis); P((None, "data", "data")) said 'leave it out (("data", "data"))', refused as "data" twice.
+    Now the advice is a spec that places."""
+    mesh, x = gs.make_mesh(model_axis=2), np.ones((8, 4), np.float32)
+    with pytest.raises(ValueError, match="PartitionSpec") as refused:
+        gs.host_to_global_array(x, mesh=mesh, partition=P(entry))
+    for spec in _advice(str(refused.value)):
+        assert gs.host_to_global_array(x, mesh=mesh, partition=spec).sharding.spec == spec
+
+
+@pytest.mark.parametrize("entry", [(None, 3), (None, "data"), ("data", "data"), (), 3, [None, "data"]])
+def test_a_refused_partition_axis_or_rule_value_gives_advice_that_passes(devices, entry):
+    """PartitionAxis fields and rule table values refuse the entries host_to_global_array does; their examples place."""
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises(ValueError, match=r"e\.g\. 'data' or \('data', 'model'\)|list each mesh axis once"):
+        gs.PartitionAxis(hidden_state_axis=entry).resolve(mesh)
+    for fix in ("data", ("data", "model"), None):
+        assert gs.PartitionAxis(hidden_state_axis=fix).resolve(mesh).hidden_state_axis == fix
+    if entry != ():  # () is a rule table's unsplit, as P(())
+        with pytest.raises(ValueError, match=r"rule table entry .*(a mesh axis name \(e\.g\. 'data' or 'model'\), a "
+                                             r"list of them, or None|list each once: \{'embed': 'data'\})"):
+            gs.resolve_rule({"embed": entry})
+        for fix in ("data", "model", ["data", "model"], None):
+            assert gs.resolve_rule({"embed": fix}).table["embed"] == fix
