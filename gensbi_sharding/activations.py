@@ -42,6 +42,12 @@ class _Fields(NamedTuple):
     generation_attention_dim_axis: MeshAxes = None
 
 
+def _check_fields(fields: Mapping[str, Any], caller: str, error: type[Exception]) -> None:
+    if unknown := [name for name in fields if name not in _Fields._fields]:
+        raise error(f"{caller} got an unexpected field {unknown[0]!r}; {typo_of(unknown[0], _Fields._fields)}"
+                    f"its fields: {', '.join(_Fields._fields)}")
+
+
 class PartitionAxis(_Fields):
     """Mesh axes (``MeshAxes``) for each kind of activation dimension; defaults fit ``make_mesh``. Field names are
     EasyDeL's (erfanzar/EasyDeL, ``easydel/etils/partition_module.py``); ``resolve(mesh)`` checks them.
@@ -62,10 +68,13 @@ class PartitionAxis(_Fields):
 
     def __new__(cls, *args: MeshAxes, **fields: MeshAxes) -> "PartitionAxis":
         # Was Python's plain "unexpected keyword argument 'hiden_state_axis'": thirteen long names, no guess.
-        if unknown := [name for name in fields if name not in cls._fields]:
-            raise TypeError(f"PartitionAxis got an unexpected field {unknown[0]!r}; {typo_of(unknown[0], cls._fields)}"
-                            f"its fields: {', '.join(cls._fields)}")
+        _check_fields(fields, "PartitionAxis", TypeError)
         return super().__new__(cls, *args, **fields)
+
+    def _replace(self, **fields: MeshAxes) -> "PartitionAxis":
+        """A copy with ``fields`` changed (NamedTuple's); ``ValueError`` naming a misspelt field and the one meant."""
+        _check_fields(fields, "PartitionAxis._replace", ValueError)  # was NamedTuple's "Got unexpected field names"
+        return super()._replace(**fields)
 
     def __hash__(self) -> int:
         # Lists hashed as tuples: nnx.split hashes a Module's graphdef, which holds this

@@ -260,3 +260,14 @@ def test_a_misspelt_partition_axis_field_is_answered_with_the_field_meant():
     axes = PartitionAxis("data", hidden_state_axis="model")  # fields by position and name, as before
     assert (axes.batch_axis, axes.hidden_state_axis, type(axes._replace(head_axis=None))) == (
         "data", "model", PartitionAxis)
+
+
+def test_a_misspelt_field_given_to_replace_is_answered_with_the_field_meant():
+    # Was NamedTuple's "Got unexpected field names: ['hiden_state_axis']", no guess; a ValueError still, as it was.
+    with pytest.raises(ValueError) as err:
+        PartitionAxis()._replace(hiden_state_axis="model")
+    assert str(err.value).startswith("PartitionAxis._replace got an unexpected field 'hiden_state_axis'; did you mean "
+                                     "'hidden_state_axis'? if not, its fields: batch_axis, sequence_axis, "), err.value
+    replaced = PartitionAxis("data")._replace(hidden_state_axis="model", head_axis=None)
+    assert (type(replaced), replaced.batch_axis, replaced.hidden_state_axis, replaced.head_axis) == (
+        PartitionAxis, "data", "model", None)
