@@ -5,6 +5,7 @@ nothing written or overwritten.
 In-process, 8 simulated CPU devices (conftest); tiny states.
 """
 
+import re
 from pathlib import Path
 
 import jax
@@ -45,6 +46,20 @@ def test_a_state_donated_to_a_step_is_named_by_save_and_shard_model_and_nothing_
         gs.shard_batch({"x": x}, mesh)
     with pytest.raises(RuntimeError, match=r"host_arrays leaf \[.x.\] \(shape \(8, 3\)\) was deleted"):
         gs.host_to_global_array({"x": x}, mesh=mesh)
+
+
+@pytest.mark.parametrize("scalar, changed", [(np.int64(2**40), "0"), (np.float64(1e300), "inf")])
+def test_a_numpy_scalar_restore_would_change_is_refused_by_save_and_nothing_is_written(tmp_path, scalar, changed):
+    """save({"count": np.int64(2**40)}) (x64 off) is refused as its 0-d array is: restore would place it as int32, 0.
+    A NumPy scalar that fits saves."""
+    state = {"w": np.ones(2, np.float32), "count": scalar}
+    with CheckpointWriter(tmp_path / "ckpt") as writer:
+        said = rf"count \(shape \(\)\) holds {re.escape(str(scalar))} \({scalar.dtype}\), beyond .*\(to {changed}"
+        with pytest.raises(ValueError, match=rf"CheckpointWriter.save: {said}"):
+            writer.save(1, state, jax.random.key(0))
+        assert writer.steps() == []
+        assert writer.save(1, {**state, "count": np.int64(3)}, jax.random.key(0))
+    assert [p.name for p in (tmp_path / "ckpt").iterdir() if not p.name.startswith(".")] == ["1"]
 
 
 @pytest.mark.parametrize("every", [0, 2])
