@@ -16,7 +16,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.checkpoint_fixes import extra_fix, nesting_fix, renamed_fix
+from gensbi_sharding.checkpoint_fixes import check_against
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
                                               flat_by_path, item_handlers, nest_by_path, reasoned)
@@ -24,14 +24,11 @@ from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.messages import clipped
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, path_key, placed_dtype, spec_misfit, value_leaves, whole_target)
+                                   node_state, path_key, spec_misfit, value_leaves)
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config", "saved_info"]
-
-_MAX_LISTED = 6  # mismatching variables quoted in full in an error
-
 
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
     """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings (scalar
@@ -129,7 +126,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
-        _check_against({name: m for name, m in saved.items() if name not in sown}, target, step_dir)
+        check_against({name: m for name, m in saved.items() if name not in sown}, target, step_dir,
+                      lambda: bool(_json_item("config", step_dir)))
         target.update({name: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=_replicated_like(target)) for name, m in
                        saved.items() if name in sown})  # older checkpoints saved them: read (Orbax reads all), dropped
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
@@ -270,29 +268,3 @@ def _replicated_like(target: Mapping[str, Any]) -> jax.sharding.Sharding:
         if isinstance(sharding, (NamedSharding, jax.sharding.SingleDeviceSharding)):
             return NamedSharding(sharding.mesh, P()) if isinstance(sharding, NamedSharding) else sharding
     return jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-
-
-def _check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir: Path) -> None:
-    """``ValueError`` listing the variables missing, extra, or of another shape or dtype than saved."""
-    problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
-    extra = [n for n in saved if n not in target]
-    problems += [f"{n}: in the checkpoint, not in the model" for n in extra]
-    dtypes_only = not problems
-    for name in (n for n in target if n in saved):
-        s, t = saved[name], target[name]
-        # Compared as placed: an unplaced NumPy float64 saved as such restores into its float32 place, and back.
-        if tuple(s.shape) != tuple(t.shape) or placed_dtype(s.dtype) != placed_dtype(t.dtype):
-            dtypes_only = dtypes_only and tuple(s.shape) == tuple(t.shape)
-            problems.append(f"{name}: saved {tuple(s.shape)} {s.dtype}, target {tuple(t.shape)} {t.dtype}")
-    if problems:
-        listed = "; ".join(p.removeprefix("state/") for p in problems[:_MAX_LISTED])  # as the target and fix name them
-        listed += f"; and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
-        # Same shapes: no hyperparameter differs; the saved state's dtypes are those training left it with.
-        config = step_dir / "config" if _json_item("config", step_dir) else None  # {}: a writer given no config=
-        fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype"
-               f"{f': {config}' if config else ''}), or, where a train step changed them (optax.inject_hyperparams makes a "
-               "bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after a step)"
-               if dtypes_only else nesting_fix(saved, target, whole_target(saved), step_dir) or renamed_fix(saved, target) or
-               extra_fix(extra, target, whole_target(saved), config, len(extra) == len(problems)))
-        raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
-                         f"differ: {listed}. {fix}")

@@ -1,14 +1,16 @@
-"""What to do when a checkpoint's variables differ from a restore target's: another ``wrt=`` filter or optimizer, one
-side nested in the other (the node it was saved from), an attribute renamed since the save, more variables saved
-(``restore``'s fixes)."""
+"""Whether a checkpoint's variables differ from a restore target's (``check_against``), and what to do: another ``wrt=``
+filter or optimizer, one side nested in the other (the node it was saved from), an attribute renamed since the save,
+more variables saved (``restore``'s fixes)."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.nodes import placed_dtype, prefixes_holding, top_entries, whole_target
 
-__all__ = ["extra_fix", "nesting_fix", "renamed_fix", "wrt_difference"]
+__all__ = ["check_against", "extra_fix", "nesting_fix", "renamed_fix", "wrt_difference"]
+
+_MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
 
 def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
@@ -144,3 +146,31 @@ def _beside_submodules(name: str, target: Mapping[str, Any]) -> bool:
     parent = name.rsplit("/", 1)[0] + "/"
     own = [t[len(parent):] for t in target if t.startswith(parent)]
     return bool(own) and all("/" in t for t in own)
+
+
+def check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir: Path,
+                  has_config: Callable[[], bool]) -> None:
+    """``ValueError`` listing the variables missing, extra, or of another shape or dtype than saved."""
+    problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
+    extra = [n for n in saved if n not in target]
+    problems += [f"{n}: in the checkpoint, not in the model" for n in extra]
+    dtypes_only = not problems
+    for name in (n for n in target if n in saved):
+        s, t = saved[name], target[name]
+        # Compared as placed: an unplaced NumPy float64 saved as such restores into its float32 place, and back.
+        if tuple(s.shape) != tuple(t.shape) or placed_dtype(s.dtype) != placed_dtype(t.dtype):
+            dtypes_only = dtypes_only and tuple(s.shape) == tuple(t.shape)
+            problems.append(f"{name}: saved {tuple(s.shape)} {s.dtype}, target {tuple(t.shape)} {t.dtype}")
+    if problems:
+        listed = "; ".join(p.removeprefix("state/") for p in problems[:_MAX_LISTED])  # as the target and fix name them
+        listed += f"; and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
+        # Same shapes: no hyperparameter differs; the saved state's dtypes are those training left it with.
+        config = step_dir / "config" if has_config() else None  # {}: a writer given no config=
+        fix = (f"Only dtypes differ: build the model with the dtypes it was saved with (its param_dtype"
+               f"{f': {config}' if config else ''}), or, where a train step changed them (optax.inject_hyperparams "
+               "makes a bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after "
+               "a step)" if dtypes_only else nesting_fix(saved, target, whole_target(saved), step_dir)
+               or renamed_fix(saved, target) or extra_fix(extra, target, whole_target(saved), config,
+                                                          len(extra) == len(problems)))
+        raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
+                         f"differ: {listed}. {fix}")
