@@ -132,7 +132,10 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
                        saved.items() if name in sown})  # older checkpoints saved them: read (Orbax reads all), dropped
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
                                   meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
-        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda d: checkpointer.restore(d, args=args), named)
+        # Another step offered instead: checked by its items (no array data read), not restored (a big model's cost)
+        items = lambda d: [checkpointer.metadata(d).item_metadata["arrays"].tree, _json(d, "meta"), _json(d, "config")]
+        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda d: checkpointer.restore(d, args=args), named,
+                       items)
     values, meta = {**flat_by_path(loaded["arrays"]), **dataless}, loaded["meta"]
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
@@ -186,15 +189,18 @@ def _located(path: str | os.PathLike, base_dir: str | os.PathLike | None) -> tup
     return step_dir, (base / Path(path).expanduser()).resolve() == step_dir
 
 
+def _json(step_dir: Path, item: str) -> dict:  # its own handler: a Checkpointer would start JAX before a run sets
+    return ocp.JsonCheckpointHandler().restore(step_dir / item, ocp.args.JsonRestore())  # its device count
+
+
 def _json_item(item: str, step_dir: Path, named: bool = False) -> dict:
-    """A step's JSON ``item`` by its own handler: a Checkpointer would start JAX before a run sets its device count."""
-    return _read(step_dir, repr(item), lambda d: ocp.JsonCheckpointHandler().restore(d / item, ocp.args.JsonRestore()),
-                 named)
+    return _read(step_dir, repr(item), lambda d: _json(d, item), named)  # a damaged item named
 
 
-def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False) -> Any:
+def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False,
+          check: Callable[[Path], Any] | None = None) -> Any:
     """``read(step_dir)``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error,
-    with the newest other step ``read`` takes too (``named``: the path passed was ``step_dir`` itself)."""
+    with the newest other step ``check`` (default ``read``) takes too (``named``: the path passed was ``step_dir``)."""
     try:
         return read(step_dir)
     except Exception as raised:
@@ -202,7 +208,7 @@ def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool =
             raise
     # Checked as this read: was the newest other step by name, damaged the same way too ("resume from .../4", refused).
     others, unread = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name], []
-    while others and _damage_of(read, step_dir.parent / str(others[-1])):
+    while others and _damage_of(check or read, step_dir.parent / str(others[-1])):
         unread.append(str(others.pop()))
     # Moved aside, a step folder passed by name no longer exists: its parent then designates the newest step left.
     then = f"pass {step_dir.parent}, whose newest is then" if named else "the newest is"

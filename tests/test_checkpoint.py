@@ -760,6 +760,33 @@ def test_restore_names_a_step_folder_whose_array_data_files_are_gone(tmp_path, d
     assert restore(tmp_path / "checkpoints" / "3", abstract_state_for(model, mesh, "replicated")).step == 3  # the fix
 
 
+@pytest.mark.parametrize("damaged", [(3,), (3, 2)])
+def test_a_damaged_steps_fix_checks_older_steps_without_restoring_them(tmp_path, devices, monkeypatch, damaged):
+    # Was: restore of a 3-step folder whose newest step lost its meta item restored step 2 (every array, onto the
+    # devices) only to offer it: a big model's cost in time and memory. Now an older step is checked by its items
+    # (the arrays' metadata and the JSON items), and only the step asked for is restored.
+    import orbax.checkpoint as ocp
+
+    mesh = contract.make_mesh(model_axis=1)
+    model, _ = placed(mesh, "replicated")
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False, keep=3) as writer:
+        for step in (1, 2, 3):
+            writer.save(step, nnx.state(model), jax.random.key(0))
+    for step in damaged:
+        shutil.rmtree(folder / str(step) / "meta")
+    read, restored = ocp.Checkpointer.restore, []
+    monkeypatch.setattr(ocp.Checkpointer, "restore", lambda self, d, *a, **k: restored.append(Path(d).name) or read(
+        self, d, *a, **k))
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*3 is damaged: its 'arrays', 'meta' or 'config' item "
+                                                r"cannot be read") as err:
+        restore(folder, abstract_state_for(model, mesh, "replicated"))
+    assert restored == ["3"]
+    assert str(err.value).endswith(f"; resume from another step folder: {folder / '1' if 2 in damaged else folder / '2'}"
+                                   f" (or move {folder / '3'} aside, e.g. to {folder / '3'}.damaged, and the newest is "
+                                   f"{1 if 2 in damaged else 2})"), str(err.value)
+
+
 class _ParamNamedOptState(nnx.Module):
     """A model whose parameter sits under an attribute named like an optimizer's state."""
 
