@@ -250,7 +250,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     elif mesh is not None and isinstance(x, jax.core.Tracer):
         check_active_mesh(mesh, "constrain")
     elif isinstance(x, jax.core.Tracer):  # eager jax.grad/vmap/jvp: x's value sits on one device, which a constraint
-        mesh = traced_mesh()  # on the abstract mesh refused (JAX's "must be a NamedSharding"); the concrete one moves it
+        mesh = traced_mesh()  # the abstract mesh refused (JAX's "must be a NamedSharding"); the concrete one moves it
     spec, unsplit = activation_spec(names, x.shape, partition_axis, active, manual)
     if unsplit:
         warnings.warn(f"activation {tuple(names)} of shape {tuple(x.shape)} left unsplit on mesh "

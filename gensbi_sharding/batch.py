@@ -225,8 +225,8 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
     fix = ("is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
            "under this one: `with mesh_context(mesh):`")
     if (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
-        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh {dict(active.shape)} "
-                         + fix)
+        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh "
+                         f"{dict(active.shape)} " + fix)
     given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
     if traced_on is not None and (traced_on := traced_on.device_ids.ravel().tolist()) != given:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "

@@ -69,10 +69,11 @@ def nesting_fix(saved: Mapping[str, Any], target: Mapping[str, Any], whole: str,
                         # a Module's attributes or a dict's keys, alike in a checkpoint
                         f"it was saved from a parent holding this node as {nodes[0]!r} (a Module with it as attribute "
                         f"self{reach(object)}, or a dict under that key; the checkpoint's top level: "
-                        f"{whole}); restore that parent and take the node from it: restored = restore({str(step_dir)!r}, "
-                        f"abstract_state_for(parent, mesh, rule)); nnx.update(parent, restored.state); parent"
-                        f"{reach(object)} is it (a dict's: parent{reach(dict)})") + f"; or read the part under '{nodes[0]}/' alone "
-                    f"with Orbax: target = abstract_state_for(model, mesh, rule); item = {item}; part = ocp.Checkpointer("
+                        f"{whole}); restore that parent and take the node from it: restored = "
+                        f"restore({str(step_dir)!r}, abstract_state_for(parent, mesh, rule)); nnx.update(parent, "
+                        f"restored.state); parent{reach(object)} is it (a dict's: parent{reach(dict)})") + f"; or read "
+                    f"the part under '{nodes[0]}/' alone with Orbax: target = abstract_state_for(model, mesh, rule); "
+                    f"item = {item}; part = ocp.Checkpointer("
                     f"ocp.CompositeCheckpointHandler()).restore({str(step_dir)!r}, args=ocp.args.Composite(arrays=ocp."
                     "args.PyTreeRestore(item, restore_args=ocp.checkpoint_utils.construct_restore_args(item), partial_"
                     "restore=True)))['arrays']" + "".join(f"[{key!r}]" for key in keys) + "; nnx.replace_by_pure_dict("
@@ -125,17 +126,19 @@ def extra_fix(extra: list[str], target: Mapping[str, Any], whole: str, config: P
     called = [n for n in inner if n.split("/")[-1].isdigit() or _beside_submodules(n, target)]
     how = ("a call sowed (nnx.Intermediate" if all(n.split("/")[-1].isdigit() for n in inner) else
            "nnx.Module.perturb left (nnx.Perturbation")
-    build = "build the model with the hyperparameters " + (f"saved in {config}" if config else "it was saved with "
-                                                           "(none saved: CheckpointWriter(..., config=...) saves them)") + (
+    build = "build the model with the hyperparameters " + (
+        f"saved in {config}" if config else "it was saved with (none saved: CheckpointWriter(..., config=...) saves "
+                                            "them)") + (
         f"; if they are values {how}, which older checkpoints hold), call the target once before abstract_state_for"
         if only_extra and inner and len(called) == len(inner) else "")
     if not (only_extra and lacked):
         return build[0].upper() + build[1:]
     module = not inner and not all(t.isdigit() for t in top_entries(target)) and not any(  # a Module's attributes,
         n.split("/")[2:3] == ["opt_state"] for n in target)  # or a dict's keys: one holding an optimizer is of nodes
-    return (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s) ({len(extra) - len(inner)}"
-            f" under {', '.join(map(repr, lacked))}, which the target lacks" + (
-                f"; {len(inner)} inside its own nodes, e.g. {inner[0].removeprefix('state/')}): {build}; then" if inner else "):") +
+    return (f"The checkpoint holds the whole target as saved and {len(extra)} more variable(s) "
+            f"({len(extra) - len(inner)} under {', '.join(map(repr, lacked))}, which the target lacks" + (
+                f"; {len(inner)} inside its own nodes, e.g. {inner[0].removeprefix('state/')}): {build}; then"
+                if inner else "):") +
             (f" if the model was saved with more submodules, {build}; if among more nodes," if module else "") +
             f" restore into a target of all it holds, e.g. abstract_state_for({whole}, mesh, rule), and keep the part "
             "you need")

@@ -169,14 +169,17 @@ class CheckpointWriter:
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
                              f"{max(steps)}, or write to another directory")
         # As nnx.state: a Module as a pytree would save tied weights twice. No sown values: a fresh target has none.
-        named = dict(check_value_leaves(flat_by_path(tree := node_state(state, False)).items(), "CheckpointWriter.save"))
+        tree = node_state(state, False)
+        named = dict(check_value_leaves(flat_by_path(tree).items(), "CheckpointWriter.save"))
         for name, leaf in named.items():  # restore places every array: one it would change is not saved
             check_placeable(leaf, f"CheckpointWriter.save: {name} (shape {np.shape(leaf)})")
             if isinstance(leaf, jax.ShapeDtypeStruct):  # Orbax's "TypeHandler lookup failed" named no fix
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
-                                "built state (init_sharded's, a train step's), not abstract_sharded's or a restore target")
-            if not is_prng_key(leaf) and not _stored(dtype := getattr(leaf, "dtype", np.float32)):  # Orbax's thread failed, its error
-                wider = "uint8" if jnp.issubdtype(dtype, jnp.unsignedinteger) else "float16"  # named the folder
+                                "built state (init_sharded's, a train step's), not abstract_sharded's or a restore "
+                                "target")
+            # Orbax's thread failed, its error named the folder
+            if not is_prng_key(leaf) and not _stored(dtype := getattr(leaf, "dtype", np.float32)):
+                wider = "uint8" if jnp.issubdtype(dtype, jnp.unsignedinteger) else "float16"
                 raise TypeError(f"CheckpointWriter.save: {name} is {dtype}, which TensorStore, Orbax's array storage, "
                                 f"cannot hold: keep it as a dtype it holds (e.g. {wider}) or out of the saved state")
         # An optimizer's state may hold inf (a running max): a variable's type says so, a plain (typeless) leaf's path
@@ -206,7 +209,8 @@ class CheckpointWriter:
 
     def _checked_arguments(self, state: Any, key: Any, info: Any) -> Any:
         """``info`` as ``save`` writes it, once a closed writer, ``state``, ``key`` and ``info`` are checked."""
-        refuse_in_factory("CheckpointWriter.save", "save the model once built: writer.save(step, nnx.state(model), key)")
+        refuse_in_factory("CheckpointWriter.save",
+                          "save the model once built: writer.save(step, nnx.state(model), key)")
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         if not is_node(state) and not (isinstance(state, Mapping) and state):
@@ -244,7 +248,8 @@ class CheckpointWriter:
         try:
             call()
         except errors as err:  # Orbax's own: process 0's OSError, the others' TimeoutError
-            raise failed_save(err, self.last_saved if step is None else step, self.directory, self.commit_timeout_s) from err
+            raise failed_save(err, self.last_saved if step is None else step, self.directory,
+                              self.commit_timeout_s) from err
 
     def __enter__(self) -> "CheckpointWriter":
         return self

@@ -42,7 +42,8 @@ def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
         raise ValueError(f"{name}='' is empty, which Path reads as the current folder ({os.getcwd()}); pass a folder, "
                          f"e.g. {name}={example!r}, or '.' to mean the current one")
     if "\x00" in os.fspath(value):
-        raise ValueError(f"{name}={value!r}: holds a NUL character, which no path can; pass the folder's path without it")
+        raise ValueError(f"{name}={value!r}: holds a NUL character, which no path can; pass the folder's path "
+                         "without it")
     try:
         return Path(value).expanduser()
     except RuntimeError as err:  # "~nosuchuser": "Could not determine home directory."
@@ -95,7 +96,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         dir (the folder to pass named), a step dir cut short or without its Orbax step metadata, or holding no complete
         checkpoint; a folder whose step newer than its newest complete one lost only that metadata (both named).
     """
-    given, base = as_path(path, "path", "outputs/run"), as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
+    given = as_path(path, "path", "outputs/run")
+    base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
     if not resolved.exists():
         steps = committed_steps(resolved.parent) if resolved.name.isdigit() else []  # never saved, or gone by keep
@@ -192,8 +194,8 @@ def flat_by_path(tree: Any) -> dict[str, Any]:
         1, name.count("/") + 1))), None) or next((name for name, _ in named if alike[name.replace(".", "/")] > 1), None)
     if clash:
         raise ValueError(f"two leaves of the state are named {clash!r} or one inside the other: a dict key holding "
-                         "'/' or '.' beside a nested key (checkpoints name each leaf by its path joined with '/', Orbax "
-                         "its arrays with '.'); rename that key, e.g. 'x/y' -> 'x_y'")
+                         "'/' or '.' beside a nested key (checkpoints name each leaf by its path joined with '/', "
+                         "Orbax its arrays with '.'); rename that key, e.g. 'x/y' -> 'x_y'")
     return flat
 
 
@@ -212,7 +214,8 @@ def non_finite(flat: dict[str, Any], inf_allowed: set[str] = frozenset()) -> lis
         flags = [all(fine(name, np.asarray(shard.data)).all() for shard in v.addressable_shards
                      if shard.replica_id == 0) for name, v in device.items()]
     else:
-        flags = np.asarray(_finite_flags(list(device.values()), tuple(n in inf_allowed for n in device))) if device else []
+        flags = (np.asarray(_finite_flags(list(device.values()), tuple(n in inf_allowed for n in device))) if device
+                 else [])
     bad = {name for name, ok in zip(device, flags) if not ok} | {  # NumPy and scalars: checked on the host
         name for name, leaf in flat.items() if (isinstance(leaf, np.ndarray) or is_scalar(leaf))
         and jnp.issubdtype(np.asarray(leaf).dtype, jnp.inexact) and not fine(name, leaf).all()}

@@ -74,6 +74,7 @@ def compiled_report(compiled: Any) -> dict[str, Any]:
     memory = None if stats is None else {f"{name}_bytes": int(getattr(stats, f"{name}_size_in_bytes"))
                                          for name in ("argument", "output", "temp", "alias", "generated_code")}
     if memory is not None:
-        memory["total_bytes"] = sum(memory[f"{n}_bytes"] for n in ("argument", "output", "temp")) - memory["alias_bytes"]
+        memory["total_bytes"] = (sum(memory[f"{n}_bytes"] for n in ("argument", "output", "temp"))
+                                 - memory["alias_bytes"])
     return {"memory": memory, "collectives": collectives,
             "collective_bytes": sum(c["bytes"] for c in collectives.values())}

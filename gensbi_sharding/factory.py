@@ -119,7 +119,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
             raise
         raise TypeError(f"{caller} traces the factory, and {odd[0]}'s metadata {odd[1]!r} {odd[2]} an array, which a "
                         "trace's state holds as metadata, compared by equality (JAX's caches, nnx.jit of a model built "
-                        "anew, refuse it): hold it as a tuple, tuple(x.tolist()), or as a value, nnx.Variable(x)") from error
+                        "anew, refuse it): hold it as a tuple, tuple(x.tolist()), or as a value, "
+                        "nnx.Variable(x)") from error
     finally:
         _TRACING_FACTORY.reset(token)
     for path, var in nnx.to_flat_state(state):

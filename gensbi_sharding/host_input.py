@@ -168,7 +168,8 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     if mesh is not None:
         if not isinstance(mesh, Mesh):
             raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} "
-                             f"{clipped(repr(mesh), 40)}; build one with make_mesh(...) or resolve_mesh(spec), or pass mesh=None (the active one)")
+                             f"{clipped(repr(mesh), 40)}; build one with make_mesh(...) or resolve_mesh(spec), or "
+                             "pass mesh=None (the active one)")
         if under_transform():  # NumPy rows would become one process's constant in the program, not a global array
             raise ValueError(_OUTSIDE_JIT)
         return mesh
@@ -215,8 +216,8 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
 
 def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
     if any(entry is P.UNCONSTRAINED for entry in spec):
-        raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a layout "
-                         "to jit's compiler; an input array needs one: give None for that dimension")
+        raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a "
+                         "layout to jit's compiler; an input array needs one: give None for that dimension")
     if len(spec) > len(shape):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} has {len(spec)} entries, but the "
                          f"leaf has rank {len(shape)} (shape {shape}); use at most {len(shape)}")

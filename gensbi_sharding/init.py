@@ -49,8 +49,9 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     Raises
     ------
     ValueError
-        ``factory`` or ``rule`` refused (``mesh=None`` too); under jax.jit, jax.grad; a constructor that reads back a value it
-        computed, places an input, changes an outside ``nnx.Rngs`` or draws unseeded; a ``mesh`` with no local device.
+        ``factory`` or ``rule`` refused (``mesh=None`` too); under jax.jit, jax.grad; a constructor that reads back a
+        value it computed, places an input, changes an outside ``nnx.Rngs`` or draws unseeded; a ``mesh`` with no
+        local device.
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
@@ -74,7 +75,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     for group in groups:
         with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):  # the constructor's warnings: once
             constants: dict = {}  # the leaves each variable's value holds built from no traced array
-            traced = jax.jit(_select(factory, group, constants), out_shardings=SingleDeviceSharding(mesh.local_devices[0])).trace()
+            traced = jax.jit(_select(factory, group, constants),
+                             out_shardings=SingleDeviceSharding(mesh.local_devices[0])).trace()
             program = traced.lower().compile()
         digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None  # costly: one group, no need
         if first not in (None, digest):  # each group's values come from its own trace: one construction's, or mixed

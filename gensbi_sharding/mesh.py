@@ -92,8 +92,8 @@ def resolve_mesh(spec: Any) -> Mesh | None:
         unknown = [k for k in spec if k not in _MESH_SPEC_KEYS]
         if unknown:
             hint = _axis_sizes_hint(spec, unknown)  # axis sizes ({'model': 2}): that fix, not 'model_axis' as a typo
-            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; {'' if hint else typo_of(unknown[0], _MESH_SPEC_KEYS)}"
-                             f"accepted keys: {_MESH_SPEC_KEYS}{hint}")
+            typo = "" if hint else typo_of(unknown[0], _MESH_SPEC_KEYS)
+            raise ValueError(f"unknown mesh spec key {unknown[0]!r}; {typo}accepted keys: {_MESH_SPEC_KEYS}{hint}")
         kwargs = dict(spec)
         if kwargs.get("devices") is not None:
             kwargs["devices"] = _devices_from_ids(kwargs["devices"])

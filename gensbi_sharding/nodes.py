@@ -80,7 +80,7 @@ def check_unmasked(leaf: Any, where: str) -> None:
 
 
 def unheld_dtype_fix(dtype: Any, otherwise: str) -> str:
-    """Fix for ``dtype`` no JAX array holds: native byte order if held so (FITS), a float128 cast, else ``otherwise``."""
+    """Fix for ``dtype`` no JAX array holds: native byte order if held so (FITS), a float128 cast, or ``otherwise``."""
     native = None if dtype is None else np.dtype(dtype).newbyteorder("=")
     if native is not None and native != np.dtype(dtype) and jax.numpy.isdtype(native, ("bool", "numeric")):
         return f"convert it to native byte order, x.astype(x.dtype.newbyteorder('=')) ({native.name})"
@@ -103,7 +103,7 @@ def named_leaves(tree: Any) -> list[tuple[str, Any]]:
 
 
 def path_key(keys: Sequence[Any], head: str = "") -> str:
-    """Name a pytree key path ``"a/b/c"`` (below ``head``, if given): how checkpoints save a leaf and messages name it."""
+    """Name a pytree key path ``"a/b/c"`` (below ``head``, if given): how checkpoints save a leaf, messages name it."""
     return "/".join(filter(None, (head, jax.tree_util.keystr(tuple(keys), simple=True, separator="/"))))
 
 
@@ -114,7 +114,8 @@ def path_name(path: Sequence[Any]) -> str:
 
 def mesh_axes_of(entry: Any) -> tuple:
     """A PartitionSpec entry's mesh axes (None: (), "data": ("data",)); ``ValueError`` naming its odd one."""
-    axes = () if entry is None else tuple(entry) if isinstance(entry, Sequence) and not isinstance(entry, str) else (entry,)
+    axes = (() if entry is None else tuple(entry) if isinstance(entry, Sequence) and not isinstance(entry, str)
+            else (entry,))
     if not (odd := [axis for axis in axes if not isinstance(axis, str)]):
         return axes
     if all(axis is None for axis in odd):  # None replicates as the whole entry; in a tuple JAX reads it as an axis
@@ -160,7 +161,7 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plan
 
 def is_node(node: Any, inner: bool = False) -> bool:
     """Whether ``node`` is an NNX node: a graph node, ``nnx.State``, or a non-empty tuple, list or dict of them."""
-    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable only inside one (alone its path is "")
+    if nnx.graph.is_graph_node(node) or isinstance(node, nnx.State):  # a Variable only inside one (alone: path "")
         return inner or not isinstance(node, nnx.Variable)
     items = list(node.values() if isinstance(node, dict) else node if isinstance(node, (tuple, list)) else ())
     return bool(items) and all(is_node(item, inner=True) for item in items)
@@ -192,10 +193,11 @@ def non_node_part(node: Any) -> str:
         return "; a bare nnx.Variable is a node's part: pass the Module holding it, or (variable,) or {'w': variable}"
     path, item = "", node
     while isinstance(item, (tuple, list, dict)) and item and not is_node(item):
-        key, item = next(kv for kv in (item.items() if isinstance(item, dict) else enumerate(item)) if not is_node(kv[1]))
+        key, item = next(kv for kv in (item.items() if isinstance(item, dict) else enumerate(item))
+                         if not is_node(kv[1]))
         path += f"[{key!r}]"
-    return (f"; its {path} is {type(item).__name__} {clipped(repr(item), 40)}, no NNX node: keep other values (a step count, "
-            "arrays) out of it") if path else ""
+    return (f"; its {path} is {type(item).__name__} {clipped(repr(item), 40)}, no NNX node: keep other values "
+            "(a step count, arrays) out of it") if path else ""
 
 
 def module_like(x: Any) -> bool:
@@ -234,7 +236,7 @@ def shape_of(value: Any) -> tuple:
 
 
 def prefixes_holding(names: Sequence[str], paths: Iterable[str]) -> list[str]:
-    """Every prefix ``p`` with ``f"{p}/{name}"`` in ``paths`` for all ``names``, sorted (``"0"``, ``opt_state/0/mu``)."""
+    """Every prefix ``p`` with ``f"{p}/{name}"`` in ``paths`` for all ``names``, sorted (``0``, ``opt_state/0/mu``)."""
     paths = set(paths)
     heads = sorted({path[:-len(names[0]) - 1] for path in paths if names and path.endswith("/" + names[0])})
     return [head for head in heads if all(f"{head}/{name}" in paths for name in names)]
@@ -259,8 +261,9 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
                              "plan it with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
         return variables
     mine = {path for path, _ in variables}
-    parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan ({listing(missing)}; the "
-             f"plan's paths: {listing([path for path in planned if path not in mine]) or 'none other'})"] * bool(missing)
+    others = listing([path for path in planned if path not in mine]) or "none other"
+    parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan "
+             f"({listing(missing)}; the plan's paths: {others})"] * bool(missing)
     parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
     within = next((head for head in prefixes_holding(missing, planned) if "opt_state" not in head.split("/")), None)
     held = "" if within is None else (f"; the plan holds each under '{within}/': it was made for a tuple, list or "

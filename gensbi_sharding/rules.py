@@ -281,7 +281,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
             fit = [str(k) for k in range(2, g + 1) if not g % k]
             return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"
                          + (f"; map {name!r} to None" + f" or to mesh axes of total size {' or '.join(fit)}" * bool(fit)
-                            + ", or annotate this dimension None" if dim > 1 else f"; annotate this dimension None: size 1 splits over no mesh axis (mapping "
-                            f"{name!r} to None would leave every {name!r} dimension unsplit)"))
+                            + ", or annotate this dimension None" if dim > 1 else "; annotate this dimension None: "
+                            f"size 1 splits over no mesh axis (mapping {name!r} to None would leave every {name!r} "
+                            "dimension unsplit)"))
         entries.append(target if isinstance(target, str) else mesh_axes)
     return P(*entries), None

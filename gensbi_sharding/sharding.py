@@ -23,13 +23,14 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables
                                    non_node_part, path_key, shape_of, value_of)
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
-                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for, resolve_rule,
-                                   typo_of)
+                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for,
+                                   resolve_rule, typo_of)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
 #: Fallback reason of optimizer state shaped unlike the parameter whose annotation it carries: not warned.
-UNLIKE_PARAMETER = "optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing to fix"
+UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing "
+                    "to fix")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,9 +140,9 @@ class Plan:
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
         if explicit := self.mesh.explicit_axes:  # jax.make_mesh's default
             warnings.warn(f"mesh axes {tuple(self.mesh.axis_names)} include AxisType.Explicit ({', '.join(explicit)}); "
-                          "only Auto axes are supported: the arrays are placed, but a model computing with them may raise "
-                          "ShardingTypeError (the axis is in each array's type); build the mesh with make_mesh(...) "
-                          f"or jax.make_mesh(..., axis_types=(AxisType.Auto,) * {len(self.mesh.axis_names)})",
+                          "only Auto axes are supported: the arrays are placed, but a model computing with them may "
+                          "raise ShardingTypeError (the axis is in each array's type); build the mesh with make_mesh"
+                          f"(...) or jax.make_mesh(..., axis_types=(AxisType.Auto,) * {len(self.mesh.axis_names)})",
                           UserWarning, stacklevel=stacklevel + 1)
         if any(not reason.startswith(UNLIKE_PARAMETER) for reason in self.fallbacks.values()):
             warnings.warn(self.fallback_message(every=every), ShardingFallbackWarning, stacklevel=stacklevel + 1)
@@ -197,8 +198,8 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
 
 
 def place(node: Any, plan: Plan) -> None:
-    """Move every planned variable of ``node`` to its sharding, in place (abstract ones take it); warns nothing. An array
-    offloaded (``memory_kind`` ``pinned_host``) stays in that memory where the plan's devices have it.
+    """Move every planned variable of ``node`` to its sharding, in place (abstract ones take it); warns nothing. An
+    array offloaded (``memory_kind`` ``pinned_host``) stays in that memory where the plan's devices have it.
 
     Parameters
     ----------
@@ -229,12 +230,13 @@ def _place(node: Any, plan: Plan, caller: str) -> None:
         placed = jax.tree.map(lambda v: v.update(sharding=target) if isinstance(v, jax.ShapeDtypeStruct)
                               else jax.device_put(host_view(v, target), in_memory_of(v, target)) if is_array(v)
                               else v, value)
-        ref = isinstance(var.get_raw_value(), jax.Ref)  # ref=True: set_value writes into it, on its devices; JAX refused
+        ref = isinstance(var.get_raw_value(), jax.Ref)  # ref=True: set_value writes into it, on its devices: refused
         var.set_raw_value(jax.new_ref(placed)) if ref else var.set_value(placed)
 
 
 def in_memory_of(leaf: Any, target: NamedSharding) -> NamedSharding:
-    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else it."""
+    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else
+    ``target``."""
     here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
     kind = leaf.sharding.memory_kind if here is not None else None
     there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
@@ -258,7 +260,8 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
         ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
     if not isinstance(rule, str) or rule not in RULES:
-        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, rule))"
+        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "
+                 "rule))"
                  if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {typo}" if (typo := typo_of(
                      str(rule), RULES, **RULE_TYPO)) else f"; {RULE_FILES}, for shard_model_by_table")
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
