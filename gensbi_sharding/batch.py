@@ -11,9 +11,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_placeable, check_same_rows, host_view
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import (array_leaves, check_mesh, check_no_module, check_unmasked, is_array, is_array_like,
-                                   is_int, is_prng_key, placed_dtype, unheld_dtype_fix, value_of)
+from gensbi_sharding.nodes import check_mesh, is_array, is_int
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view", "check_active_mesh"]
@@ -61,82 +61,6 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
                          f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: "
                          f"{' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}")
-
-
-def check_same_rows(batch: Any, what: str) -> int | None:
-    """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none), else ValueError."""
-    rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
-            jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
-    sizes = list(rows.values())
-    if len(set(sizes)) > 1:
-        named = ", ".join(f"{path} {size}" for path, size in rows.items())
-        raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); "
-                         "every leaf of a batch needs the same number of rows")
-    return sizes[0] if sizes else None
-
-
-def check_numeric_leaves(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first leaf of ``tree`` of a dtype no JAX array holds (strings, objects), an array-like
-    that is no array (pandas, torch: else kept unplaced) or a Module; ``ValueError`` as ``check_placeable``."""
-    check_no_module(tree, what)
-    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        name = jax.tree_util.keystr(path) or "<root>"
-        check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
-        if hasattr(leaf, "__array__") and not (is_array_like(leaf) or isinstance(leaf, np.generic)):
-            raise TypeError(f"{what} leaf {name} is a {type(leaf).__name__}, an array-like that is no array: pass "
-                            "np.asarray(it) (a torch tensor: .numpy())")
-
-
-def check_values(variables: list[tuple[str, Any]], caller: str) -> None:
-    """``ValueError`` (or ``check_placeable``'s error) naming ``caller`` and a variable whose array it cannot place."""
-    for key, var in variables:
-        for leaf in array_leaves(value_of(var)):
-            if isinstance(leaf, jax.core.Tracer):
-                raise ValueError(f"{caller} got {key} as a traced array: it places a model outside jax.jit and "
-                                 "nnx.jit and every other JAX transformation (jax.grad, jax.vmap, ...; its arrays keep "
-                                 "their shardings through the step): place it before the step function; inside one, "
-                                 "pin activations with constrain(x, names, partition_axis)")
-            check_placeable(leaf, f"{caller}: {key} (shape {leaf.shape})")
-
-
-def check_placeable(leaf: Any, where: str) -> None:
-    """``ValueError`` naming ``where`` if NumPy ``leaf`` holds a number its placed dtype cannot (JAX's cast would change
-    it silently: 2**40 -> 0), ``TypeError`` if no JAX array holds its dtype, ``RuntimeError`` if it was donated."""
-    check_unmasked(leaf, where)
-    leaf = np.asarray(leaf) if isinstance(leaf, (np.number, np.bool_)) else leaf  # as its 0-d array: np.int64(2**40)
-    if isinstance(leaf, np.ndarray) and not jax.numpy.isdtype(leaf.dtype, ("bool", "numeric")):
-        raise TypeError(f"{where} has dtype {leaf.dtype}, which no JAX array holds: " + unheld_dtype_fix(leaf.dtype,
-                        "pass numbers (e.g. integer codes, np.unique(x, return_inverse=True)[1]) or keep it out of the "
-                        "tree"))
-    if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
-        raise RuntimeError(f"{where} was deleted: donated to a jitted step (donate_argnums) or .delete()d; pass the "
-                           "arrays the step returned, e.g. state = step(state) then nnx.update(model, state)")
-    if not (isinstance(leaf, np.ndarray) and leaf.size and leaf.dtype.kind in "iufc"):
-        return
-    narrow = np.dtype(placed_dtype(leaf.dtype))
-    info = np.iinfo(narrow) if narrow.kind in "iu" else np.finfo(narrow)
-    for part in (leaf.real, leaf.imag) if narrow.kind == "c" else (leaf,) if narrow != leaf.dtype else ():
-        if not info.min <= part.min() <= part.max() <= info.max:  # NaN or inf too: looked at below, they stay so
-            out = part[np.isfinite(part) & ((part < info.min) | (part > info.max))]
-            with np.errstate(over="ignore"):
-                changed = out[:1].astype(info.dtype)
-            if out.size:
-                raise ValueError(f"{where} holds {out[0]} ({leaf.dtype}), beyond {narrow}, the dtype JAX "
-                                 f"places it as: the cast would change it silently (to {changed[0]}); enable 64-bit "
-                                 "types at startup, jax.config.update('jax_enable_x64', True), or pass values that fit "
-                                 f"{narrow}")
-
-
-def host_view(leaf: Any, target: Any) -> Any:
-    """``leaf`` for ``jax.device_put(..., target)``: a JAX array <= 1 MiB on one CPU device bound for a split sharding
-    of local devices as a NumPy copy (JAX compiled a 0.1 s slicing program per shape and sharding; a view's shards kept
-    its whole source alive), else as it is."""
-    if (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and not is_prng_key(leaf)
-            and isinstance(target, jax.sharding.Sharding) and not target.is_fully_replicated
-            and target.is_fully_addressable and len(leaf.sharding.device_set) == 1 and leaf.nbytes <= 2**20
-            and next(iter(leaf.sharding.device_set)).platform == "cpu" and not jax.typeof(leaf).weak_type):
-        return np.array(leaf)  # the same dtype and values
-    return leaf
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:

@@ -11,7 +11,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
-from gensbi_sharding.batch import batch_axes, check_numeric_leaves, check_same_rows, numpy_scalars_as_arrays
+from gensbi_sharding.batch import batch_axes, numpy_scalars_as_arrays
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
 from gensbi_sharding.messages import clipped

@@ -15,7 +15,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.batch import check_placeable, host_view
+from gensbi_sharding.leaf_checks import check_placeable, host_view
 from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, refuse_in_factory, trace_factory,
                                      under_transform)
 from gensbi_sharding.annotations import logical_axes_of

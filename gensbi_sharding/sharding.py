@@ -15,7 +15,7 @@ import jax
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import check_values, host_view
+from gensbi_sharding.leaf_checks import check_values, host_view
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import clipped
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
