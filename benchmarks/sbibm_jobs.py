@@ -15,6 +15,7 @@ from gensbi_sharding.messages import clipped
 from cli_args import not_a_script
 from sbibm_checks import read_scores
 from sbibm_method import AMORTISED, cell_of
+from sbibm_tables import mean_sd
 not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,8 +160,8 @@ def score_said(job: Path) -> str:
     if not rows:  # none scored, or a damaged file (said on the next run, which reruns it): no number to give
         return ""
     values = [float(row["c2st"]) for row in rows]  # kept as the file spells them
-    mean = sum(values) / len(values)
-    spread = f" +- {(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5:.3f}" if len(values) > 1 else ""
+    mean, sd = mean_sd(values)  # the table's own sums: its row reads the same digits
+    spread = f" +- {sd:.3f}" if len(values) > 1 else ""
     return f", C2ST {mean:.3f}{spread} over {len(values)} observation{'s' if len(values) > 1 else ''}"
 
 

@@ -36,6 +36,14 @@ COLUMNS = (*REQUIRED, "method", "settings")
 NOT_RECORDED = ""  # a cell's settings when its file has no settings column
 
 
+def mean_sd(values) -> tuple[float, float]:
+    """The mean and sd (ddof=1; nan for one value) of a cell's C2STs, as the table and ``run``'s line for a job both
+    give them: one sum for both (Python's ``sum`` and NumPy's pairwise one differ in the last bit, which rounded a
+    mean of 0.9665 to 0.966 on the run's line and 0.967 in the table)."""
+    values = np.asarray(values, dtype=float)
+    return float(values.mean()), (float(values.std(ddof=1)) if len(values) > 1 else float("nan"))
+
+
 def row_order(cell: tuple) -> tuple[int, str, int, int, str]:
     """sbibm's task order, then the budget, the amortised row before the sequential ones; a task sbibm lacks (a
     registered one) after its eight."""
@@ -204,14 +212,14 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
                             left_out[cell], method_of(cell)])
             lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {published_columns}")
             continue
-        values = np.array([float(r["c2st"]) for r in cells[cell]])
-        sd = values.std(ddof=1) if len(values) > 1 else float("nan")
-        summary.append([task, budget, f"{values.mean():.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
+        values = [float(r["c2st"]) for r in cells[cell]]
+        mean, sd = mean_sd(values)
+        summary.append([task, budget, f"{mean:.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
                         ref["best_algorithm"], ref["best_mean"], "", method_of(cell)])
         # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
-        lines.append(f"| {name} | {simulations} | {values.mean():.3f}{spread}{mark} {published_columns}")
+        lines.append(f"| {name} | {simulations} | {mean:.3f}{spread}{mark} {published_columns}")
     # Under the table, as it is read (and copied) apart from its sources: the settings its rows were made with
     # when not the preset's alone (a 20-step row reads as the preset's otherwise), and where sbibm's columns
     # come from.

@@ -494,6 +494,20 @@ def test_a_finished_job_with_one_observation_has_no_spread(sbibm, tmp_path):
     assert score_said(tmp_path) == ""
 
 
+def test_a_finished_jobs_run_line_reads_the_digits_its_table_row_reads(sbibm, tmp_path):
+    # Was: a tiny 'sbibm.py run ... two_moons --budgets 1000' said 'C2ST 0.966 +- 0.010 over 10 observations' and
+    # 'sbibm.py table' of it '0.967 +- 0.010' (and the job's own sweep summary 0.967): the mean 0.9665, summed by
+    # Python in one order and by NumPy in another, fell either side of the rounding.
+    from sbibm_jobs import score_said
+
+    c2st = (0.975, 0.96, 0.96, 0.9475, 0.98, 0.9575, 0.9725, 0.9675, 0.97, 0.975)  # that run's 10 observations
+    job = tmp_path / "root" / "two_moons_1000" / "job"
+    fake_job(job, "two_moons", 1000, scores(*enumerate(c2st, start=1)))
+    assert score_said(job) == ", C2ST 0.967 +- 0.010 over 10 observations"
+    sbibm.main(["table", str(tmp_path / "root"), "--out", str(tmp_path / "t")])
+    assert "| two_moons | 1,000 | 0.967 +- 0.010 |" in (tmp_path / "t" / "sbibm_table.md").read_text()
+
+
 def test_run_reruns_a_finished_job_whose_scores_are_damaged(sbibm, tmp_path, monkeypatch, capsys):
     # Was "done, skipped": the table then left it out (or read its cut-off row) and run never mended it.
     fake_job(tmp_path / "two_moons_1000" / "job", "two_moons", 1000, HEADER + "1,0.96", overrides=["mesh=none"])
