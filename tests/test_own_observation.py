@@ -6,6 +6,7 @@ observation 1 given as a file: the draws are the run's own. The refusals come be
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +199,18 @@ def test_a_pipe_given_as_observation_is_named_as_one_not_read(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"^observation file '.*x_o.npy' is not a regular file \(a pipe or "
                        r"device\): save your observation with numpy.save\('x_o.npy', x_o\) and pass that file$"):
         load_observation(tmp_path / "x_o.npy")
+
+
+def test_a_missing_observation_files_fix_saves_the_file_the_command_names(tmp_path, monkeypatch):
+    # Was: 'sample.py <run> outputs/x_o.npy' (the README's command) before the README's np.save line was run said
+    # "save your observation with numpy.save('x_o.npy', x_o) and pass that file": saved so, in the current folder,
+    # the same command was refused again.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as err:
+        load_observation(os.path.join("outputs", "x_o.npy"))
+    assert str(err.value) == (f"observation file 'outputs/x_o.npy' does not exist (resolved to {tmp_path}/outputs/"
+                              "x_o.npy); save your observation with numpy.save('outputs/x_o.npy', x_o) and pass that "
+                              "file")
 
 
 def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_path):

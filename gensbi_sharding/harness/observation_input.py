@@ -78,8 +78,9 @@ def load_observation(x_o: Any) -> np.ndarray:
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is not a regular file (a pipe or device): "
                                     "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
         if not path.is_file():
+            # The file the command names, to save (was 'x_o.npy': saved there, the same command was refused again)
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to {path.absolute()}"
-                                    "); save your observation with numpy.save('x_o.npy', x_o) and pass that file")
+                                    f"); save your observation with numpy.save({os.fspath(x_o)!r}, x_o) and pass that file")
         with open(path, "rb") as f:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
