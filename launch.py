@@ -154,7 +154,12 @@ if __name__ == "__main__":
     gc.freeze()
     try:
         main()
-        if not ran and (problem := shown_config_problem(sys.argv[1:])):  # --cfg, --info: shown, never checked
+        # Hydra's --info left the root logger at DEBUG on stdout: composing the config again to check it printed
+        # Hydra's own debug line ('Setting JobRuntime:name=app') after the info shown
+        logging.disable(logging.INFO if not ran else logging.NOTSET)
+        problem = None if ran else shown_config_problem(sys.argv[1:])  # --cfg, --info: shown, never checked
+        logging.disable(logging.NOTSET)
+        if problem:
             sys.stdout.flush()
             print(f"[ERROR] a run of the config shown is refused: {problem.removeprefix('ConfigError: ')}",
                   file=sys.stderr)

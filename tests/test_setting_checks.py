@@ -666,6 +666,7 @@ REFUSED_LAUNCHES = {
     "cfg hydra": ["--cfg", "hydra", "experiment=quick", "train.steps=-1", "seed=-1"],
     "info": ["--info", "defaults", "experiment=quick", "mesh.model_axis=3"],
     "cfg passes": ["--cfg", "job", "experiment=quick"],
+    "info passes": ["--info", "searchpath", "experiment=quick"],
     "cfg resumes a sweep": ["--cfg", "job", "experiment=quick", "train.resume=sw"],
     "resume a sweep": ["experiment=quick", "train.resume={tmp}/sw", "hydra.run.dir={tmp}/out"],
     "resume nothing": ["experiment=quick", "train.resume={tmp}/none", "hydra.run.dir={tmp}/out"],
@@ -706,6 +707,16 @@ def test_a_config_shown_that_a_run_refuses_says_so_after_it(refused_launches, na
         f"[ERROR] a run of the config shown is refused: {said[0].format(sw=folder / 'sw')}", *said[1:]]
     passes, _ = refused_launches["cfg passes"]
     assert passes.returncode == 0 and "steps: 20" in passes.stdout and passes.stderr == ""
+
+
+@pytest.mark.slow  # launch.py processes (forked: about a second each)
+def test_info_ends_with_what_it_shows(refused_launches):
+    # Was: 'launch.py --info searchpath' (or --info alone) ended its table with Hydra's debug line 'Setting
+    # JobRuntime:name=app': the run's check of the config shown composed it again under the DEBUG logging --info set.
+    proc, _ = refused_launches["info passes"]
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "Config search path" in proc.stdout and "JobRuntime" not in proc.stdout, proc.stdout
+    assert set(proc.stdout.strip().splitlines()[-1]) == {"-"}, proc.stdout
 
 
 @pytest.mark.slow  # launch.py processes (forked: about a second each)
