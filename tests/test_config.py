@@ -306,6 +306,17 @@ def test_validate_rejects_with_the_key(compose_config, overrides, message):
         validate(cfg)
 
 
+@pytest.mark.parametrize("spec, fix", [
+    ("none", "null"), ("NONE", "null"), ("no", "null"), ("Auto", "auto"), ("dikt", "dict"), ("grid", "auto")])
+def test_a_refused_mesh_spec_names_the_one_it_meant_once(compose_config, spec, fix):
+    # Was: launch.py mesh.spec=none said "... is not one of null, auto, dict (e.g. mesh=auto); e.g. mesh.spec=dict",
+    # two guesses, neither the null (mesh=none) that 'none' meant.
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(f"mesh.spec={spec}"))
+    assert str(err.value) == f"mesh.spec={spec} is not one of null, auto, dict; e.g. mesh.spec={fix}"
+    validate(compose_config(f"mesh.spec={fix}"))  # the fix, typed, passes
+
+
 @pytest.mark.parametrize("overrides,held_out,fixes", [
     # Was accepted: 1e-6 of 10,000 rounds to 0 held-out pairs, which the split silently made 1, so the best weights
     # and early stopping followed the loss of one pair.

@@ -17,7 +17,7 @@ from gensbi_sharding.harness.composed_defaults import suggested_default
 from gensbi_sharding.harness.config import Config, ConfigError, require
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.held_out import val_pairs_problem
-from gensbi_sharding.harness.hints import override_literal
+from gensbi_sharding.harness.hints import mesh_spec_fix, override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
@@ -153,8 +153,8 @@ def _validate(cfg: DictConfig) -> None:
     check_numbers(cfg)
     _known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
-           Refusal(f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict", "mesh=auto",
-                   how=" (e.g. ", after=")"))
+           Refusal(f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict",
+                   mesh_spec_fix(cfg.mesh.spec), how="; e.g. "))
     require(cfg.mesh.model_axis >= 1, f"mesh.model_axis={cfg.mesh.model_axis} must be >= 1")
     axis, spec = cfg.mesh.model_axis, cfg.mesh.spec or "none"  # the fix checked against the devices (checked_fix)
     require(cfg.mesh.spec == "dict" or (axis == 1 and cfg.mesh.devices is None), Refusal("mesh.model_axis / mesh."

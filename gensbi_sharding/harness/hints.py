@@ -18,7 +18,7 @@ from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
 
 __all__ = ["batch_size_problem", "mesh_alternatives", "device_alternatives", "kept_on_other_meshes",
-           "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix", "closest_name",
+           "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix", "mesh_spec_fix", "closest_name",
            "launched_with", "saving_overrides", "override_literal"]
 
 
@@ -204,6 +204,15 @@ def mesh_axis_fix(value: Any, mesh_axes: Sequence[str]) -> str:
     if not kept:
         return "null"
     return kept[0] if isinstance(value, str) else f"[{','.join(kept)}]"
+
+
+def mesh_spec_fix(value: Any) -> str:
+    """The ``mesh.spec`` a refused one meant: null for a word of no mesh ('none', what ``mesh=none`` sets), else the
+    closest of auto and dict ('Auto', 'dikt'), else auto (was: '(e.g. mesh=auto); e.g. mesh.spec=dict', two guesses,
+    neither the null that 'none' meant)."""
+    word = str(value).strip().lower()
+    meant = "null" if word in ("none", "null", "no", "off", "single") else closest_name(word, ("auto", "dict"))
+    return f"mesh.spec={meant or 'auto'}"
 
 
 @contextlib.contextmanager
