@@ -369,6 +369,20 @@ def test_cli_out_naming_a_folder_not_made_yet_is_refused_naming_it(run_read, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints", "x_o.npy"]
 
 
+@pytest.mark.parametrize("under", ["notes.txt", "notes.txt/sub"])
+def test_cli_out_under_a_file_names_that_file(run_read, monkeypatch, capsys, under):
+    # Was: --out notes.txt/x.npz (notes.txt a file) said "its folder notes.txt does not exist; create it", which
+    # mkdir then refused: the file is in the way.
+    tmp_path = run_read
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setattr(own_observation, "sample_posterior", lambda *a, **k: pytest.fail("sampled"))
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / under / "x.npz")])
+    assert capsys.readouterr().err.rstrip().endswith(
+        f"--out {tmp_path / under / 'x.npz'}: {tmp_path / 'notes.txt'} is a file, not a folder; pass another --out")
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
 def test_cli_refuses_an_existing_output_before_sampling(run_read, capsys):
     tmp_path = run_read
     (tmp_path / "x_o_posterior.npz").write_bytes(b"mine")

@@ -175,7 +175,10 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
                 "array of samples)")
     if out.exists():
         return f"{out} exists and is never overwritten: pass --out <a new file>.npz"
-    if not out.parent.is_dir():
+    if not out.parent.is_dir():  # a file on its way is no folder to create (was: 'does not exist; create it')
+        file = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
+        if file is not None:
+            return f"--out {out}: {file} is a file, not a folder; pass another --out"
         return f"--out {out}: its folder {out.parent} does not exist; create it or pass another --out"
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=out.parent))
