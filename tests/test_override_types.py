@@ -31,6 +31,12 @@ CASES = [
     ("train.learning_rate=fast", "train.learning_rate=fast: train.learning_rate: Value 'fast' of type 'str' could "
                                  "not be converted to Float; e.g. train.learning_rate=0.003"),
     ("strict=maybe", "strict=maybe: strict: Value 'maybe' is not a valid bool (type str); e.g. strict=false"),
+    # a word OmegaConf reads as a yes/no (yes, on, y, n, off; '1' quoted): was taken (model.qkv_bias=n ran, off)
+    ("eval.plot=yes", "eval.plot=yes: eval.plot is a yes/no: true or false (or 1 or 0), not 'yes'; e.g. eval.plot=true"),
+    ("model=flux1 model.qkv_bias=n", "model.qkv_bias=n: model.qkv_bias (model=flux1) is a yes/no: true or false (or 1 "
+                                     "or 0), not 'n'; e.g. model.qkv_bias=false"),
+    ("-m strict=on,off", "strict=on,off: the swept value on: strict is a yes/no: true or false (or 1 or 0), not 'on'; "
+                         "e.g. strict=true,false"),
     # a number for a yes/no: OmegaConf read any as a bool (verbose=2 ran, verbose on), where strict=maybe is refused
     ("verbose=2", "verbose=2: verbose is a yes/no: true or false (or 1 or 0), not 2; e.g. verbose=true"),
     ("eval.plot=-1", "eval.plot=-1: eval.plot is a yes/no: true or false (or 1 or 0), not -1; e.g. eval.plot=true"),

@@ -54,6 +54,11 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
     if bool in (kind, *typing.get_args(kind)) and isinstance(value, (int, float)) and value not in (0, 1):
         # OmegaConf reads any number as a bool (verbose=2: on) where it refuses eval.plot=maybe: 0 and 1 only
         return f"{key} is a yes/no: true or false (or 1 or 0), not {value}", "true" if value > 0 else example()
+    if bool in (kind, *typing.get_args(kind)) and isinstance(value, str) and value.lower() not in ("true", "false") \
+            and "${" not in value and assignment_reason(schema, name, value) is None:
+        # OmegaConf reads yes/on/y/n/off (and '1') as bools, where it refuses maybe: model.qkv_bias=n ran, off
+        return (f"{key} is a yes/no: true or false (or 1 or 0), not {value!r}",
+                "true" if value.strip().lower() in ("y", "yes", "on", "1") else "false")
     if (reason := assignment_reason(schema, name, value)) is None:
         return None
     if value is None:
@@ -182,7 +187,9 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     of = f" (model={schema_name(schema)})" if section == "model" and chosen is not None else ""
                     if strings:  # the sweep with that one value replaced
                         shown = f"the swept value {str(value).lower() if isinstance(value, bool) else strings[i]}: "
-                        fix = ",".join(fix if j == i else text for j, text in enumerate(strings))
+                        fix = ",".join(fix if j == i else p[1] if not (isinstance(v, str) and "${" in v) and (  # each
+                            p := _value_problem(schema, name, key, v, suggest)) else text  # (was: on,off -> true,off)
+                            for j, (v, text) in enumerate(zip(o.values(), strings)))
                     else:
                         shown = ""
                     return Refusal(f"{arg}: {shown}{why.replace(key, key + of, 1)}", f"{key}={fix}", how="; e.g. ")
