@@ -670,7 +670,8 @@ def test_a_completed_runs_train_further_command_resumes_its_newest_complete_step
                                                                                 "(or hydra.sweep.dir)"), str(err.value)
 
 
-@pytest.mark.parametrize("item, why", [("config", "cannot be read"), ("arrays", "is missing")])
+@pytest.mark.parametrize("item, why", [("config", "cannot be read"),
+                                       ("arrays", "cannot be read (its folder is missing)")])
 def test_a_completed_runs_train_further_command_passes_over_a_damaged_step(tmp_path, item, why):
     # Was: "... already exists (status ok) ...; to train it further from its final checkpoint (step 8) into a new
     # folder: ... train.resume=<run> ...", step 8's config item unreadable (or its arrays gone): pasted, that command

@@ -903,7 +903,39 @@ def test_a_resume_of_a_step_whose_arrays_item_is_gone_is_refused_before_its_fold
     said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
     fix = (f"resume from another step folder: {steps / '4'} (or move {steps / '8'} aside, e.g. to {steps / '8'}.damaged, "
            "and the newest is 4)" if older else "no other step folder is complete: start without it")
-    assert said == f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'arrays' item is missing; {fix}"
+    assert said == (f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'arrays' item cannot be read (its "
+                    f"folder is missing); {fix}")
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("damage", ["largest file deleted", "every file emptied"])
+@pytest.mark.parametrize("older", [(), (4,), (2, 4)])
+def test_a_resume_of_a_step_whose_arrays_do_not_read_is_refused_before_its_folder(tmp_path, older, damage):
+    # Was: launch.py experiment=quick train.resume=<run> hydra.run.dir=<new>, one file of <run>/checkpoints/8/arrays
+    # deleted (a data file, or its database's manifest), passed the check before the folder (its items' folders were
+    # there) and was refused by the run ("its 'arrays' item cannot be read (ValueError: ...)") after <new> held
+    # error.txt, launch.log and metrics.json. An older step whose arrays do not read either is not the fix.
+    from gensbi_sharding.harness.resume_source import resume_source_problem
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", config=config, async_save=False, keep=3) as writer:
+        for step in (*older, 8):
+            writer.save(step, {"w": jnp.arange(64.0)}, jax.random.key(0), info={})
+    steps = tmp_path / "run" / "checkpoints"
+    for step in [8, *older[1:]]:  # with two older steps, the newer of them (4) is damaged too
+        files = [f for f in (steps / str(step) / "arrays").rglob("*") if f.is_file()]
+        if damage == "largest file deleted":
+            max(files, key=lambda f: f.stat().st_size).unlink()
+        else:
+            for f in files:
+                f.write_bytes(b"")
+    said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
+    assert said.startswith(f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'arrays' item cannot be "
+                           "read ("), said
+    fix = (f"resume from another step folder: {steps / str(older[0])} (or move {steps / '8'} aside, e.g. to "
+           f"{steps / '8'}.damaged, and the newest is {older[0]})" if older else
+           "no other step folder is complete: start without it")
+    assert said.endswith(f"); {fix}"), said
     assert not (tmp_path / "new").exists()
 
 
