@@ -1005,3 +1005,39 @@ def test_a_step_that_lost_its_meta_item_is_named_as_one_that_lost_its_config(tmp
         refuse_resume_settings(steps[8], compose_tiny("train.resume=auto"))
     assert str(err.value).startswith(f"checkpoint {steps[8]} is damaged: its '{lost[8]}' item cannot be read ")
     assert str(err.value).endswith(then.replace("{8}", str(steps[8])).replace("{4}", str(steps[4]))), str(err.value)
+
+
+@pytest.mark.parametrize("damaged, then", [
+    ({8: "arrays"}, "; move {8} aside, e.g. to {8}.damaged, and run the same command again: it resumes from step 4"),
+    ({8: "arrays", 4: "arrays"}, "; move {8} aside, e.g. to {8}.damaged, and {4} too (whose arrays item cannot be read "
+     "either), and run the same command again: it resumes from step 2"),
+    ({8: "config", 4: "arrays"}, "; move {8} aside, e.g. to {8}.damaged, and {4} too (whose arrays item cannot be read "
+     "either), and run the same command again: it resumes from step 2"),
+    ({8: "arrays", 4: "arrays", 2: "arrays"}, "; move {8} aside, e.g. to {8}.damaged, and {4} and {2} too (whose "
+     "arrays item cannot be read either), and run the same command again: it starts afresh in this folder (no other "
+     "step is readable)")])
+def test_a_step_of_the_runs_own_folder_whose_arrays_do_not_read_names_the_step_it_resumes_from(tmp_path, damaged, then):
+    # Was, under train.resume=auto (a preempted run continued in its folder): a newest step whose arrays were damaged
+    # passed the check of its settings, and the restore said the library's fix ("resume from another step folder:
+    # .../4"), which this folder's run does not take; an older step whose arrays were damaged was named as the one
+    # "it resumes from" (its config and meta items read), refused in turn by the restore.
+    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False, keep=3) as writer:
+        for step in (2, 4, 8):
+            writer.save(step, {"w": jnp.arange(64.0)}, jax.random.key(0), info={})
+    steps = {step: tmp_path / "checkpoints" / str(step) for step in (2, 4, 8)}
+    for step, item in damaged.items():
+        if item == "arrays":  # one file lost (its folder is there: the items' folders all are)
+            files = [f for f in (steps[step] / "arrays").rglob("*") if f.is_file()]
+            max(files, key=lambda f: f.stat().st_size).unlink()
+        else:
+            shutil.rmtree(steps[step] / item)
+    with pytest.raises(FileNotFoundError) as err:
+        refuse_resume_settings(steps[8], compose_tiny("train.resume=auto"))
+    assert str(err.value).startswith(f"checkpoint {steps[8]} is damaged: its '{damaged[8]}' item cannot be read ")
+    said = then
+    for step in (8, 4, 2):
+        said = said.replace("{%d}" % step, str(steps[step]))
+    assert str(err.value).endswith(said), str(err.value)

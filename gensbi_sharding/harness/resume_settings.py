@@ -30,29 +30,32 @@ FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform
                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
 
 
-def _damaged_here(err: FileNotFoundError, step_dir: Path) -> FileNotFoundError:
-    """The library's refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works
-    there: its "resume from another step folder" or "start without it" named no command the folder's run takes (was:
-    run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again)."""
+def _damaged_here(reason: str, step_dir: Path) -> FileNotFoundError:
+    """The refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works there:
+    the library's "resume from another step folder" or "start without it" named no command the folder's run takes (was:
+    run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again). The older
+    steps it would pick next are read as ``step_items`` reads them, their arrays too (was: their config and meta items
+    only, so "it resumes from step 4" of a step 4 whose arrays were gone, refused by the restore in turn)."""
     import re
 
-    from gensbi_sharding.checkpoint import committed_steps, saved_config, saved_info
+    from gensbi_sharding.checkpoint import committed_steps
+    from gensbi_sharding.harness.step_arrays import arrays_damage
+    from gensbi_sharding.harness.step_items import step_damage
 
-    others, also = [step for step in committed_steps(step_dir.parent) if str(step) != step_dir.name], {}
-    while others:  # an older step that lost its config (or meta) item too: train.resume=auto would pick it next
-        try:  # (was: "it resumes from step 4", which refused step 4 the same way; its meta item: checked only there)
-            saved_config(older := step_dir.parent / str(others[-1])), saved_info(older)
-            break
-        except FileNotFoundError as lost:
-            found = re.search(r"its '(\w+)' item", str(lost))
-            also[step_dir.parent / str(others.pop())] = found.group(1) if found else "config"
-    then = f"resumes from step {others[-1]}" if others else \
+    others = [step_dir.parent / str(s) for s in committed_steps(step_dir.parent) if str(s) != step_dir.name]
+    also = {older: why for older in others if (why := step_damage(older)) is not None}
+    also.update(arrays_damage([older for older in others if older not in also]))  # one child for them all
+    while others and others[-1] in also:  # the steps train.resume=auto would pick next, in turn
+        others.pop()
+    also = {older: re.search(r"its '(\w+)'", also[older]).group(1) for older in sorted(
+        also, key=lambda p: -int(p.name)) if not others or int(older.name) > int(others[-1].name)}
+    then = f"resumes from step {others[-1].name}" if others else \
         f"starts afresh in this folder (no other step is {'readable' if also else 'complete'})"
     items = " or ".join(dict.fromkeys(also.values()))
     too = f", and {' and '.join(map(str, also))} too (whose {items} item cannot be read either)" if also else ""
-    said = FileNotFoundError(f"{err.reason}; move {step_dir} aside, e.g. to {step_dir}.damaged{too}, and run the same "
+    said = FileNotFoundError(f"{reason}; move {step_dir} aside, e.g. to {step_dir}.damaged{too}, and run the same "
                              f"command again: it {then}")
-    said.reason = err.reason
+    said.reason = reason
     return said
 
 
@@ -79,7 +82,13 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     try:  # its meta item too (schedule_refusal's saved_info): a step that lost only that was the library's words
         saved, now, _ = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True), saved_info(step_dir)
     except FileNotFoundError as damaged:
-        raise _damaged_here(damaged, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") else damaged
+        raise _damaged_here(damaged.reason, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") \
+            else damaged
+    if cfg.train.resume == "auto":  # its arrays, before simulating (was: the library's fix, which this folder's run
+        from gensbi_sharding.harness.step_items import step_damage  # does not take, said by the restore)
+
+        if (why := step_damage(step_dir, json_items=False, arrays=True)) is not None:
+            raise _damaged_here(f"checkpoint {step_dir} is damaged: {why}", step_dir)
     fix, this, what = [], [], []
     for key, override, decides in FIXED_BY_CHECKPOINT:
         old, new = config_value(saved, key), config_value(now, key)
