@@ -920,7 +920,7 @@ def test_a_completed_run_names_the_command_that_trains_it_further(tmp_path, refe
 
 
 def test_the_train_further_command_keeps_the_overrides_and_a_fresh_folder(tmp_path):
-    from gensbi_sharding.harness.sweep_hints import train_further_hint
+    from gensbi_sharding.harness.further_hint import train_further_hint
 
     run = tmp_path / "sw" / "r1"  # job r1 of the sweep sw: its new folder beside the sweep's, not in it
     (tmp_path / "sw-r1-steps40").mkdir()  # taken: the next free name
@@ -944,7 +944,7 @@ def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
     # sweep's summary (with a train.steps column the sweep never swept) and the sweep's refusal counted "3 of its 3
     # jobs complete (0, 0-stepsmore, 1)" for a 2-job sweep.
     from gensbi_sharding.harness import summary
-    from gensbi_sharding.harness.sweep_hints import train_further_hint
+    from gensbi_sharding.harness.further_hint import train_further_hint
 
     sweep = tmp_path / "sw"
     for job, rule in ((0, "fsdp"), (1, "tensor")):

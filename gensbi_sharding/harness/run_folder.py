@@ -28,8 +28,8 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import auto_problem, folder_resume, holds_checkpoint, requeued_step
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
-                                                 shared_folder_problem, train_further_hint, unfinished_jobs_hint)
+from gensbi_sharding.harness.further_hint import train_further_hint
+from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of, shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 

@@ -1,0 +1,68 @@
+"""The command that trains a completed run further into a new folder, offered where its folder is refused.
+
+Split from ``sweep_hints`` (which was at the 300-line cap) unchanged.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, with_search_path
+
+__all__ = ["train_further_hint"]
+
+
+def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, overrides: Sequence[str] | None,
+                       *, multirun: bool = False, stopped_early: bool = False) -> str:
+    """How to train a completed run further: from its final checkpoint, into a new folder.
+
+    A completed run's folder is never written into again (not by ``train.resume=auto`` either), and a new folder with
+    ``train.resume=auto`` starts from step 0; ``train.resume=<its folder>`` with a new ``hydra.run.dir`` continues from
+    its newest checkpoint. A sweep's job: ``<sweep>-<job>-steps<N>``, beside the sweep (was in it: a summary row).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The completed run's folder.
+    saved_step : int or None
+        The step of its final checkpoint (its metrics' ``final_step``); None: it holds none.
+    steps : int or None
+        The ``train.steps`` asked for; one not above the checkpoint's step gives twice that step (any above will do).
+    overrides : sequence of str or None
+        The command's overrides (Hydra's ``overrides.task``); None: "the same command with ...".
+    multirun, stopped_early : bool
+        Whether the run was a sweep's job: ``hydra.mode=RUN`` is added, as in ``job_command``; whether early stopping
+        ended it: ``train.patience=0`` is added, or it ends again at a validation without a new best.
+
+    Returns
+    -------
+    str
+        "; to train it further from its final checkpoint (step N) into a new folder: <command>",
+        or "" when ``saved_step`` is None or no step is complete. Where step N, the newest by name, is not complete
+        (``launch_record.complete_step``; its Orbax step metadata lost): "from its newest complete checkpoint (step
+        M; step N, newer, is not complete)", resuming step M's folder (was: step N, refused when pasted).
+    """
+    from gensbi_sharding.harness.launch_record import complete_step
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    if saved_step is not None:  # the newest step by name may be no complete checkpoint: then the one before it
+        ended, (saved_step, resume, newer) = saved_step, complete_step(run_dir := Path(run_dir).absolute(), saved_step)
+    if saved_step is None:
+        return ""
+    # further than the run went (step `ended`), from whichever step resumes it (was: to its end again, from step 3)
+    target = steps if (steps or 0) > ended else max(2 * ended, ended + 1)  # was <more than N>: bash's <
+    sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
+    name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
+    while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
+        copy += 1  # a folder not used yet, or the command would be refused in turn
+    tail = [f"train.steps={target}", *["train.patience=0"] * stopped_early, hydra_override("train.resume", resume),
+            *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
+    kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
+            or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
+    command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
+    final = "newest complete" if newer else "final"
+    return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
