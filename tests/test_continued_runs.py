@@ -719,3 +719,38 @@ def test_a_completed_runs_refusal_is_its_one_line_without_orbaxs_read_of_its_ste
     done = subprocess.run([sys.executable, "-c", script, str(run)], capture_output=True, text=True, timeout=120)
     assert "to train it further from its final checkpoint (step 8) into a new folder: " in done.stdout, done.stdout
     assert done.stdout.endswith("\n0\n") and "absl: " not in done.stderr, done.stderr  # its level as it was
+
+
+@pytest.mark.parametrize("damage", ["arrays folder", "largest arrays file"])
+def test_a_completed_run_whose_every_step_is_damaged_is_offered_a_fresh_run_that_passes(tmp_path, damage):
+    # Was: "... already exists (status ok) ...; choose another hydra.run.dir (or hydra.sweep.dir)" and no command,
+    # where every step of the finished run was damaged; or, its arrays' files lost, "to train it further from its final
+    # checkpoint (step 8) ...: ... train.resume=<run>", refused when pasted. Now each step is named and the command
+    # that runs it again from the start into a folder not used yet, which passes the command and folder checks.
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+    from gensbi_sharding.harness.override_types import override_problem
+
+    run = tmp_path / "run"
+    with CheckpointWriter(run / "checkpoints", config={"seed": 0}, async_save=False) as writer:
+        for step in (4, 8):
+            writer.save(step, {"w": jnp.arange(64.0)}, jax.random.key(0), info={})
+    for step in (4, 8):
+        arrays = run / "checkpoints" / str(step) / "arrays"
+        if damage == "arrays folder":
+            shutil.rmtree(arrays)
+        else:
+            max((f for f in arrays.rglob("*") if f.is_file()), key=lambda f: f.stat().st_size).unlink()
+    outputs.write_json(run / "metrics.json", {"status": "ok", "final_step": 8})
+    (tmp_path / "run-again").mkdir()  # used already: the next name is offered
+    with pytest.raises(FileExistsError) as err:
+        run_folder.ensure_fresh(run, steps=8, overrides=["experiment=quick", "train.steps=8"])
+    said = str(err.value).split("; none of its checkpoints can be resumed (", 1)[1]
+    assert said.startswith("step 8 is its last; step 8: its 'arrays' item cannot be read ("), said
+    assert "; step 4: its 'arrays' item cannot be read (" in said, said
+    command = shlex.split(said.split(": to run it again from the start into a new folder: ", 1)[1])
+    assert command[2:] == ["experiment=quick", "train.steps=8", f"hydra.run.dir={tmp_path / 'run-again-2'}"], command
+    assert override_problem(command[2:]) is None
+    assert run_folder.ensure_fresh(tmp_path / "run-again-2", steps=8, overrides=command[2:-1]) is None

@@ -44,15 +44,17 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         "; to train it further from its final checkpoint (step N) into a new folder: <command>",
         or "" when ``saved_step`` is None or no step is complete. Where step N, the newest by name, is not complete
         (``launch_record.complete_step``; its Orbax step metadata lost): "from its newest complete checkpoint (step
-        M; step N, newer, is not complete)", resuming step M's folder (was: step N, refused when pasted).
+        M; step N, newer, is not complete)", resuming step M's folder (was: step N, refused when pasted). Where every
+        step is damaged: "; none of its checkpoints can be resumed (...): to run it again from the start ...".
     """
     from gensbi_sharding.harness.launch_record import complete_step
     from gensbi_sharding.harness.override_grammar import hydra_override
 
+    newer = ""
     if saved_step is not None:  # the newest step by name may be no complete checkpoint: then the one before it
         ended, (saved_step, resume, newer) = saved_step, complete_step(run_dir := Path(run_dir).absolute(), saved_step)
-    if saved_step is None:
-        return ""
+    if saved_step is None:  # every step damaged (its saved step named): a fresh run is what there is to offer
+        return _fresh_hint(run_dir, ended, newer, overrides, multirun) if newer else ""
     # further than the run went (step `ended`), from whichever step resumes it (was: to its end again, from step 3)
     target = steps if (steps or 0) > ended else max(2 * ended, ended + 1)  # was <more than N>: bash's <
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
@@ -66,3 +68,21 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
     final = "newest complete" if newer else "final"
     return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
+
+
+def _fresh_hint(run_dir: Path, ended: int, why: str, overrides: Sequence[str] | None, multirun: bool) -> str:
+    """"; none of its checkpoints can be resumed (<why>): to run it again from the start into a new folder: <command>",
+    the command as the run was given (its ``train.resume`` left out), into a folder not used yet. Was: nothing, where
+    every step of a completed run was damaged: the refusal said "choose another hydra.run.dir" and no command."""
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
+    name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-again", 1
+    while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
+        copy += 1  # a folder not used yet, or the command would be refused in turn
+    kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
+            or not o.startswith(("train.resume=", "hydra."))]
+    tail = [*(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
+    command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
+    return (f"; none of its checkpoints can be resumed (step {ended} is its last; {why}): to run it again from the "
+            f"start into a new folder: {command}")

@@ -50,13 +50,15 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
     """``(step, train.resume's folder, note)`` of ``run_dir``'s newest complete checkpoint, ``named`` its newest step
     folder by name (``step_folder_names``): where that one is no complete checkpoint (its Orbax step metadata lost, a
     save cut short), the complete step before it, resumed by its own folder (its run folder is refused:
-    ``find_checkpoint`` names the newer step), and a note naming both; ``(None, run_dir, "")``: none is complete.
+    ``find_checkpoint`` names the newer step), and a note naming both; ``(None, run_dir, "")``: none is complete;
+    ``(None, run_dir, "step N: <why>; ...")``: every complete step is damaged, each named.
     Asked of the library (Orbax's step metadata; it imports JAX, starts no backend) only where step ``named``'s
     folder holds anything: an empty one, no checkpoint the library reads, is named as before. A complete step with an
     item missing or unreadable (``step_items.step_damage``) is passed over likewise, its note saying why."""
     if not (step := Path(run_dir) / "checkpoints" / str(named)).is_dir() or not any(step.iterdir()):
         return named, Path(run_dir), ""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
+    from gensbi_sharding.harness.step_arrays import arrays_damage
     from gensbi_sharding.harness.step_items import step_damage
 
     absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
@@ -67,14 +69,18 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
             newest, note = int(find_checkpoint(run_dir).name), ""
         except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
             newest, note = None, f"; step {named}, newer, is not complete"
-        # A complete step whose item is gone or unreadable (was: named, its resume refused in turn): an older one
+        # A complete step whose item is gone or unreadable (was: named, its resume refused in turn): an older one;
+        # its arrays read too, in one child process (was: a step whose arrays were damaged, offered, refused pasted)
         steps = [s for s in committed_steps(checkpoints) if newest is None or s <= newest]
-        while steps and (why := step_damage(checkpoints / str(steps[-1]))) is not None:
+        damage = {s: why for s in steps if (why := step_damage(checkpoints / str(s))) is not None}
+        damage.update({int(p.name): why for p, why in arrays_damage([checkpoints / str(s) for s in steps
+                                                                       if s not in damage]).items()})
+        while steps and (why := damage.get(steps[-1])) is not None:
             note, steps = note or f"; step {steps[-1]}, newer, is damaged: {why}", steps[:-1]
     finally:
         absl.setLevel(level)
-    if not steps:
-        return None, Path(run_dir), ""
+    if not steps:  # every step damaged: said (was: nothing, the refusal then offered no command at all)
+        return None, Path(run_dir), "; ".join(f"step {s}: {why}" for s, why in sorted(damage.items(), reverse=True))
     return steps[-1], Path(run_dir) if not note else checkpoints / str(steps[-1]), note
 
 
