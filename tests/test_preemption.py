@@ -801,7 +801,9 @@ def test_a_run_and_a_sweep_never_share_a_folder(tmp_path, capsys):
 
 
 # A status no run writes (edited: {"status": 5}) was a finished run's: "already exists (status 5)", train it further.
-@pytest.mark.parametrize("text", ["", "{trunc", "[1, 2]", '{"status": 5}', '{"status": "done", "final_step": 20}'])
+# An object without a status ({}, edited) was "status unknown" wherever listed or refused: damaged, named, likewise.
+@pytest.mark.parametrize("text", ["", "{trunc", "[1, 2]", '{"status": 5}', '{"status": "done", "final_step": 20}',
+                                  "{}", '{"final_step": 20}'])
 def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, text):
     # Was "[ERROR] JSONDecodeError: Expecting property name ..." (and Hydra's warning about its callback),
     # naming neither the file nor what to do; a sweep refused over it raised again inside its own refusal.

@@ -1041,3 +1041,22 @@ def test_a_step_of_the_runs_own_folder_whose_arrays_do_not_read_names_the_step_i
     for step in (8, 4, 2):
         said = said.replace("{%d}" % step, str(steps[step]))
     assert str(err.value).endswith(said), str(err.value)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("{}", "a JSON object with no status, which every run writes (it is empty)"),
+    ('{"final_step": 20}', "a JSON object with no status, which every run writes (its keys: final_step)"),
+    ("[1, 2]", "a JSON list, not an object"), ('{"stat', "JSONDecodeError: ")])
+def test_a_resume_of_a_folder_whose_record_is_damaged_says_what_is_wrong_before_any_folder(tmp_path, text, why):
+    # Was, train.resume=<folder> whose metrics.json was {} (no checkpoint there): "... holds a run that saved no
+    # complete checkpoint (status None)"; a list or a truncated file: read_metrics's "choose another hydra.run.dir",
+    # of the run's own folder, which was fine, refused after Hydra had made it (error.txt, launch.log left there).
+    from gensbi_sharding.harness.resume_source import resume_source_problem
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "metrics.json").write_text(text)
+    said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'old'}"), tmp_path / "new")
+    assert said.startswith(f"FileNotFoundError: train.resume={tmp_path / 'old'}: {tmp_path / 'old'} holds no complete "
+                           f"checkpoint, and its record {tmp_path / 'old' / 'metrics.json'} cannot be read ({why}"), said
+    assert said.endswith("): nothing there to resume; start a new run without train.resume"), said
+    assert not (tmp_path / "new").exists() and (tmp_path / "old" / "metrics.json").read_text() == text

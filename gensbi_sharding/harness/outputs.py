@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "write_record", "read_record", "MAKE_ROOM"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "metrics_problem", "write_record", "read_record", "MAKE_ROOM"]
 
 
 #: The fix every message about a refused write (a full disk, a read-only folder) names.
@@ -63,29 +63,39 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
 STATUSES = ("ok", "error", "preempted", "interrupted", "stopped")
 
 
+def metrics_problem(path: Path) -> str | None:
+    """What is wrong with the run's record ``path`` (``metrics.json``), e.g. "a JSON list, not an object"; None where it
+    is a JSON object with a status a run writes (``STATUSES``)."""
+    try:
+        metrics = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return f"{type(err).__name__}: {err}"
+    if not isinstance(metrics, dict):
+        return f"a JSON {type(metrics).__name__}, not an object"
+    # Every run writes its status first: an object without one ({}, edited) was listed and refused as "status unknown"
+    if "status" not in metrics:
+        return "a JSON object with no status, which every run writes" + (
+            f" (its keys: {', '.join(list(map(str, metrics))[:5])})" if metrics else " (it is empty)")
+    # A status no run writes ({"status": 5}, edited) was read as a finished run's: "status 5", train it further
+    if metrics["status"] not in STATUSES:
+        return f"its status {json.dumps(metrics['status'])} is not one a run writes: {', '.join(STATUSES)}"
+    return None
+
+
 def read_metrics(path: Path) -> dict:
-    """A run's ``metrics.json``; one that is not a JSON object (emptied, truncated, edited) or whose ``status`` is
-    none of ``STATUSES`` is named.
+    """A run's ``metrics.json``; one that is not a JSON object (emptied, truncated, edited), has no ``status`` or one
+    that is none of ``STATUSES`` is named (``metrics_problem``).
 
     Raises
     ------
     FileExistsError
         Naming the file and what to do: its folder holds a run's record, which is never overwritten.
     """
-    try:
-        metrics = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        metrics = err
-    # A status no run writes ({"status": 5}, edited) was read as a finished run's: "status 5", train it further
-    foreign = isinstance(metrics, dict) and "status" in metrics and metrics["status"] not in STATUSES
-    if not isinstance(metrics, dict) or foreign:
-        problem = (f"{type(metrics).__name__}: {metrics}" if isinstance(metrics, Exception) else
-                   f"its status {json.dumps(metrics['status'])} is not one a run writes: {', '.join(STATUSES)}"
-                   if foreign else f"a JSON {type(metrics).__name__}, not an object")
+    if (problem := metrics_problem(path)) is not None:
         raise FileExistsError(f"{path} cannot be read ({problem}): this folder holds an earlier run's damaged "
                               "record, which is never overwritten; choose another hydra.run.dir (or hydra.sweep.dir), "
                               f"or move {path} aside")
-    return metrics
+    return json.loads(Path(path).read_text())
 
 
 def write_json(path: Path, obj: Any) -> Path:

@@ -33,7 +33,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     if not cfg.train.resume:
         return None
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, find_checkpoint
-    from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.resume_command import resumed_metrics
     from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL, lost_step_metadata
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
@@ -59,7 +59,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                               f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh") from None
         if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
             raise FileNotFoundError(f"{said}{gone}; or start a new run without train.resume") from None  # gone ...")
-        status = (previous := read_metrics(metrics)).get("status")
+        status = (previous := resumed_metrics(metrics, cfg.train.resume)).get("status")
         why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
                "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # was: "... are gone"
                "holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"

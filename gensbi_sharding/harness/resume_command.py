@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem", "resumed_here",
-           "dropped_runs", "launch_dir", "requeued_step"]
+           "dropped_runs", "launch_dir", "requeued_step", "resumed_metrics"]
 
 AUTO = "train.resume=auto"
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
@@ -235,3 +235,25 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
             f"({', '.join(named)}), which "
             "train.resume=auto for the whole sweep would drop: a job without a checkpoint of its own would start "
             "from step 0" + (hint or "; choose another hydra.sweep.dir"))
+
+
+def resumed_metrics(metrics: Path, resume: Any) -> dict:
+    """The record ``metrics`` of the run ``train.resume`` names, where it holds no complete checkpoint (to say why);
+    ``FileNotFoundError`` naming what is wrong with it (``outputs.metrics_problem``) and the fix, which is the resume's
+    (was: ``read_metrics``'s "choose another hydra.run.dir", of another folder than the run's, or "status None").
+
+    Parameters
+    ----------
+    metrics : Path
+        ``<folder>/metrics.json`` of the folder ``train.resume`` names.
+    resume : str
+        ``train.resume`` as given.
+    """
+    from gensbi_sharding.harness.outputs import metrics_problem, read_metrics
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    if (problem := metrics_problem(metrics)) is None:
+        return read_metrics(metrics)
+    raise FileNotFoundError(f"{hydra_override('train.resume', resume)}: {metrics.parent} holds no complete checkpoint, "
+                            f"and its record {metrics} cannot be read ({problem}): nothing there to resume; start a new "
+                            "run without train.resume")
