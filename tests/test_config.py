@@ -428,6 +428,18 @@ def test_an_mlp_or_transformer_size_that_cannot_be_built_is_refused_before_simul
         validate(compose_config(*overrides, fix))
 
 
+@pytest.mark.parametrize("steps", [10_001, 100_000_000])
+def test_an_ode_step_count_that_would_sample_for_hours_is_refused_naming_it(compose_config, steps):
+    # Was: eval.ode_steps=100000000 accepted (any up to 2**31 - 1): the run trained, then sampled for days.
+    with pytest.raises(ConfigError) as err:
+        validate(compose_config(f"eval.ode_steps={steps}"))
+    assert str(err.value) == (f"eval.ode_steps={steps} is above 10,000: each step runs the network over every sample, "
+                              f"{steps // 32:,} times the default's (32) sampling time; flow-matching samplers use "
+                              "10-1,000 steps; set eval.ode_steps=1000")
+    validate(compose_config("eval.ode_steps=1000"))  # the fix is accepted, and the bound itself
+    validate(compose_config("eval.ode_steps=10000"))
+
+
 def test_the_largest_whole_number_is_accepted(compose_config):
     validate(compose_config(f"seed={2**31 - 1}", f"data.num_simulations={2**31 - 1}"))
 

@@ -538,7 +538,10 @@ def checkpoint_read(monkeypatch, tmp_path, saved_checkpoints):
     (["--seed", "-1"], "--seed -1 must be an integer >= 0"),
     # was accepted, and written as an object array that np.load refuses
     (["--seed", str(2**64)], f"--seed {2**64} must be an integer >= 0 and <= 9,223,372,036,854,775,807"),
-    (["--ode-steps", "0"], "--ode-steps 0 must be an integer >= 1 and <= 2,147,483,647"),
+    (["--ode-steps", "0"], "--ode-steps 0 must be an integer >= 1 and <= 10,000"),
+    # was accepted up to 2**31 - 1: --ode-steps 100000000 sampled for days
+    (["--ode-steps", "100000000"], "--ode-steps 100000000 must be an integer >= 1 and <= 10,000 (as a run's "
+                                   "eval.ode_steps; flow-matching samplers use 10-1,000)"),
     (["--num-samples", str(10**13)], "--num-samples 10000000000000 needs over 1280000.0 GB to draw"),
 ])
 def test_cli_names_an_out_of_range_flag_as_typed(checkpoint_read, capsys, flags, named):

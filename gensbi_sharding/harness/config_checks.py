@@ -27,7 +27,7 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
-from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, num_samples_problem
+from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, num_samples_problem, ode_steps_problem
 
 __all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
 # What each process may set alone: its rank, its output, how it joins (the coordinator as its host sees it: joined)
@@ -182,7 +182,7 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), Refusal(
         f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds={folds})",
         f"eval.num_samples={2 * folds}"))
-    require(cfg.eval.ode_steps >= 1, f"eval.ode_steps={cfg.eval.ode_steps} must be >= 1")
+    require((problem := ode_steps_problem(cfg.eval.ode_steps)) is None, problem or "")  # was: any up to 2**31 - 1
     require((problem := num_samples_problem(cfg.data.name, cfg.eval)) is None, problem or "")  # before any folder
     if cfg.data.name in TASKS:  # another data source's observations are its own to check
         require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS, Refusal(

@@ -22,7 +22,7 @@ __all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberPars
            "tried"]
 
 SEED_MAX = 2**63 - 1  # saved in the .npz as int64: beyond it numpy writes an object array np.load refuses
-BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)", "ode_steps": " (as a run's eval.ode_steps)"}
+BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)", "ode_steps": " (as a run's eval.ode_steps; flow-matching samplers use 10-1,000)"}
 
 
 def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000, minimum: int | None = None) -> int:
@@ -204,9 +204,9 @@ def named(what: str, value: Any, flags: bool) -> str:
 def count_problems(counts: dict[str, Any], flags: bool) -> list[str]:
     """The refusal of each of ``counts`` (``num_samples``, ``seed``, ``ode_steps``: None, not given, is passed) out of
     its range; ``flags``: said as ``sample.py``'s options."""
-    from gensbi_sharding.harness.config_values import INT32_MAX
+    from gensbi_sharding.harness.tasks import ODE_STEPS_MAX  # as a run's (was: any up to 2**31 - 1, days of sampling)
 
-    ranges = {"num_samples": (1, None), "seed": (0, SEED_MAX), "ode_steps": (1, INT32_MAX)}
+    ranges = {"num_samples": (1, None), "seed": (0, SEED_MAX), "ode_steps": (1, ODE_STEPS_MAX)}
     return [f"{named(what, value, flags)} must be an integer >= {low}"
             + (f" and <= {high:,}{BOUNDS[what]}" if high is not None else "")
             for what, value in counts.items() if value is not None

@@ -252,6 +252,25 @@ def num_samples_problem(name: str, evaluation: Any) -> str | None:
     return None
 
 
+#: The most ODE steps a run samples with (``eval.ode_steps``, ``sample.py --ode-steps``): flow-matching samplers use
+#: 10-1,000 and gain little beyond; each step runs the network over every sample, so 100,000,000 (accepted before)
+#: sampled for days after training, its result lost with the allocation.
+ODE_STEPS_MAX = 10_000
+
+
+def ode_steps_problem(ode_steps: int) -> Any:
+    """Why ``eval.ode_steps`` is out of range (below 1, or above ``ODE_STEPS_MAX``), naming it and a fix; None if not."""
+    from gensbi_sharding.harness.refusal import Refusal
+
+    if ode_steps < 1:
+        return f"eval.ode_steps={ode_steps} must be >= 1"
+    if ode_steps > ODE_STEPS_MAX:
+        return Refusal(f"eval.ode_steps={ode_steps} is above {ODE_STEPS_MAX:,}: each step runs the network over every "
+                       f"sample, {ode_steps // 32:,} times the default's (32) sampling time; flow-matching samplers "
+                       "use 10-1,000 steps", "eval.ode_steps=1000")
+    return None
+
+
 def observation_file(name: str, num_observation: int) -> Path | None:
     """The file ``sbibm_jax``'s task ``name`` reads observation ``num_observation`` from (``get_observation``:
     ``tasks/<name>/files/num_observation_<k>/observation.csv`` in the package), found without importing the package
