@@ -24,6 +24,7 @@ import numpy as np
 from cli_args import Refused, command_line, not_a_script
 from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
 from sbibm_method import AMORTISED, Method, cell_of, method_of
+from table_kept import keep_previous
 not_a_script(__name__, __file__)  # run as a script: name the one to run
 
 TASKS = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture", "slcp", "sir",
@@ -237,6 +238,7 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     # Every file is made in memory first and written only once all four are made, each whole (a temporary
     # name, then a rename): a failure making one (the plot) leaves the previous four as they were.
     written: list[str] = []
+    keep_previous(out, files)  # a table written over is kept under a new name first, said (was: replaced silently)
     for name in OUTPUTS:
         try:
             write_atomic(out / name, files[name])

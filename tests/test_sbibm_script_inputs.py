@@ -183,3 +183,55 @@ def test_sequential_script_names_several_tasks_in_its_one_task_argument(tmp_path
         module.main(["--job", str(tmp_path / "job"), "--task", "two_moons,slcp", "--budget", "1000"])
     assert ("argument --task: 'two_moons,slcp' is 2 values in one; --task takes one: run once per value, e.g. "
             "--task two_moons") in capsys.readouterr().err
+
+
+def test_sbibm_table_rerun_keeps_the_table_it_writes_over_and_says_where(tmp_path, capsys):
+    # Was: `table <root>` run again after a job's scores changed (a rerun) wrote its four files over the previous
+    # ones without a word: a table read or committed from there was gone. Now each previous file is kept under a new
+    # name and named; a rerun that changes nothing keeps nothing.
+    job = tmp_path / "two_moons_1000" / "job"
+    fake_sbibm_job(job, "two_moons", 1000, [(1, 0.6), (2, 0.7)])
+    out = tmp_path / "out"
+    sbibm_main()(["table", str(tmp_path), "--out", str(out)])
+    first = {name: (out / name).read_bytes() for name in ("sbibm_results.csv", "sbibm_table.md", "sbibm_table.csv")}
+    sbibm_main()(["table", str(tmp_path), "--out", str(out)])  # the same rows: nothing kept, nothing said
+    assert "held another table" not in capsys.readouterr().err and not list(out.glob("*.previous*"))
+    (job / "c2st.csv").write_text("observation,c2st,c2st_sd_folds,c2st_scores,n\n1,0.550000,0.01,0.55 0.55,200\n"
+                                  "2,0.650000,0.01,0.65 0.65,200\n")
+    sbibm_main()(["table", str(tmp_path), "--out", str(out)])
+    err = capsys.readouterr().err
+    kept = [out / f"{name.rsplit('.', 1)[0]}.previous.{name.rsplit('.', 1)[1]}" for name in first]
+    assert f"sbibm.py table: {out} held another table; its previous files are kept as " in err, err
+    assert all(str(path) in err and path.read_bytes() == first[path.name.replace(".previous", "")]
+               for path in kept), err
+    assert "| 0.650 +- " in kept[1].read_text() and "| 0.600 +- " in (out / "sbibm_table.md").read_text()
+    (job / "c2st.csv").write_text("observation,c2st,c2st_sd_folds,c2st_scores,n\n1,0.500000,0.01,0.5 0.5,200\n"
+                                  "2,0.650000,0.01,0.65 0.65,200\n")
+    sbibm_main()(["table", str(tmp_path), "--out", str(out)])  # a third table: a name not used yet
+    assert str(out / "sbibm_table.previous-2.md") in capsys.readouterr().err
+    assert (out / "sbibm_table.previous.md").read_bytes() == first["sbibm_table.md"]
+
+
+def test_sbibm_table_that_cannot_keep_the_previous_table_writes_nothing(tmp_path, monkeypatch):
+    import errno
+    import os
+    import shutil
+
+    job = tmp_path / "two_moons_1000" / "job"
+    fake_sbibm_job(job, "two_moons", 1000, [(1, 0.6), (2, 0.7)])
+    out = tmp_path / "out"
+    sbibm_main()(["table", str(tmp_path), "--out", str(out)])
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    (job / "c2st.csv").write_text("observation,c2st,c2st_sd_folds,c2st_scores,n\n1,0.550000,0.01,0.55 0.55,200\n"
+                                  "2,0.650000,0.01,0.65 0.65,200\n")
+
+    def full(source, target):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+
+    monkeypatch.setattr(shutil, "copy2", full)
+    with pytest.raises(SystemExit) as stop:
+        sbibm_main()(["table", str(tmp_path), "--out", str(out)])
+    assert str(stop.value) == (f"{out / 'sbibm_results.previous.csv'} could not be written (No space left on device) "
+                               f"to keep the previous table in {out}, which is as it was: nothing written; free space "
+                               "there, or pass another --out")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
