@@ -619,3 +619,28 @@ def test_the_model_axis_column_and_note_show_only_where_a_job_leaves_its_model_a
     header = [cell.strip() for cell in lines[0].split("|")[1:-1]]
     assert [line.split("|")[1:-1][header.index("model axis")].strip() for line in lines[2:]] == [
         "idle: nothing split over it, its devices repeat the same work", ""]
+
+
+def test_a_swept_group_is_one_column_not_two_of_the_same_values(tmp_path):
+    # Typed: python launch.py -m experiment=quick data=two_moons,slcp model=mlp,transformer. Was: sweep_summary.csv
+    # held "data" and "data.name" (two_moons, slcp under both), "model" and "model.name" (mlp, transformer under
+    # both): the same values under two names. A group whose option is not its name (a file of one's own) keeps both.
+    for job, (data, model) in enumerate((("two_moons", "mlp"), ("slcp", "transformer"))):
+        make_job(tmp_path, job, ["experiment=quick", f"data={data}", f"model={model}"],
+                 **ok_metrics(3016, 0.01, 0.9, 0.01))
+        metrics = json.loads((tmp_path / str(job) / "metrics.json").read_text())
+        metrics["config"] = {"dry_run": False, "seed": 0, "data": {"name": data, "num_simulations": 1000},
+                             "model": {"name": model}, "train": {"steps": 20}}
+        (tmp_path / str(job) / "metrics.json").write_text(json.dumps(metrics))
+    summary = write_summary(tmp_path, declared=["data", "model"])
+    with open(summary.csv_path, newline="") as f:
+        header, *rows = list(csv.reader(f))
+    assert header[:3] == ["job", "data", "model"] and "data.name" not in header and "model.name" not in header
+    assert [row[1:3] for row in rows] == [["two_moons", "mlp"], ["slcp", "transformer"]]
+    assert "seed" in header and "data.num_simulations" in header and header[-2:] == ["status", "error"]
+    metrics = json.loads((tmp_path / "1" / "metrics.json").read_text())
+    metrics["config"]["model"]["name"] = "mine"  # model=transformer composed another name: both said
+    (tmp_path / "1" / "metrics.json").write_text(json.dumps(metrics))
+    with open(write_summary(tmp_path, declared=["data", "model"]).csv_path, newline="") as f:
+        header = next(csv.reader(f))
+    assert "model.name" in header and "data.name" not in header

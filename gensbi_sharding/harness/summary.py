@@ -31,8 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, PROVENANCE_COLUMNS, TRAIN_COLUMNS, Column,
-                                                      differing_settings, key_cell, ranked_heading)
+from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, differing_settings,
+                                                      key_cell, provenance_columns, ranked_heading)
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, folder_of,
                                                 job_configuration, job_folders, job_order, never_started, sweep_jobs)
 from gensbi_sharding.harness.units import is_number
@@ -181,7 +181,7 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
     # status and error stay the last two columns, as before the provenance columns (read by position from the end)
-    csv_columns = [*columns[:-2], *(c for c in PROVENANCE_COLUMNS if c.name not in keys), *columns[-2:]]
+    csv_columns = [*columns[:-2], *provenance_columns(keys, rows), *columns[-2:]]  # none repeating a swept key
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["job", *keys, *(c.name for c in csv_columns)])

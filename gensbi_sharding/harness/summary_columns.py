@@ -12,7 +12,7 @@ from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_by
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall",
            "wall_cell", "c2st_cell", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "IDLE_NOTE", "ranked_heading",
-           "key_cell", "differing_settings"]
+           "key_cell", "differing_settings", "provenance_columns"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,17 @@ PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _co
     Column("final_step", "", lambda m: "", _integer("final_step")),
     Column("resumed_from_step", "", lambda m: "", _integer("resumed_from_step")),
     Column("resumed_from", "", lambda m: "", _plain("resumed_from")))
+
+def provenance_columns(keys: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> list[Column]:
+    """``PROVENANCE_COLUMNS`` but those repeating a swept key: of its name (``seed``), or ``<group>.name`` of a swept
+    group whose every job's option is that name (``-m data=slcp,two_moons``: ``data.name`` was a second column of the
+    same values, as ``model.name`` under ``model=mlp,transformer``)."""
+    def repeats(column: Column) -> bool:
+        group = column.name.removesuffix(".name")
+        return group != column.name and group in keys and all(
+            column.exact(row.get("metrics", {})) in ("", key_cell(row, group)) for row in rows)
+    return [c for c in PROVENANCE_COLUMNS if c.name not in keys and not repeats(c)]
+
 
 DRY_RUN_COLUMNS: tuple[Column, ...] = (
     _MESH,
