@@ -173,7 +173,7 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
 def test_a_signal_while_an_observation_is_sampled_stops_between_its_ode_steps(tmp_path, monkeypatch, devices):
     # Was: the whole ODE integration one compiled program, so `eval.ode_steps=2147483647` held SIGTERM (and Ctrl-C)
     # until the observation under way was sampled, hours; only SIGKILL ended it.
-    from gensbi_sharding.harness import posterior
+    from gensbi_sharding.harness import posterior, tasks
 
     real = posterior.posterior_draws
 
@@ -182,6 +182,7 @@ def test_a_signal_while_an_observation_is_sampled_stops_between_its_ode_steps(tm
         return real(*args, **kwargs)
 
     monkeypatch.setattr(posterior, "posterior_draws", signal_then_draw)
+    monkeypatch.setattr(tasks, "ODE_STEPS_MAX", 2**31 - 1)  # the check before the run refuses it since r62
     out = tmp_path / "run"
     stopped = run_tiny(out, "eval.enabled=true", "eval.ode_steps=2147483647")
     assert stopped["status"] == "preempted" and stopped["stopped_at_step"] == 8 and stopped["c2st"] is None
@@ -1802,3 +1803,33 @@ def test_a_stop_during_the_last_c2st_ends_the_run_finished_and_stops_its_sweep(t
     assert metrics["c2st"] == pytest.approx(np.mean([row["c2st"] for row in metrics["c2st_observations"]]))
     with open(out / "c2st.csv") as f:
         assert [row["observation"] for row in csv.DictReader(f)] == ["1", "2"]
+
+
+def test_a_multi_process_c2st_asks_for_a_stop_between_chunks_of_ode_steps_all_processes_alike(monkeypatch):
+    # Was: distributed=local's processes never asked between chunks (only a one-process run did), so a Ctrl-C during
+    # a multi-process C2ST waited for the observation's whole integration (eval.ode_steps up to 2**31 - 1: hours).
+    # Now the run's check between chunks is PreemptionWatch.check_together: JAX's preemption sync point, asked with
+    # the count of checks every process makes alike, answers all processes at the same call; a process the sync point
+    # tells before its own signal came stops there too. Simulated: two processes, the sync point reached at check 3.
+    import jax.numpy as jnp
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.harness import flow_sampler
+    from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+
+    asked = []
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or n == 3)
+    watch = PreemptionWatch()
+    sampler = flow_sampler.FlowSampler(lambda th, x, t: jnp.tanh(th) + x[:1], rows=8, mesh=None,
+                                       num_steps=10 * flow_sampler.CHUNK_STEPS, stop_check=watch.check_together)
+    with pytest.raises(Preempted) as stop:
+        sampler(np.zeros(2, np.float32), np.ones((8, 2), np.float32))
+    assert asked == [1, 2, 3]  # between chunks 1-2, 2-3, 3-4: the third chunk's end stops it (of 10)
+    assert watch.signum == signal.SIGTERM and str(stop.value).startswith("preempted by SIGTERM")
+    plain = flow_sampler.FlowSampler(lambda th, x, t: jnp.tanh(th) + x[:1], rows=8, mesh=None,
+                                     num_steps=2 * flow_sampler.CHUNK_STEPS, stop_check=lambda: asked.append("plain"))
+    monkeypatch.setattr(multihost_utils, "process_allgather", lambda out, tiled: out)  # one process stands for two
+    plain(np.zeros(2, np.float32), np.ones((8, 2), np.float32))
+    assert "plain" not in asked  # a check one process makes alone is never asked where several run the chunks

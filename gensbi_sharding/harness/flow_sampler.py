@@ -51,9 +51,9 @@ class FlowSampler:
         Passed to ``velocity_fn`` as a jit argument (e.g. an ``nnx.State``): its arrays
         keep their placement and are not baked into the executable.
     stop_check : callable, optional
-        Called between chunks of steps in a one-process run (it raises to stop: the run's
-        ``PreemptionWatch.check``); several processes run every chunk alike, so they are not
-        asked there (one stopping alone would leave the others waiting in a collective).
+        Called between chunks of steps (it raises to stop: the run's ``PreemptionWatch.check_together``).
+        Several processes run every chunk alike: there it is asked only where it is marked ``collective``
+        (all processes stop at the same call; one stopping alone would leave the others waiting in a collective).
 
     Raises
     ------
@@ -126,8 +126,8 @@ class FlowSampler:
             for first in range(0, self.num_steps, CHUNK_STEPS):
                 if first:  # the chunk before has ended (dispatch is asynchronous): ask now, not all chunks queued
                     out.block_until_ready()
-                    if jax.process_count() == 1:
-                        self.stop_check()
+                    if jax.process_count() == 1 or getattr(self.stop_check, "collective", False):
+                        self.stop_check()  # several processes: only a check they all make alike (was: none)
                 out = self._integrate(out, obs, self.params, np.int32(first))
         if jax.process_count() > 1:  # rows live on other hosts too: gather the global array
             from jax.experimental import multihost_utils

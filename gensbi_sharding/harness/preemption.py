@@ -152,6 +152,23 @@ class PreemptionWatch:
             self.answered = True
             raise Preempted(self.signum, *self._trained, after_training=True) if self._trained else Preempted(self.signum)
 
+    def check_together(self) -> None:
+        """``check``, asked alike on every process (between chunks of ODE steps, before and after each observation's
+        C2ST): several processes stop at the same call, the one the preemption sync point names (``stop_requested``),
+        a process whose own signal has not come yet too; one process stops where a signal came. Was: between chunks
+        a one-process run alone; a multi-process C2ST held Ctrl-C until its observation was sampled, hours at most.
+
+        Raises
+        ------
+        Preempted
+            As ``check``.
+        """
+        if not self._deferred and self.stop_requested() and self.signum is None:
+            self.signum = signal.SIGTERM  # the parent's Ctrl-C reaches distributed=local's processes as it: said alike
+        self.check()
+
+    check_together.collective = True  # ``FlowSampler`` asks it between chunks on every process (a mark, not a call)
+
     @property
     def in_training(self) -> bool:
         """Whether the training loop is under way: a step boundary passed, ``training_done`` not yet called."""
