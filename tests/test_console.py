@@ -526,3 +526,22 @@ def test_an_error_after_a_gensbi_model_import_under_disabled_job_logging_is_said
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stderr.splitlines() if "boom" in line] == ["[ERROR] boom"], done.stderr
     assert done.stdout == ""
+
+
+def test_a_console_and_log_file_without_utf8_keep_the_c2st_line(tmp_path):
+    # Was: under LC_ALL=C PYTHONUTF8=0 (an ASCII console and locale) every C2ST line and the run's final line (their
+    # '±') were a "--- Logging error ---" traceback on the console, and missing from launch.log.
+    log_path = tmp_path / "launch.log"
+    code = ("import logging, sys\n"
+            "from gensbi_sharding.harness.log_file import Console, JobLogFile\n"
+            "log = logging.getLogger('gensbi_sharding.t')\n"
+            "log.propagate = False\n"
+            f"log.addHandler(Console(sys.stdout)); log.addHandler(JobLogFile({str(log_path)!r}))\n"
+            "log.warning('C2ST 0.973 \\u00b1 0.017 in /tmp/caf\\u00e9')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LANG", "LC_CTYPE")}
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"},
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0
+    assert done.stderr == b""
+    assert done.stdout == b"C2ST 0.973 +/- 0.017 in /tmp/caf\\xe9\n"
+    assert log_path.read_text(encoding="utf-8") == "C2ST 0.973 \u00b1 0.017 in /tmp/caf\u00e9\n"

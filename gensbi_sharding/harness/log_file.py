@@ -22,9 +22,15 @@ __all__ = ["JobLogFile", "Console", "late_writes_to_log", "errors_on_console"]
 
 class JobLogFile(logging.FileHandler):
     """A ``logging.FileHandler`` that names a write the disk refused once, on stderr, and then drops the lines the
-    file cannot take (any other error: ``logging``'s own report)."""
+    file cannot take (any other error: ``logging``'s own report). Written in UTF-8, as every other output file, not
+    in the locale's encoding: under ``LC_ALL=C PYTHONUTF8=0`` (ASCII) each C2ST line (its ``±``) was a "Logging
+    error" traceback, the line missing from ``launch.log``."""
 
     refused = False
+
+    def __init__(self, filename: str, mode: str = "a", encoding: str | None = None, delay: bool = False,
+                 errors: str | None = None) -> None:
+        super().__init__(filename, mode, encoding or "utf-8", delay, errors)
 
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
         err = sys.exc_info()[1]
@@ -43,7 +49,20 @@ class JobLogFile(logging.FileHandler):
 
 class Console(logging.StreamHandler):
     """The console's ``logging.StreamHandler``: once its reader has left (``python launch.py ... | head``), the lines
-    go on to the log file only, unsaid (was: "--- Logging error ---" and a traceback after a run that ended ok)."""
+    go on to the log file only, unsaid (was: "--- Logging error ---" and a traceback after a run that ended ok). A
+    console whose encoding lacks a character (``LC_ALL=C PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii``) gets ``+/-`` for
+    ``±`` and a backslash escape for the rest (was: a traceback in place of every C2ST line and the final line)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        encoding = getattr(self.stream, "encoding", None) or "utf-8"
+        try:
+            text.encode(encoding)
+        except UnicodeEncodeError:
+            text = text.replace("\u00b1", "+/-").encode(encoding, "backslashreplace").decode(encoding)
+        except LookupError:  # an encoding Python does not know: the stream's own write says so
+            pass
+        return text
 
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
         if not isinstance(sys.exc_info()[1], BrokenPipeError):
