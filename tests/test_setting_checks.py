@@ -740,3 +740,26 @@ def test_a_resume_of_no_checkpoint_is_refused_before_any_folder_is_made(refused_
     assert said == ([f"[ERROR] {refusal}"] if name == "resume a sweep" else [
         "[ERROR] this sweep's config is refused for 2 of the 2 jobs, before any job ran (nothing was written); fix or "
         "drop the values named, then run the sweep again:", f"  all 2 jobs: {refusal}"])  # once (was: once a job)
+
+
+def test_a_model_file_listing_no_schema_names_the_defaults_line_it_needs(tmp_path):
+    # Typed: my_conf/model/small.yaml holding 'name: mlp' and 'width: 32' (no defaults list), then python launch.py
+    # 'hydra.searchpath=[file://my_conf]' model=small. Was Hydra's multi-line "In 'model/small': ConfigKeyError
+    # raised while composing config: Key 'width' not in 'ModelConfig'", naming no fix.
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "small.yaml").write_text("name: mlp\nwidth: 32\n")
+    (tmp_path / "model" / "bare.yaml").write_text("defaults:\n  - _self_\nembed: 16\n")
+    (tmp_path / "model" / "named.yaml").write_text("name: mlp\ninit: eager\n")  # ModelConfig's own keys: composes
+    (tmp_path / "model" / "on_mlp.yaml").write_text("defaults:\n  - mlp\n  - _self_\nwidth: 32\n")  # another option
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    stored = "/flux1_schema, /mlp_schema, /simformer_schema, /transformer_schema"
+    assert command_problem([search, "model=small", "experiment=quick"]) == (
+        f"model=small: {tmp_path / 'model' / 'small.yaml'} sets width but lists no schema: start it with defaults: "
+        f"[/mlp_schema, _self_] (as conf/model/mlp.yaml does; stored: {stored})")
+    assert command_problem([search, "model=bare"]) == (
+        f"model=bare: {tmp_path / 'model' / 'bare.yaml'} sets embed but lists no schema: start it with defaults: "
+        f"[/<model>_schema, _self_] (as conf/model/mlp.yaml does; stored: {stored})")
+    assert command_problem([search, "model=named"]) is None
+    assert command_problem([search, "model=on_mlp"]) is None
+    (tmp_path / "model" / "small.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nname: mlp\nwidth: 32\n")
+    assert command_problem([search, "model=small", "experiment=quick"]) is None  # the fix it names composes

@@ -284,9 +284,16 @@ def _schema_problem(o, group: str, search_paths: Sequence[str]) -> str | None:
     for value in o.values():
         path = next((f / group / f"{value}.yaml" for f in folders if (f / group / f"{value}.yaml").is_file()), None)
         try:
-            listed = [] if path is None else [e for e in OmegaConf.load(path).get("defaults", []) if isinstance(e, str)]
+            read = OmegaConf.load(path) if path is not None else OmegaConf.create()
+            listed = [e for e in read.get("defaults", []) if isinstance(e, str)]
         except Exception:  # a file YAML cannot read: Hydra's own error names it
             continue
+        # No schema listed (nor another option's file): Hydra's multi-line "Key 'width' not in 'ModelConfig'"
+        if all(e == "_self_" for e in read.get("defaults") or []) and (keys := [k for k in read if k not in (
+                "defaults", "name", "init")]) and "@package" not in path.read_text(encoding="utf-8", errors="replace"):
+            schema = f"/{read.name}_schema" if read.get("name") in stored else "/<model>_schema"
+            return (f"{o.arg}: {path} sets {keys[0]} but lists no schema: start it with defaults: [{schema}, _self_] "
+                    f"(as conf/model/mlp.yaml does; stored: {', '.join(f'/{n}_schema' for n in sorted(stored))})")
         for name in (e.lstrip("/").removesuffix("_schema") for e in listed if e.endswith("_schema")):
             if name in stored and (problem := _preset_key_problem(o, path, name)) is not None:
                 return problem
