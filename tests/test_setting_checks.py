@@ -763,3 +763,20 @@ def test_a_model_file_listing_no_schema_names_the_defaults_line_it_needs(tmp_pat
     assert command_problem([search, "model=on_mlp"]) is None
     (tmp_path / "model" / "small.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nname: mlp\nwidth: 32\n")
     assert command_problem([search, "model=small", "experiment=quick"]) is None  # the fix it names composes
+
+
+def test_a_search_path_without_file_scheme_is_checked_as_hydra_reads_it(tmp_path):
+    # Hydra reads a search path entry with no scheme ('hydra.searchpath=[my_conf]') as file://my_conf. The checks
+    # before Hydra read only file:// entries: a YAML error there was Hydra's traceback, a key typo its multi-line
+    # ConfigKeyError, a rule file's bad axis the run's refusal, each where the file:// spelling got one line.
+    (tmp_path / "model").mkdir()
+    (tmp_path / "rule").mkdir()
+    (tmp_path / "model" / "broken.yaml").write_text("defaults:\n  - /mlp_schema\nwidth: [64\n")
+    (tmp_path / "model" / "typo.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nwidht: 32\n")
+    (tmp_path / "rule" / "my_rule.yaml").write_text("embed: model\nheads: modle\n")
+    for override in ("model=broken", "model=typo", "rule=my_rule"):
+        with_scheme = command_problem([f"hydra.searchpath=[file://{tmp_path}]", override, "experiment=quick"])
+        assert with_scheme is not None, override
+        assert command_problem([f"hydra.searchpath=[{tmp_path}]", override, "experiment=quick"]) == with_scheme
+    assert "typo.yaml sets widht, which is not a setting of /mlp_schema" in command_problem(
+        [f"hydra.searchpath=[{tmp_path}]", "model=typo"])

@@ -60,9 +60,8 @@ def _yaml_stems(folder: Path, changed: int) -> tuple[str, ...]:
 def hydra_flag_values(args: Sequence[str], short: str, long: str) -> list[str]:
     """The values a command line gives one of Hydra's flags, in its order (Hydra's argparse keeps the last): ``-cd x``,
     ``--config-dir x``, ``--config-dir=x`` or ``-cd=x`` (was: unread, its folder's options refused)."""
-    given = (short, long)
-    return [b if a in given else a.split("=", 1)[1] for a, b in zip(args, [*args[1:], None])
-            if a in given and b is not None or a.startswith(tuple(f"{flag}=" for flag in given))]
+    return [b if a in (short, long) else a.split("=", 1)[1] for a, b in zip(args, [*args[1:], None])
+            if a in (short, long) and b is not None or a.startswith((f"{short}=", f"{long}="))]
 
 
 def config_folders(args: Sequence[str], primary: bool = False) -> list[str]:
@@ -78,8 +77,9 @@ def config_folders(args: Sequence[str], primary: bool = False) -> list[str]:
 def search_path_entries(typed: object, args: Sequence[str]) -> list[str]:
     """Hydra's search path beside ``conf/``: ``typed`` (the first ``hydra.searchpath=``'s value; None: none typed, or
     null, where Hydra reads the primary config's: was a search path 'None'), then ``config_folders``'s."""
-    entries = [] if typed is None else typed if isinstance(typed, list) else [typed]
-    return [str(e) for e in entries] + config_folders(args, typed is None)
+    entries = [*map(str, [] if typed is None else typed if isinstance(typed, list) else [typed]),
+               *config_folders(args, typed is None)]
+    return [e if "://" in e or not e else f"file://{e}" for e in entries]  # Hydra reads a path 'a' as file://a
 
 
 def primary_search_path(args: Sequence[str]) -> list[str]:
