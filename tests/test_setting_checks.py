@@ -780,3 +780,23 @@ def test_a_search_path_without_file_scheme_is_checked_as_hydra_reads_it(tmp_path
         assert command_problem([f"hydra.searchpath=[{tmp_path}]", override, "experiment=quick"]) == with_scheme
     assert "typo.yaml sets widht, which is not a setting of /mlp_schema" in command_problem(
         [f"hydra.searchpath=[{tmp_path}]", "model=typo"])
+
+
+def test_a_search_path_folder_that_does_not_exist_is_named_where_its_option_is_not_found(tmp_path):
+    # Typed: 'launch.py hydra.searchpath=[file://my_cnf] model=tiny' (my_conf meant). Hydra skips a folder that does
+    # not exist; the refusal said "Could not find 'model/tiny' (...); pick one, e.g. model=flux1", never naming it.
+    import warnings
+
+    gone = tmp_path / "my_cnf"
+    said = "Could not find '{0}' (model options: flux1, mlp, simformer, transformer); the search path's folder " \
+           f"{gone} does not exist, so Hydra skips it; give hydra.searchpath the folder that holds {{0}}.yaml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Hydra's own "path=... is not available"
+        assert command_problem([f"hydra.searchpath=[file://{gone}]", "model=tiny"]) == (
+            "model=tiny: " + said.format("model/tiny"))
+        assert command_problem([f"hydra.searchpath=[file://{gone}]", "model=mlpp"]) == (
+            "model=mlpp: " + said.format("model/mlpp") + ", or did you mean model=mlp?")
+        (gone / "model").mkdir(parents=True)
+        assert command_problem([f"hydra.searchpath=[file://{gone}]", "model=mlpp"]) == (
+            "model=mlpp: Could not find 'model/mlpp' (model options: flux1, mlp, simformer, transformer); did you "
+            "mean model=mlp?")  # the folder there: as without a search path

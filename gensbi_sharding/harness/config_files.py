@@ -102,12 +102,14 @@ def config_file_problem(command: CommandLine) -> str | None:
     return None
 
 
-def unsearched_file(group: str, value: str, search_paths: list[str]) -> str | None:
+def unsearched_file(group: str, value: str, search_paths: list[str], near: str | None = None) -> str | None:
     """Where ``<group>/<value>.yaml`` lies under the current folder's ``conf/`` (or the folder itself) but launch.py
     reads neither (its own ``conf/`` and the search path's are its config folders): the clause naming that file and
     the search path to add. Was: "Could not find 'rule/my_rule' ...; pick one, e.g. rule=fsdp" for the README's
     ``conf/rule/my_rule.yaml`` written beside a ``python /path/to/launch.py`` run from another folder. None where no
-    such file lies here."""
+    such file lies here. A search path folder that does not exist (a typo: Hydra skips it, with a warning) is named
+    likewise, with ``near`` (the closest option) offered after (was: "Could not find ...; pick one, e.g.
+    model=flux1", the folder never named)."""
     import shlex
 
     from gensbi_sharding.harness.override_grammar import hydra_value
@@ -118,6 +120,11 @@ def unsearched_file(group: str, value: str, search_paths: list[str]) -> str | No
             add = shlex.quote(f"hydra.searchpath=[{hydra_value(f'file://{folder.resolve()}')}]")
             return (f"{(folder / group / value).relative_to(Path.cwd())}.yaml here is not read: launch.py reads its "
                     f"own {CONF} and the search path's folders; add {add}")
+    for gone in (p[len("file://"):] for p in search_paths if p.startswith("file://")):
+        if not Path(gone).is_dir():
+            return (f"the search path's folder {gone} does not exist{'' if Path(gone).is_absolute() else ' here'}, "
+                    f"so Hydra skips it; give hydra.searchpath the folder that holds {group}/{value}.yaml"
+                    + (f", or did you mean {group}={near}?" if near else ""))
     return None
 
 

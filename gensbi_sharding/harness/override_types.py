@@ -258,7 +258,7 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
                         f"resumes was launched with {searched}, whose folder holds it: add {searched}")
             near = closest_name(value, choices)
             said = f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})"
-            if command is not None and (here := unsearched_file(group, value, command.search_paths)) is not None:
+            if command is not None and (here := unsearched_file(group, value, command.search_paths, near)):
                 return f"{said}; {here}"
             # the option carried as the fix, so a list of refusals goes on past it, a sweep's in that value's place
             # (was: -m model=xyzzy,mlp seed=-1's "all fixed together: model=flux1 seed=0", mlp's jobs typed away)
