@@ -2,6 +2,7 @@
 overrides and rule files refused before Hydra, a refused run leaving no folder.
 """
 
+import dataclasses
 import importlib.metadata
 import importlib.util
 import os
@@ -800,3 +801,27 @@ def test_a_search_path_folder_that_does_not_exist_is_named_where_its_option_is_n
         assert command_problem([f"hydra.searchpath=[file://{gone}]", "model=mlpp"]) == (
             "model=mlpp: Could not find 'model/mlpp' (model options: flux1, mlp, simformer, transformer); did you "
             "mean model=mlp?")  # the folder there: as without a search path
+
+
+def test_a_group_file_setting_a_key_its_section_lacks_is_named_with_the_key_and_the_fix(tmp_path):
+    # Typed: my_conf/train/long.yaml (or an edited conf/train/default.yaml) with 'stesp: 500', then launch.py
+    # 'hydra.searchpath=[file://my_conf]' train=long. Was Hydra's multi-line "In 'train/long': ConfigKeyError raised
+    # while composing config: Key 'stesp' not in 'TrainConfig'", naming no fix.
+    from gensbi_sharding.harness.config import TrainConfig
+
+    (tmp_path / "train").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "train" / "long.yaml").write_text("steps: 500\nstesp: 500\n")
+    (tmp_path / "data" / "mine.yaml").write_text("defaults:\n  - two_moons\n  - _self_\nspeed: 3\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    fields = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
+    assert command_problem([search, "train=long"]) == (
+        f"{tmp_path / 'train' / 'long.yaml'} sets stesp, which is not a setting of train (did you mean steps?); its "
+        f"settings: {fields}; remove stesp from that file or rename it steps")
+    said = command_problem([search, "data=mine", "experiment=quick"])
+    assert said.startswith(f"{tmp_path / 'data' / 'mine.yaml'} sets speed, which is not a setting of data; its "
+                           "settings: name, num_simulations, "), said
+    assert said.endswith("; remove speed from that file"), said
+    assert command_problem([search, "train=default"]) is None  # a file the command never reads stops nothing
+    (tmp_path / "train" / "long.yaml").write_text("steps: 500\n")
+    assert command_problem([search, "train=long"]) is None

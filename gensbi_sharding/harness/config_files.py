@@ -26,17 +26,35 @@ __all__ = ["config_file_problem", "file_version", "resumed_search_path", "unsear
 _DEPTHS = ("*.yaml", "*/*.yaml", "*/*/*.yaml")
 
 
-def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path]]:
-    """The config files under ``folders`` that ``OmegaConf.load`` (as Hydra reads them) refuses, as paths; and those
-    holding a list, by the name Hydra gives them (``rule/my_rule``)."""
-    broken, lists = set(), {}
+def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path], dict[str, tuple[Path, str, str]]]:
+    """The config files under ``folders`` that ``OmegaConf.load`` (as Hydra reads them) refuses, as paths; those
+    holding a list, by the name Hydra gives them (``rule/my_rule``); and a group file setting a key its section's
+    schema lacks (``train/default``: its path, the first such key and its group)."""
+    broken, lists, unknown = set(), {}, {}
     for folder in (f for f in folders if f.is_dir()):
         for path in (p for depth in _DEPTHS for p in folder.glob(depth) if p.is_file()):
-            if (read := _read_as(str(path), *file_version(path))) == "list":
-                lists[path.relative_to(folder).with_suffix("").as_posix()] = path
+            read, keys = _read_as(str(path), *file_version(path))
+            name = path.relative_to(folder).with_suffix("").as_posix()
+            if read == "list":
+                lists[name] = path
             elif read == "broken":
                 broken.add(str(path.resolve()))
-    return broken, lists
+            elif "/" in name and (fields := _section_fields(name.split("/")[0])) is not None:
+                if extra := [k for k in keys if k not in fields]:
+                    unknown.setdefault(name, (path, extra[0], name.split("/")[0]))
+    return broken, lists, unknown
+
+
+@functools.lru_cache(maxsize=32)
+def _section_fields(group: str) -> tuple[str, ...] | None:
+    """The fields of the schema a group's files fill (``train``: ``TrainConfig``'s); None for a group whose files
+    are checked elsewhere (``model``: by the schema each lists; ``rule``: a table) or that fills no section."""
+    import dataclasses
+
+    from gensbi_sharding.harness.config import Config, type_hints
+
+    schema = type_hints(Config).get(group) if group not in ("model", "rule") else None
+    return tuple(f.name for f in dataclasses.fields(schema)) if dataclasses.is_dataclass(schema) else None
 
 
 def file_version(path: Path) -> tuple[int, int]:
@@ -47,13 +65,18 @@ def file_version(path: Path) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _read_as(path: str, mtime_ns: int, size: int) -> str:
-    """``"broken"`` (YAML cannot read it), ``"list"`` or ``"mapping"``: read once per version of the file (was: every
+def _read_as(path: str, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]:
+    """``"broken"`` (YAML cannot read it), ``"list"`` or ``"mapping"``, and a mapping's keys but ``defaults`` (none
+    for a file with a ``@package`` header: its keys land elsewhere): read once per version of the file (was: every
     config file parsed again by each check of a command line, ~0.3 s each time)."""
     try:
-        return "list" if OmegaConf.is_list(OmegaConf.load(path)) else "mapping"
+        read = OmegaConf.load(path)
     except Exception:
-        return "broken"
+        return "broken", ()
+    if OmegaConf.is_list(read):
+        return "list", ()
+    packaged = "@package" in Path(path).read_text(encoding="utf-8", errors="replace")
+    return "mapping", () if packaged else tuple(str(k) for k in read if k != "defaults")
 
 
 def _fix(reason: str, mark: object) -> str:
@@ -83,8 +106,8 @@ def config_file_problem(command: CommandLine) -> str | None:
     from gensbi_sharding.harness.command_defaults import command_jobs, composed
 
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
-    broken, lists = _unreadable(folders)
-    if not broken and not lists:  # the common case: no composition needed
+    broken, lists, unknown = _unreadable(folders)
+    if not broken and not lists and not unknown:  # the common case: no composition needed
         return None
     for job in command_jobs(command) or []:
         err = composed(*job)[1]
@@ -92,6 +115,8 @@ def config_file_problem(command: CommandLine) -> str | None:
         if named:  # was Hydra's "Invalid type assigned: list is not a subclass of Dict[str, Any]"
             return (f"{named[0]} holds a list (its lines start with '- '), and a config file is a mapping: write each "
                     "setting as key: value, without the '- '")
+        if bad := next((v for name, v in unknown.items() if f"In '{name}'" in str(err) and "not in" in str(err)), None):
+            return _unknown_key(*bad)  # was Hydra's multi-line "ConfigKeyError ... Key 'speed' not in 'TrainConfig'"
         while err is not None and not isinstance(err, yaml.MarkedYAMLError):
             err = err.__cause__ or err.__context__
         mark = getattr(err, "problem_mark", None)
@@ -100,6 +125,16 @@ def config_file_problem(command: CommandLine) -> str | None:
             return (f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: YAML cannot read it ({reason}); "
                     + _fix(reason, mark))
     return None
+
+
+def _unknown_key(path: Path, key: str, section: str) -> str:
+    from gensbi_sharding.harness.hints import closest_name
+
+    fields = _section_fields(section) or ()
+    near = closest_name(key, list(fields))
+    return (f"{path} sets {key}, which is not a setting of {section}" + (f" (did you mean {near}?)" if near else "")
+            + f"; its settings: {', '.join(fields)}; remove {key} from that file" + (f" or rename it {near}" if near
+                                                                                      else ""))
 
 
 def unsearched_file(group: str, value: str, search_paths: list[str], near: str | None = None) -> str | None:
