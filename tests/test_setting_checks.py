@@ -825,3 +825,21 @@ def test_a_group_file_setting_a_key_its_section_lacks_is_named_with_the_key_and_
     assert command_problem([search, "train=default"]) is None  # a file the command never reads stops nothing
     (tmp_path / "train" / "long.yaml").write_text("steps: 500\n")
     assert command_problem([search, "train=long"]) is None
+
+
+def test_a_group_file_value_its_section_cannot_take_is_named_with_a_value_that_fits(tmp_path):
+    # Typed: my_conf/train/long.yaml with 'steps: abc' (or eval num_samples: 1.5), train=long. Was Hydra's multi-line
+    # "In 'train/long': ValidationError ... Value 'abc' of type 'str' could not be converted to Integer", no fix.
+    (tmp_path / "train").mkdir()
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "train" / "long.yaml").write_text("steps: abc\n")
+    (tmp_path / "eval" / "big.yaml").write_text("defaults:\n  - default\n  - _self_\nnum_samples: 1.5\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    assert command_problem([search, "train=long"]) == (
+        f"{tmp_path / 'train' / 'long.yaml'} sets steps: abc, which it cannot take (Value 'abc' of type 'str' could "
+        "not be converted to Integer); write e.g. steps: 3000 there")
+    assert command_problem([search, "eval=big", "experiment=quick"]) == (
+        f"{tmp_path / 'eval' / 'big.yaml'} sets num_samples: 1.5, which it cannot take (Value '1.5' of type 'float' "
+        "could not be converted to Integer); write e.g. num_samples: 10000 there")
+    (tmp_path / "train" / "long.yaml").write_text("steps: ${oc.env:STEPS,500}\n")  # resolved later: not judged here
+    assert command_problem([search, "train=long"]) is None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -26,35 +27,52 @@ __all__ = ["config_file_problem", "file_version", "resumed_search_path", "unsear
 _DEPTHS = ("*.yaml", "*/*.yaml", "*/*/*.yaml")
 
 
-def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path], dict[str, tuple[Path, str, str]]]:
+def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path], dict[str, tuple]]:
     """The config files under ``folders`` that ``OmegaConf.load`` (as Hydra reads them) refuses, as paths; those
     holding a list, by the name Hydra gives them (``rule/my_rule``); and a group file setting a key its section's
-    schema lacks (``train/default``: its path, the first such key and its group)."""
+    schema lacks or whose value it cannot take (``train/default``: its path, group, key, value and the reason)."""
     broken, lists, unknown = set(), {}, {}
     for folder in (f for f in folders if f.is_dir()):
         for path in (p for depth in _DEPTHS for p in folder.glob(depth) if p.is_file()):
-            read, keys = _read_as(str(path), *file_version(path))
+            read, items = _read_as(str(path), *file_version(path))
             name = path.relative_to(folder).with_suffix("").as_posix()
             if read == "list":
                 lists[name] = path
             elif read == "broken":
                 broken.add(str(path.resolve()))
-            elif "/" in name and (fields := _section_fields(name.split("/")[0])) is not None:
-                if extra := [k for k in keys if k not in fields]:
-                    unknown.setdefault(name, (path, extra[0], name.split("/")[0]))
+            elif "/" in name and (bad := _unfit(name.split("/")[0], items)) is not None:
+                unknown.setdefault(name, (path, name.split("/")[0], *bad))
     return broken, lists, unknown
 
 
-@functools.lru_cache(maxsize=32)
-def _section_fields(group: str) -> tuple[str, ...] | None:
-    """The fields of the schema a group's files fill (``train``: ``TrainConfig``'s); None for a group whose files
-    are checked elsewhere (``model``: by the schema each lists; ``rule``: a table) or that fills no section."""
+def _section(group: str) -> type | None:
+    """The schema a group's files fill (``train``: ``TrainConfig``); None for a group whose files are checked
+    elsewhere (``model``: by the schema each lists; ``rule``: a table) or that fills no section."""
     import dataclasses
 
     from gensbi_sharding.harness.config import Config, type_hints
 
     schema = type_hints(Config).get(group) if group not in ("model", "rule") else None
-    return tuple(f.name for f in dataclasses.fields(schema)) if dataclasses.is_dataclass(schema) else None
+    return schema if dataclasses.is_dataclass(schema) else None
+
+
+def _unfit(group: str, items: tuple) -> tuple | None:
+    """The first ``(key, value, reason)`` of a group file's ``items`` that its section's schema lacks (reason None)
+    or cannot take; None where all fit, or the group fills no section."""
+    import dataclasses
+
+    from gensbi_sharding.harness.config import assignment_reason
+
+    if (schema := _section(group)) is None:
+        return None
+    fields = [f.name for f in dataclasses.fields(schema)]
+    for key, value in items:
+        if key not in fields:
+            return key, value, None
+        if not (isinstance(value, str) and ("${" in value or value == "???")):  # resolved or asked for later
+            if (reason := assignment_reason(schema, key, value)) is not None:
+                return key, value, reason
+    return None
 
 
 def file_version(path: Path) -> tuple[int, int]:
@@ -66,7 +84,7 @@ def file_version(path: Path) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=1024)
 def _read_as(path: str, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]:
-    """``"broken"`` (YAML cannot read it), ``"list"`` or ``"mapping"``, and a mapping's keys but ``defaults`` (none
+    """``"broken"`` (YAML cannot read it), ``"list"`` or ``"mapping"``, and a mapping's items but ``defaults`` (none
     for a file with a ``@package`` header: its keys land elsewhere): read once per version of the file (was: every
     config file parsed again by each check of a command line, ~0.3 s each time)."""
     try:
@@ -76,7 +94,8 @@ def _read_as(path: str, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]
     if OmegaConf.is_list(read):
         return "list", ()
     packaged = "@package" in Path(path).read_text(encoding="utf-8", errors="replace")
-    return "mapping", () if packaged else tuple(str(k) for k in read if k != "defaults")
+    items = OmegaConf.to_container(read, resolve=False)
+    return "mapping", () if packaged else tuple((str(k), v) for k, v in items.items() if k != "defaults")
 
 
 def _fix(reason: str, mark: object) -> str:
@@ -115,7 +134,7 @@ def config_file_problem(command: CommandLine) -> str | None:
         if named:  # was Hydra's "Invalid type assigned: list is not a subclass of Dict[str, Any]"
             return (f"{named[0]} holds a list (its lines start with '- '), and a config file is a mapping: write each "
                     "setting as key: value, without the '- '")
-        if bad := next((v for name, v in unknown.items() if f"In '{name}'" in str(err) and "not in" in str(err)), None):
+        if bad := next((v for name, v in unknown.items() if f"In '{name}'" in str(err)), None):
             return _unknown_key(*bad)  # was Hydra's multi-line "ConfigKeyError ... Key 'speed' not in 'TrainConfig'"
         while err is not None and not isinstance(err, yaml.MarkedYAMLError):
             err = err.__cause__ or err.__context__
@@ -127,11 +146,17 @@ def config_file_problem(command: CommandLine) -> str | None:
     return None
 
 
-def _unknown_key(path: Path, key: str, section: str) -> str:
-    from gensbi_sharding.harness.hints import closest_name
+def _unknown_key(path: Path, section: str, key: str, value: Any, reason: str | None) -> str:
+    import dataclasses
 
-    fields = _section_fields(section) or ()
-    near = closest_name(key, list(fields))
+    from gensbi_sharding.harness.hints import closest_name, override_literal
+    from gensbi_sharding.harness.override_keys import schema_default
+
+    if reason is not None:  # was Hydra's multi-line "ValidationError ... could not be converted to Integer"
+        return (f"{path} sets {key}: {override_literal(value)}, which it cannot take ({reason}); write e.g. {key}: "
+                f"{override_literal(schema_default(_section(section), key)[1])} there")
+    fields = [f.name for f in dataclasses.fields(_section(section))]
+    near = closest_name(key, fields)
     return (f"{path} sets {key}, which is not a setting of {section}" + (f" (did you mean {near}?)" if near else "")
             + f"; its settings: {', '.join(fields)}; remove {key} from that file" + (f" or rename it {near}" if near
                                                                                       else ""))
