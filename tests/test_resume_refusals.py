@@ -1060,3 +1060,29 @@ def test_a_resume_of_a_folder_whose_record_is_damaged_says_what_is_wrong_before_
                            f"checkpoint, and its record {tmp_path / 'old' / 'metrics.json'} cannot be read ({why}"), said
     assert said.endswith("): nothing there to resume; start a new run without train.resume"), said
     assert not (tmp_path / "new").exists() and (tmp_path / "old" / "metrics.json").read_text() == text
+
+
+@pytest.mark.parametrize("saved_x64", [True, False])
+def test_a_checkpoint_of_a_run_under_the_other_x64_setting_is_refused_naming_the_variable(tmp_path, saved_x64):
+    # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.resume=<a run without it> train.steps=40' resumed without
+    # a word: two_moons simulated anew in 64 bits (other draws: another training and validation set), its step-40
+    # validation loss judged against the saved best of the other set, and the step-20 weights scored as the best.
+    run = tmp_path / "run"
+    step_dir = _saved_checkpoint(run)
+    outputs.write_json(run / "metrics.json", {"status": "ok", "jax_enable_x64": saved_x64})
+    now = compose_tiny("mesh=none", f"train.resume={run}")
+    on = bool(jax.config.jax_enable_x64)
+    if saved_x64 == on:  # the same setting as this process's: it continues
+        check_resume_settings(step_dir, now)
+        return
+    with pytest.raises(ConfigError) as refused:
+        check_resume_settings(step_dir, now)
+    said = {True: "on", False: "off"}
+    assert str(refused.value).startswith(
+        f"checkpoint {step_dir} was trained with JAX_ENABLE_X64 {said[saved_x64]} ({run / 'metrics.json'}: "
+        f"jax_enable_x64 {str(saved_x64).lower()}), this run has it {said[on]}: the task's simulations and losses "
+        "differ under it, so it would train on other data and judge its validation losses against the saved best on "
+        f"another set; {'set JAX_ENABLE_X64=1' if saved_x64 else 'unset JAX_ENABLE_X64'} to train it further, or "
+        "start a new run without train.resume"), refused.value
+    outputs.write_json(run / "metrics.json", {"status": "ok"})  # a run that recorded none (older): continues
+    check_resume_settings(step_dir, now)

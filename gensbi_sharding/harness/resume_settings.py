@@ -110,8 +110,8 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
                           f"{launched_with(step_dir)}")
-    if (refused := schedule_refusal(saved, now, saved_info(step_dir))) is not None:  # else: "another optimizer"
-        raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")
+    if (refused := schedule_refusal(saved, now, saved_info(step_dir)) or _x64_refusal(step_dir)) is not None:
+        raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")  # schedule: "another optimizer"
     if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
         saved_steps = config_value(saved, "train.steps")
         # An unfinished run's own train.steps, which the run warned of before it refused this (now refused first)
@@ -121,3 +121,28 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
                               f"train.steps={cfg.train.steps}; set {beyond[0]} to evaluate it, or more to train "
                               f"further{finish}")
+
+
+def _x64_refusal(step_dir: Path) -> str | None:
+    """Why a checkpoint whose run recorded ``jax_enable_x64`` (its ``metrics.json``) cannot go on under the other
+    setting; None where they agree or its run recorded none. Was: resumed without a word, its sbibm task simulated
+    anew under the other precision (other draws: another training and validation set), the saved best validation loss
+    compared with the new set's, so that 20 more steps of experiment=quick were thrown away for the saved step's."""
+    import json
+    import os
+    import sys
+
+    try:
+        saved = json.loads((step_dir.parent.parent / "metrics.json").read_text(encoding="utf-8"))["jax_enable_x64"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else os.environ.get(
+        "JAX_ENABLE_X64", "").lower() in ("y", "yes", "t", "true", "on", "1")  # JAX's own reading of the variable
+    if not isinstance(saved, bool) or saved == on:
+        return None
+    said = {True: "on", False: "off"}
+    return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({step_dir.parent.parent / 'metrics.json'}: "
+            f"jax_enable_x64 {str(saved).lower()}), this run has it {said[on]}: the task's simulations and losses "
+            f"differ under it, so it would train on other data and judge its validation losses against the saved "
+            f"best on another set; {'set JAX_ENABLE_X64=1' if saved else 'unset JAX_ENABLE_X64'} to train it "
+            "further, or start a new run without train.resume")
