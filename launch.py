@@ -79,6 +79,7 @@ try:
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
+    from gensbi_sharding.harness.log_file import console_fits
     from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
@@ -152,6 +153,7 @@ if __name__ == "__main__":
     # What the imports above built (Hydra, OmegaConf, the harness) is moved out of the cycle collector's reach: each
     # full collection of the run walked it again (~0.2 s of CPU in a tiny run). Garbage made later is collected.
     gc.freeze()
+    console_fits()  # a console without UTF-8 gets +/- for a C2ST's ±, never an UnicodeEncodeError
     try:
         main()
         # Hydra's --info left the root logger at DEBUG on stdout: composing the config again to check it printed

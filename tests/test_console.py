@@ -5,6 +5,7 @@ The whole-run line counts are in test_user_view.py (launch.py end to end).
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -545,3 +546,20 @@ def test_a_console_and_log_file_without_utf8_keep_the_c2st_line(tmp_path):
     assert done.stderr == b""
     assert done.stdout == b"C2ST 0.973 +/- 0.017 in /tmp/caf\\xe9\n"
     assert log_path.read_text(encoding="utf-8") == "C2ST 0.973 \u00b1 0.017 in /tmp/caf\u00e9\n"
+
+
+@pytest.mark.slow  # a one-job sweep, end to end
+def test_a_sweep_without_utf8_prints_its_summary_table(tmp_path):
+    # Was: 'LC_ALL=C PYTHONUTF8=0 python launch.py -m experiment=quick seed=0' ended with Hydra's "UserWarning:
+    # Callback SweepSummary.on_multirun_end raised UnicodeEncodeError: 'ascii' codec can't encode character '\xb1'",
+    # in place of the summary table and the sweep's last line (the files were written).
+    repo = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LANG", "LC_CTYPE")}
+    done = subprocess.run([sys.executable, str(repo / "launch.py"), "-m", "experiment=quick", "seed=0",
+                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"},
+                          capture_output=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert b"UnicodeEncodeError" not in done.stderr, done.stderr[-2000:]
+    assert b"Sweep summary (1 job, 0 failed)" in done.stdout
+    assert re.search(rb"\| 0\.\d{3} \+/- 0\.\d{3} \|", done.stdout), done.stdout[-2000:]
+    assert b"sweep done in " in done.stdout

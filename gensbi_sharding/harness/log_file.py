@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, tagged
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 
-__all__ = ["JobLogFile", "Console", "late_writes_to_log", "errors_on_console"]
+__all__ = ["JobLogFile", "Console", "late_writes_to_log", "errors_on_console", "console_fits"]
 
 
 class JobLogFile(logging.FileHandler):
@@ -71,6 +71,29 @@ class Console(logging.StreamHandler):
         try:  # the descriptor to nowhere: no write to it fails again, nor Python's flush of it at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
         except (OSError, ValueError):
+            pass
+
+
+def _fitted(err: UnicodeEncodeError) -> tuple[str, int]:
+    """``codecs`` error handler "gensbi_console": ``±`` as ``+/-``, any other character the console's encoding
+    lacks as its backslash escape (``\\xe9``)."""
+    text = err.object[err.start:err.end].replace("\u00b1", "+/-")
+    return text.encode("ascii", "backslashreplace").decode("ascii"), err.end
+
+
+def console_fits() -> None:
+    """Give ``sys.stdout`` and ``sys.stderr`` the "gensbi_console" error handler where their encoding lacks ``±``
+    (``LC_ALL=C PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii``): a ``print`` of a C2ST (the sweep's summary table) raised
+    UnicodeEncodeError there, which Hydra turned into a warning in place of the table and the sweep's last line."""
+    import codecs
+
+    codecs.register_error("gensbi_console", _fitted)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "\u00b1".encode(stream.encoding or "utf-8")
+        except UnicodeEncodeError:
+            stream.reconfigure(errors="gensbi_console")
+        except (AttributeError, LookupError, ValueError):  # no text stream (replaced, closed), or an unknown codec
             pass
 
 
