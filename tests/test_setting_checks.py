@@ -843,3 +843,24 @@ def test_a_group_file_value_its_section_cannot_take_is_named_with_a_value_that_f
         "could not be converted to Integer); write e.g. num_samples: 10000 there")
     (tmp_path / "train" / "long.yaml").write_text("steps: ${oc.env:STEPS,500}\n")  # resolved later: not judged here
     assert command_problem([search, "train=long"]) is None
+
+
+def test_an_experiment_preset_of_ones_own_setting_a_key_or_value_its_section_refuses_is_named(tmp_path):
+    # Typed: my_conf/experiment/mine.yaml ('# @package _global_', 'train:', '  stesp: 5'), experiment=mine. Was Hydra's
+    # multi-line "In 'experiment/mine': ConfigKeyError ... Key 'stesp' not in 'TrainConfig'" (or its ValidationError).
+    from gensbi_sharding.harness.config import TrainConfig
+
+    (tmp_path / "experiment").mkdir()
+    mine = tmp_path / "experiment" / "mine.yaml"
+    mine.write_text("# @package _global_\ntrain:\n  stesp: 5\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    fields = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
+    assert command_problem([search, "experiment=mine"]) == (
+        f"{mine} sets train.stesp, which is not a setting of train (did you mean steps?); its settings: {fields}; "
+        "remove stesp under train: from that file or rename it steps")
+    mine.write_text("# @package _global_\ntrain:\n  steps: abc\n")
+    assert command_problem([search, "experiment=mine"]) == (
+        f"{mine} sets train.steps: abc, which it cannot take (Value 'abc' of type 'str' could not be converted to "
+        "Integer); write e.g. steps: 3000 under train: there")
+    mine.write_text("# @package _global_\ntrain:\n  steps: 5\n")
+    assert command_problem([search, "experiment=mine"]) is None

@@ -40,6 +40,10 @@ def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path], dict[st
                 lists[name] = path
             elif read == "broken":
                 broken.add(str(path.resolve()))
+            elif read == "global":  # each section a preset sets, checked as that group's file
+                for section, bad in ((k, _unfit(k, tuple(v.items()))) for k, v in items if isinstance(v, dict)):
+                    if bad is not None:
+                        unknown.setdefault(name, (path, section, *bad, True))
             elif "/" in name and (bad := _unfit(name.split("/")[0], items)) is not None:
                 unknown.setdefault(name, (path, name.split("/")[0], *bad))
     return broken, lists, unknown
@@ -84,18 +88,21 @@ def file_version(path: Path) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=1024)
 def _read_as(path: str, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]:
-    """``"broken"`` (YAML cannot read it), ``"list"`` or ``"mapping"``, and a mapping's items but ``defaults`` (none
-    for a file with a ``@package`` header: its keys land elsewhere): read once per version of the file (was: every
-    config file parsed again by each check of a command line, ~0.3 s each time)."""
+    """``"broken"`` (YAML cannot read it), ``"list"``, ``"mapping"`` or ``"global"`` (``# @package _global_``: a
+    preset setting sections, ``train: {steps: 5}``), and its items but ``defaults`` (none for another ``@package``
+    header: its keys land elsewhere): read once per version of the file (was: every config file parsed again by each
+    check of a command line, ~0.3 s each time)."""
     try:
         read = OmegaConf.load(path)
     except Exception:
         return "broken", ()
     if OmegaConf.is_list(read):
         return "list", ()
-    packaged = "@package" in Path(path).read_text(encoding="utf-8", errors="replace")
-    items = OmegaConf.to_container(read, resolve=False)
-    return "mapping", () if packaged else tuple((str(k), v) for k, v in items.items() if k != "defaults")
+    header = Path(path).read_text(encoding="utf-8", errors="replace")
+    items = tuple((str(k), v) for k, v in OmegaConf.to_container(read, resolve=False).items() if k != "defaults")
+    if "@package _global_" in header:
+        return "global", items
+    return "mapping", () if "@package" in header else items
 
 
 def _fix(reason: str, mark: object) -> str:
@@ -146,20 +153,21 @@ def config_file_problem(command: CommandLine) -> str | None:
     return None
 
 
-def _unknown_key(path: Path, section: str, key: str, value: Any, reason: str | None) -> str:
+def _unknown_key(path: Path, section: str, key: str, value: Any, reason: str | None, nested: bool = False) -> str:
     import dataclasses
 
     from gensbi_sharding.harness.hints import closest_name, override_literal
     from gensbi_sharding.harness.override_keys import schema_default
 
+    shown, under = (f"{section}.{key}", f" under {section}:") if nested else (key, "")  # a preset's train: {...}
     if reason is not None:  # was Hydra's multi-line "ValidationError ... could not be converted to Integer"
-        return (f"{path} sets {key}: {override_literal(value)}, which it cannot take ({reason}); write e.g. {key}: "
-                f"{override_literal(schema_default(_section(section), key)[1])} there")
+        return (f"{path} sets {shown}: {override_literal(value)}, which it cannot take ({reason}); write e.g. {key}: "
+                f"{override_literal(schema_default(_section(section), key)[1])}{under} there")
     fields = [f.name for f in dataclasses.fields(_section(section))]
     near = closest_name(key, fields)
-    return (f"{path} sets {key}, which is not a setting of {section}" + (f" (did you mean {near}?)" if near else "")
-            + f"; its settings: {', '.join(fields)}; remove {key} from that file" + (f" or rename it {near}" if near
-                                                                                      else ""))
+    return (f"{path} sets {shown}, which is not a setting of {section}" + (f" (did you mean {near}?)" if near else "")
+            + f"; its settings: {', '.join(fields)}; remove {key}{under} from that file"
+            + (f" or rename it {near}" if near else ""))
 
 
 def unsearched_file(group: str, value: str, search_paths: list[str], near: str | None = None) -> str | None:
