@@ -128,3 +128,24 @@ def test_an_unavailable_platform_in_a_fresh_process_is_named_before_jax_starts()
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.stdout.splitlines() == [f"ConfigError {PLATFORM_GPU}", "cpu 2"], proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("environ, fix", [
+    ({}, "devices.cpu_count=2"),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}, "XLA_FLAGS=--xla_force_host_platform_device_count=2"),
+    ({"JAX_NUM_CPU_DEVICES": "3"}, "JAX_NUM_CPU_DEVICES=2"),
+])
+def test_a_batch_the_devices_do_not_split_names_the_count_where_it_came_from(tmp_path, environ, fix):
+    # Was: XLA_FLAGS=--xla_force_host_platform_device_count=3 python launch.py said '...; or keep data.batch_size=1024
+    # on another mesh: mesh.model_axis=3 (data-parallel size 1) or devices.cpu_count=2 (data-parallel size 2)', and
+    # 'launch.py devices.cpu_count=2' was refused in turn: "two device counts disagree: devices.cpu_count=2 and
+    # XLA_FLAGS gives 3".
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    count = [] if environ else ["devices.cpu_count=3"]
+    done = subprocess.run([sys.executable, str(REPO / "launch.py"), *count, f"hydra.run.dir={tmp_path / 'run'}"],
+                          env={**env, **environ}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        "; or keep data.batch_size=1024 on another mesh: mesh.model_axis=3 (data-parallel size 1) or "
+        f"{fix} (data-parallel size 2)"), done.stderr
+    assert not (tmp_path / "run").exists()

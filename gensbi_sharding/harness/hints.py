@@ -101,10 +101,18 @@ def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: An
                                cpu=mesh.devices.flat[0].platform == "cpu", mesh_cfg=mesh_cfg)
 
 
+def count_setting(source: str) -> str:
+    """Where a CPU device count is set, by where it came from (``resolve_cpu_count``'s source): ``devices.cpu_count=``
+    beside an environment's count is refused ("two device counts disagree"), so the environment's is named."""
+    return {"default": "devices.cpu_count=",
+            "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
+
+
 def device_alternatives(batch_size: int, *, shards: int, train_rows: int, devices: int, axis: int,
-                        processes: int = 1, cpu: bool = True, mesh_cfg: Any = None) -> str:
-    """``mesh_alternatives`` of a mesh of ``devices`` (``cpu``: simulated CPU ones) over ``processes``, model axis
-    ``axis``, known before JAX starts (the check before a run's folder, which said only "set data.batch_size=66")."""
+                        processes: int = 1, cpu: bool = True, mesh_cfg: Any = None, source: str = "default") -> str:
+    """``mesh_alternatives`` of a mesh of ``devices`` (``cpu``: simulated CPU ones, counted by ``source``) over
+    ``processes``, model axis ``axis``, known before JAX starts (the check before a run's folder, which said only "set
+    data.batch_size=66")."""
     local = devices // processes
 
     def fits(data_parallel: int) -> bool:
@@ -122,12 +130,12 @@ def device_alternatives(batch_size: int, *, shards: int, train_rows: int, device
         counts = [c for c in range(step, 2 * devices + 1, step) if c != devices and fits(c // axis)]
         if counts:
             c = min(counts, key=lambda c: (abs(c - devices), c))
-            options.append(f"devices.cpu_count={c} (data-parallel size {c // axis})")
+            options.append(f"{count_setting(source)}{c} (data-parallel size {c // axis})")
     return f"; or keep data.batch_size={batch_size} on another mesh: {' or '.join(options)}" if options else ""
 
 
 def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: Any, *, shards: int, train_rows: int,
-                         devices: int, processes: int = 1) -> Any:
+                         devices: int, processes: int = 1, source: str = "default") -> Any:
     """A batch size's refusal (``Refusal``) on ``devices`` CPU devices over ``processes``, known before JAX starts,
     with the meshes that keep it (``device_alternatives``), as the run says it on its started mesh (was: "set
     data.batch_size=66" alone)."""
@@ -137,7 +145,7 @@ def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: Any, *,
     other = device_alternatives(batch_size, shards=shards, train_rows=train_rows,
                                 devices=len(mesh_cfg.devices) if listed else devices,
                                 axis=mesh_cfg.model_axis if mesh_cfg.spec == "dict" else 1, processes=processes,
-                                mesh_cfg=mesh_cfg)
+                                mesh_cfg=mesh_cfg, source=source)
     return Refusal(problem.reason, problem.fix, how=problem.how, after=problem.after + other, shown=problem.shown)
 
 

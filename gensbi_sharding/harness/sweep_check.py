@@ -78,7 +78,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     problem = problem or (platform_problem(cfg.model, "cpu") if on_cpu else None)
     if cfg.distributed.mode == "none":  # one process: this machine's devices
         devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
-        problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices)
+        problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices, source=source)
         # the host's memory (a dry run simulates none); on CPU devices, strict=true's fallbacks and the state's memory
         problem = problem or (None if cfg.dry_run else simulations_problem(cfg)) or (devices and state_problem(cfg, devices))
     elif here and on_cpu and cfg.model.name in TRACED_UNSTARTED:  # distributed=local: its parent starts no backend
@@ -110,17 +110,16 @@ def process_split_problem(cfg: Any) -> str | None:
         The job's config: ``distributed.local_processes`` and ``devices.cpu_count`` (``resolve_cpu_count``).
     """
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
+    from gensbi_sharding.harness.hints import count_setting
 
     n, (cpu, source) = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)
     if not cpu % n:
         return None
     nearest = min([d for d in range(2, cpu + 1) if cpu % d == 0] or [1], key=lambda d: (abs(d - n), d))
     # The count goes where it came from: devices.cpu_count=N beside the environment's count is refused.
-    setting = {"default": "devices.cpu_count=",
-               "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
     return Refusal(f"devices.cpu_count={cpu} does not split over distributed.local_processes={n} (the count from "
                    f"{source})", f"distributed.local_processes={nearest}", how="; set ",
-                   after=f" or {setting}{n * max(round(cpu / n), 1)}")
+                   after=f" or {count_setting(source)}{n * max(round(cpu / n), 1)}")
 
 
 def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
@@ -135,7 +134,7 @@ def _mesh_problem(cfg: Any, devices: int | None, source: str) -> str | None:
         cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed, cfg.data.batch_size)
 
 
-def _batch_problem(cfg: Any, devices: int | None, processes: int = 1) -> str | None:
+def _batch_problem(cfg: Any, devices: int | None, processes: int = 1, source: str = "default") -> str | None:
     """``data.batch_size`` against the shards, the training pairs and (CPU devices known) the data-parallel size."""
     from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for
     from gensbi_sharding.harness.hints import batch_size_problem, kept_on_other_meshes
@@ -152,7 +151,8 @@ def _batch_problem(cfg: Any, devices: int | None, processes: int = 1) -> str | N
                                  budget=lambda need: simulations_for(need, budget, vf, shards))
     # the CPU devices known: the meshes that keep the batch, as the run's check names them (was: unsaid here)
     return problem if devices is None else kept_on_other_meshes(problem, cfg.data.batch_size, cfg.mesh, shards=shards,
-                                                                train_rows=rows, devices=devices, processes=processes)
+                                                                train_rows=rows, devices=devices, processes=processes,
+                                                                source=source)
 
 
 def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
