@@ -118,3 +118,33 @@ def test_train_further_names_more_steps_than_an_early_stopped_run_asked_for_and_
            f"to {new:.3g}, then decays to 0" in further
     assert further.endswith("; train.patience=0: early stopping (train.patience=3) would end it again at a validation "
                             "without a new best")
+
+
+def test_train_further_carries_the_saved_runs_settings_not_the_refused_commands(tmp_path):
+    # Was: 'launch.py experiment=quick seed=1 hydra.run.dir=<sweep>/0' (job 0 of a seed=0 sweep) was told "to train it
+    # further ...: python launch.py experiment=quick seed=1 train.steps=40 train.resume=<sweep>/0 ...": pasted, it
+    # resumed the seed-0 weights on seed 1's held-out pairs and draws (early stopping afresh). Now the saved run's own.
+    import shlex
+
+    from omegaconf import OmegaConf
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    run = tmp_path / "sw" / "0"
+    (run / "checkpoints" / "20").mkdir(parents=True)
+    (run / ".hydra").mkdir()
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "seed=0"]), run / ".hydra" / "overrides.yaml")
+    (tmp_path / "sw" / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: ['experiment=quick', 'seed=0']\n")
+    write_json(run / "metrics.json", {"status": "ok", "final_step": 20})
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, steps=20, overrides=["experiment=quick", "seed=1"])
+    printed = str(err.value).split("into a new folder: ")[1]
+    assert printed == (f"python launch.py experiment=quick seed=0 train.steps=40 train.resume={run} "
+                       f"hydra.run.dir={tmp_path / 'sw-0-steps40'}")
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    cfg = under_command(args, lambda cfg: cfg)
+    assert (cfg.seed, cfg.train.steps, cfg.train.resume) == (0, 40, str(run))
+    assert under_command(args, job_problem) is None

@@ -54,7 +54,8 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     if saved_step is not None:  # the newest step by name may be no complete checkpoint: then the one before it
         ended, (saved_step, resume, newer) = saved_step, complete_step(run_dir := Path(run_dir).absolute(), saved_step)
     if saved_step is None:  # every step damaged (its saved step named): a fresh run is what there is to offer
-        return _fresh_hint(run_dir, ended, newer, overrides, multirun) if newer else ""
+        return _fresh_hint(run_dir, ended, newer, saved_overrides(run_dir, ended, overrides), multirun) if newer else ""
+    overrides = saved_overrides(run_dir, saved_step, overrides)
     # further than the run went (step `ended`), from whichever step resumes it (was: to its end again, from step 3)
     target = steps if (steps or 0) > ended else max(2 * ended, ended + 1)  # was <more than N>: bash's <
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
@@ -68,6 +69,24 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
     final = "newest complete" if newer else "final"
     return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
+
+
+def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -> Sequence[str] | None:
+    """The overrides of the launch that saved ``run_dir``'s step ``step`` (its Hydra record, ``launch_record.
+    saving_record``), led by the search path and config flags of ``overrides``; ``overrides`` where no record says.
+    Was: the refused command's own, so ``launch.py experiment=quick seed=1 hydra.run.dir=<a seed=0 run>`` was told
+    to train it further with ``seed=1 ... train.resume=<run>``: other held-out pairs and draws, early stopping afresh."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.launch_record import saving_record
+    from gensbi_sharding.harness.outputs import read_record
+
+    if overrides is None:  # run(cfg) from Python: "the same command with", its settings its own
+        return None
+    saved = read_record(saving_record(Path(run_dir) / "checkpoints" / str(step)) / "overrides.yaml")
+    if not OmegaConf.is_list(saved):
+        return overrides
+    return [*(o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))), *map(str, saved)]
 
 
 def _fresh_hint(run_dir: Path, ended: int, why: str, overrides: Sequence[str] | None, multirun: bool) -> str:
