@@ -139,7 +139,7 @@ def count(*, example: int, least: int = 1, rounded: bool = False) -> Callable[[s
                 raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. {example}")
         value = whole_number(text, noun="an integer", example=example, minimum=max(least, 1))
         if value < 1 and least == 1:
-            raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+            raise argparse.ArgumentTypeError(f"{value} must be >= 1; e.g. {example}")  # was no value to type
         return value
     return parse
 

@@ -114,7 +114,7 @@ def test_sample_py_names_a_value_its_own_checks_take(capsys, flag, typed, said, 
     ("-1e1", "'-1e1' must be an integer >= 1; e.g. 2"),  # was "write -10", then "-10 must be >= 1"
     ("0.0", "'0.0' must be an integer >= 1; e.g. 2"),  # was "write 0", then "0 must be >= 1"
     ("-0.5", "'-0.5' is not an integer; e.g. 2"),  # was "e.g. 0" (round(-0.5)), refused next
-    ("0", "0 must be >= 1"),
+    ("0", "0 must be >= 1; e.g. 2"),  # was "0 must be >= 1": no value to type
     ("3e0", "'3e0' is a whole number written as a float; write 3"),
 ])
 def test_a_benchmark_count_option_names_a_value_it_takes(typed, said):
@@ -138,3 +138,21 @@ def test_a_launch_override_typed_as_a_float_names_a_value_the_range_checks_take(
 
     problem = override_problem([typed])
     assert problem is not None and problem.endswith(f"; e.g. {suggested}"), problem
+
+
+@pytest.mark.parametrize("what, typed, flags, said", [
+    ("num_samples", 0, True, "--num-samples 0 must be an integer >= 1; e.g. --num-samples 10000"),
+    ("seed", -1, False, "seed=-1 must be an integer >= 0 and <= 9,223,372,036,854,775,807 (the .npz stores it as a "
+                        "64-bit integer); e.g. seed=0"),
+    ("ode_steps", 10**8, True, "--ode-steps 100000000 must be an integer >= 1 and <= 10,000 (as a run's eval.ode_steps; "
+                               "flow-matching samplers use 10-1,000); e.g. --ode-steps 32"),
+])
+def test_an_out_of_range_sample_count_names_a_value_to_type_that_passes(what, typed, flags, said):
+    # Was: 'sample.py <run> x.npy --num-samples 0' said "--num-samples 0 must be an integer >= 1", no value to type.
+    import re
+
+    from gensbi_sharding.harness.sample_output import count_problems
+
+    assert count_problems({what: typed}, flags) == [said]
+    example = re.search(r"; e\.g\. (?:--[\w-]+ |\w+=)(\d+)$", said)[1]
+    assert count_problems({what: int(example)}, flags) == []  # the value named passes

@@ -205,8 +205,8 @@ def test_sample_py_refuses_every_argument_at_once(tmp_path, capsys):
     assert lines[1].startswith(f"  run folder '{run}' does not exist"), lines
     assert lines[2].startswith(f"  observation file '{x_o}' does not exist"), lines
     assert lines[3:] == ["  --seed -1 must be an integer >= 0 and <= 9,223,372,036,854,775,807 (the .npz stores it as "
-                         "a 64-bit integer)", "  --ode-steps 0 must be an integer >= 1 and <= 10,000 (as a run's "
-                         "eval.ode_steps; flow-matching samplers use 10-1,000)"]
+                         "a 64-bit integer); e.g. --seed 0", "  --ode-steps 0 must be an integer >= 1 and <= 10,000 (as "
+                         "a run's eval.ode_steps; flow-matching samplers use 10-1,000); e.g. --ode-steps 32"]
     assert main([str(run), str(x_o)]) == 2  # two: the same list
     assert capsys.readouterr().err.startswith("[ERROR] sample.py: 2 arguments are refused:\n  run folder ")
     np.save(x_o, np.zeros(2))

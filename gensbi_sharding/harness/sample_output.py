@@ -207,8 +207,11 @@ def count_problems(counts: dict[str, Any], flags: bool) -> list[str]:
     from gensbi_sharding.harness.tasks import ODE_STEPS_MAX  # as a run's (was: any up to 2**31 - 1, days of sampling)
 
     ranges = {"num_samples": (1, None), "seed": (0, SEED_MAX), "ode_steps": (1, ODE_STEPS_MAX)}
+    # a value to type, as the options' argparse types name one (was none: "--num-samples 0 must be an integer >= 1")
+    examples = {"num_samples": 10000, "seed": 0, "ode_steps": 32}
     return [f"{named(what, value, flags)} must be an integer >= {low}"
             + (f" and <= {high:,}{BOUNDS[what]}" if high is not None else "")
+            + f"; e.g. {named(what, examples[what], flags)}"
             for what, value in counts.items() if value is not None
             for low, high in [ranges[what]]
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low
