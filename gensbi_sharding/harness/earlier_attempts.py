@@ -12,7 +12,7 @@ written once an attempt places its state (was: a continuation failing before the
 read as this attempt's beside its error). Each is renamed
 ``<name>.attempt<N><suffix>`` (``c2st.attempt1.csv``), N the attempt that wrote it, so nothing is lost, and an
 observation scored before from the same weights and settings is still kept rather than sampled again
-(``posterior.earlier_scores`` reads those names too).
+(``kept_scores.earlier_scores`` reads those names too).
 """
 
 from __future__ import annotations

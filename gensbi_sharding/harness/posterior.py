@@ -37,7 +37,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back, with_aside_copies
+from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
+from gensbi_sharding.harness.kept_scores import earlier_scores, samples_name, scored_before  # noqa: F401 (moved)
 from gensbi_sharding.harness.weights_failure import SamplingError
 
 __all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
@@ -124,11 +125,6 @@ def posterior_draws(sims: Any, sampler: Any, x_o: np.ndarray, *, seed: int) -> C
         return np.concatenate(blocks)[:m]
 
     return draw
-
-
-def samples_name(num_observation: int, first: bool) -> str:
-    """File name of an observation's samples: the first keeps the historical name."""
-    return "posterior_samples.npz" if first else f"posterior_samples_{num_observation}.npz"
 
 
 def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observations: list[int],
@@ -259,31 +255,6 @@ def sampled_weights(metrics: dict[str, Any], ema: bool, one_process: bool = True
     return {"step": (metrics["best_step"] if best else metrics["final_step"]) if one_process else None,
             "weights": f"{'EMA' if ema else 'trained'} at the {'best validation' if best else 'last'} step",
             "checkpoint_step": metrics["final_step"]}
-
-
-def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],
-                   settings_of: Callable[[int], dict[str, Any]]) -> dict[int, tuple]:
-    """Each observation's score an earlier attempt wrote (``scored_before``) under either file name, or set aside
-    (``earlier_attempts``), all read before one is written (was: the first's overwritten before it was read)."""
-    found = {}
-    for k in observations:
-        for path in with_aside_copies([out / samples_name(k, first) for first in (True, False)]):
-            if (kept := scored_before(path, n_of[k], settings_of(k))) is not None:
-                found[k] = kept
-                break
-    return found
-
-
-def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, Path] | None:
-    """``(samples, c2st_scores, acceptance, path)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
-    ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
-    try:
-        with np.load(path) as saved:
-            if len(saved["samples"]) != n or any(saved[key].item() != value for key, value in settings.items()):
-                return None
-            return saved["samples"], saved["c2st_scores"], float(saved["acceptance"]), path
-    except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
-        return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over
 
 
 def c2st_csv(rows: list[dict]) -> str:

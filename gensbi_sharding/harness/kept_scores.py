@@ -1,0 +1,46 @@
+"""An earlier attempt's posterior samples file, kept where it was scored from the same weights and settings.
+
+Split from ``posterior`` (at the 300-line cap) unchanged: the file names of an observation's samples, and the score a
+resumed job's evaluation keeps (``posterior.evaluate_observations``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from gensbi_sharding.harness.earlier_attempts import with_aside_copies
+
+__all__ = ["samples_name", "earlier_scores", "scored_before"]
+
+
+def samples_name(num_observation: int, first: bool) -> str:
+    """File name of an observation's samples: the first keeps the historical name."""
+    return "posterior_samples.npz" if first else f"posterior_samples_{num_observation}.npz"
+
+
+def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],
+                   settings_of: Callable[[int], dict[str, Any]]) -> dict[int, tuple]:
+    """Each observation's score an earlier attempt wrote (``scored_before``) under either file name, or set aside
+    (``earlier_attempts``), all read before one is written (was: the first's overwritten before it was read)."""
+    found = {}
+    for k in observations:
+        for path in with_aside_copies([out / samples_name(k, first) for first in (True, False)]):
+            if (kept := scored_before(path, n_of[k], settings_of(k))) is not None:
+                found[k] = kept
+                break
+    return found
+
+
+def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, Path] | None:
+    """``(samples, c2st_scores, acceptance, path)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
+    ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
+    try:
+        with np.load(path) as saved:
+            if len(saved["samples"]) != n or any(saved[key].item() != value for key, value in settings.items()):
+                return None
+            return saved["samples"], saved["c2st_scores"], float(saved["acceptance"]), path
+    except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
+        return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over
