@@ -596,3 +596,41 @@ def test_a_samples_file_records_the_weights_sampled_and_their_step(tmp_path):
     with np.load(path) as saved:
         assert saved["weights"].item() == "EMA at the last step" and int(saved["checkpoint_step"]) == 150
     assert path.stat().st_mtime_ns != written
+
+
+def test_every_process_of_a_job_draws_alike_whatever_an_earlier_attempt_left(tmp_path, monkeypatch):
+    """In a job of two processes, process 0 (``write``) and process 1 take the same path past a samples file an earlier
+    attempt scored with these settings: both draw (was: process 0 alone kept the score and skipped the sharded ODE,
+    whose collectives process 1 then waited on forever)."""
+    import jax
+
+    from gensbi_sharding.harness import flow_sampler, posterior
+    from gensbi_sharding.harness.data import load_task
+
+    draws = []
+
+    class Sampler:  # the ODE's collectives stand-in: each call is one every process must make
+        def __init__(self, velocity, *, rows, **kwargs):
+            self.rows = rows
+
+        def __call__(self, obs, noise):
+            draws.append(jax.process_count())
+            return noise
+
+    monkeypatch.setattr(flow_sampler, "FlowSampler", Sampler)
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=None, params=None, observations=[1], num_samples=100, ode_steps=2, n_folds=2,
+               seed=0, mesh=None, out=tmp_path, plot=False, title=lambda *a: "", step=5)
+    first = posterior.evaluate_observations(**run, write=True)  # the earlier attempt's file
+    assert draws and set(draws) == {1}
+    del draws[:]
+    posterior.evaluate_observations(**run, write=True)
+    assert draws == []  # one process: its own earlier score kept, nothing drawn
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    drew = []
+    for write in (True, False):  # process 0, process 1
+        again = posterior.evaluate_observations(**run, write=write)
+        assert again["c2st_observations"][0]["c2st_scores"] == first["c2st_observations"][0]["c2st_scores"]
+        drew.append(len(draws))
+        del draws[:]
+    assert drew[0] == drew[1] > 0  # each process made the same draws

@@ -13,12 +13,20 @@ import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import with_aside_copies
 
-__all__ = ["samples_name", "earlier_scores", "scored_before"]
+__all__ = ["samples_name", "earlier_scores", "scored_before", "one_process"]
 
 
 def samples_name(num_observation: int, first: bool) -> str:
     """File name of an observation's samples: the first keeps the historical name."""
     return "posterior_samples.npz" if first else f"posterior_samples_{num_observation}.npz"
+
+
+def one_process() -> bool:
+    """Whether the job runs in one process (``jax.process_count``): only there is an earlier attempt's score kept, the
+    others cannot see process 0's files, and every process must draw alike."""
+    import jax
+
+    return jax.process_count() == 1
 
 
 def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],

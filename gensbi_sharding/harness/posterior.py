@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
-from gensbi_sharding.harness.kept_scores import earlier_scores, samples_name, scored_before  # noqa: F401 (moved)
+from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name, scored_before  # noqa: F401
 from gensbi_sharding.harness.weights_failure import SamplingError
 
 __all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
@@ -201,7 +201,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                 ode_steps, num_samples=num_samples, step=step, weights=weights, dtype=dtype).items() if value is not None}
 
     n_of = {k: min(num_samples, len(tasks.reference_samples(task, k))) for k in observations}
-    earlier = earlier_scores(out, observations, n_of, settings_of) if write and step is not None else {}
+    # alike in every process (was `write and`: process 0 alone could keep a score and skip the draws, whose sharded
+    # ODE the other processes' collectives then wait on forever): kept only in a job of one process
+    earlier = earlier_scores(out, observations, n_of, settings_of) if step is not None and one_process() else {}
     for index, k in enumerate(observations):
         stop_check()
         x_o = tasks.observation(task, k)
