@@ -149,3 +149,26 @@ def test_a_batch_the_devices_do_not_split_names_the_count_where_it_came_from(tmp
         "; or keep data.batch_size=1024 on another mesh: mesh.model_axis=3 (data-parallel size 1) or "
         f"{fix} (data-parallel size 2)"), done.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # a launch (it ends as JAX's backend starts)
+def test_a_flag_xla_does_not_know_leaves_a_log_naming_it_and_a_folder_the_next_run_takes(tmp_path):
+    # Was: 'XLA_FLAGS=--xla_bogus_flag=1 launch.py experiment=quick hydra.run.dir=X' ended (exit 1) in XLA's
+    # "Unknown flag in XLA_FLAGS", leaving X's .hydra/ and a launch.log ending at "[1/7] devices", nothing saying why.
+    from gensbi_sharding.harness.folder_lock import FolderLock, folder_problem
+    from gensbi_sharding.harness.run_folder import ensure_fresh
+
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", f"hydra.run.dir={out}"],
+                          env={**env, "XLA_FLAGS": "--xla_force_host_platform_device_count=2 --xla_bogus_flag=1"},
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]  # XLA's own line may die unread in the console's pipe
+    last = (out / "launch.log").read_text().splitlines()[-1]
+    assert "XLA_FLAGS holds --xla_bogus_flag=1, which XLA reads as JAX's backend starts, next" in last, last
+    assert "remove that flag from XLA_FLAGS and run the same command again" in last
+    # the folder is the next run's: no refusal, no earlier run to continue, its lock free
+    assert folder_problem(out, sweep=False) is None and ensure_fresh(out) is None
+    lock = FolderLock(out)
+    lock.acquire()
+    lock.release()

@@ -52,9 +52,31 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
                 f"{have} CPU devices in this process; the count is fixed at start-up. Run in a fresh "
                 f"process, or use devices.cpu_count={have}") from None
         return
+    _note_xla_flags(os.environ.get("XLA_FLAGS", ""))
     if platform is not None:
         jax.config.update("jax_platforms", platform)
     check_platform(platform, started=False)
+
+
+def _note_xla_flags(flags: str) -> None:
+    """Name in launch.log (only: ``console.NATIVE``), before JAX's backend starts, the ``XLA_FLAGS`` it reads there.
+
+    XLA ends the process (exit 1, "Unknown flag in XLA_FLAGS: --xla_bogus_flag=1" written to stderr, whose pipe to
+    the console, ``console.native_output_to_log``, often dies with it unread) at a flag it does not know; no Python
+    runs after it, and XLA lists its flags nowhere public (a probe process would cost every launch a second). Was: the
+    folder kept ``.hydra/`` and a launch.log ending at "[1/7] devices", nothing saying why; its last line now names the
+    flags and the fix. The device count alone (the harness's own, checked) is not named."""
+    import logging
+    import re
+
+    from gensbi_sharding.harness.console import NATIVE
+
+    if (others := re.sub(r"--xla_force_host_platform_device_count=\S*", "", flags).split()):
+        logging.getLogger(NATIVE).info(
+            "XLA_FLAGS holds %s, which XLA reads as JAX's backend starts, next: a flag it does not know ends the "
+            "process there (exit 1; XLA's \"Unknown flag in XLA_FLAGS\" line, if it reaches stderr) and nothing more is "
+            "written here: if this is the attempt's last line, remove that flag from XLA_FLAGS and run the same "
+            "command again (this folder holds no outputs of it; the next run uses it)", " ".join(others))
 
 
 #: Probed as fixes (JAX's "gpu" asks for cuda, rocm and oneapi); as default_backend names them; JAX_PLATFORMS refused.
