@@ -148,3 +148,34 @@ def test_train_further_carries_the_saved_runs_settings_not_the_refused_commands(
     cfg = under_command(args, lambda cfg: cfg)
     assert (cfg.seed, cfg.train.steps, cfg.train.resume) == (0, 40, str(run))
     assert under_command(args, job_problem) is None
+
+
+def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(tmp_path):
+    # Was: 'launch.py experiment=quick seed=1 hydra.run.dir=<a stopped seed=0 run>' was told "rerun with
+    # train.resume=auto to continue it in this folder": pasted, the seed-0 weights went on with seed 1's held-out pairs
+    # and draws. Now the command its record holds; the same settings (train.steps aside): the short advice as before.
+    import shlex
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.sweep_check import job_problem
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "10").mkdir(parents=True)
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- seed=0\n")
+    write_json(run / "metrics.json", {"status": "interrupted", "final_step": 10})
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, overrides=["experiment=quick", "seed=1"])
+    printed = str(err.value).split("continue it in this folder with the settings it was launched with: ")[1]
+    printed = printed.removesuffix(", or choose another hydra.run.dir")
+    assert printed == f"python launch.py experiment=quick seed=0 train.resume=auto hydra.run.dir={run}"
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    cfg = under_command(args, lambda cfg: cfg)
+    assert (cfg.seed, cfg.train.resume) == (0, "auto")
+    assert under_command(args, job_problem) is None
+    with pytest.raises(FileExistsError) as err:  # the same settings, more steps: the command plus train.resume=auto
+        ensure_fresh(run, steps=40, overrides=["seed=0", "experiment=quick", "train.steps=40"])
+    assert str(err.value).endswith("; rerun with train.resume=auto to continue it in this folder, or choose another "
+                                   "hydra.run.dir")

@@ -13,7 +13,7 @@ from typing import Any
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, with_search_path
 
-__all__ = ["train_further_hint"]
+__all__ = ["train_further_hint", "saved_overrides", "rerun_hint"]
 
 
 def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, overrides: Sequence[str] | None,
@@ -87,6 +87,33 @@ def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -
     if not OmegaConf.is_list(saved):
         return overrides
     return [*(o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))), *map(str, saved)]
+
+
+def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multirun: bool) -> str:
+    """"rerun with <its train.resume> to <again> in this folder" (``resume_command.folder_resume``): the command's own
+    plus that override; where the command's settings are not those of the launch the folder's record holds (but
+    ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
+    <its command>" (``sweep_hints.job_command``). Was: 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>' was told
+    "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.resume_command import folder_resume
+    from gensbi_sharding.harness.sweep_hints import job_command
+
+    said = f"rerun with {folder_resume(run_dir)} to {again} in this folder"
+    saved = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
+    if overrides is None or not OmegaConf.is_list(saved):
+        return said
+    flags, saved = [o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))], list(map(str, saved))
+
+    def settings(words: Sequence[str]) -> list[str]:
+        return sorted(o for o in words if not o.startswith(("train.resume=", "train.steps=", "hydra.", "--config-")))
+
+    if settings(saved) == settings(overrides):
+        return said
+    return f"{again} in this folder with the settings it was launched with: " + job_command(
+        [*flags, *saved], run_dir, multirun=multirun)
 
 
 def _fresh_hint(run_dir: Path, ended: int, why: str, overrides: Sequence[str] | None, multirun: bool) -> str:

@@ -25,10 +25,10 @@ from gensbi_sharding.harness.launch_record import keep_record, record_python_run
 from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.resume_command import auto_problem, folder_resume, holds_checkpoint, requeued_step
+from gensbi_sharding.harness.resume_command import auto_problem, holds_checkpoint, requeued_step
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.further_hint import train_further_hint
+from gensbi_sharding.harness.further_hint import rerun_hint, train_further_hint
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of, shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
@@ -89,7 +89,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
         hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 f"rerun with {folder_resume(out_dir)} to {again} in this folder")  # its train.resume=<run> until saved
+                 rerun_hint(out_dir, again, overrides, multirun))  # its train.resume=<run> until saved; its settings
                 + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
