@@ -363,6 +363,33 @@ def test_a_sweeps_stopped_jobs_are_each_said_in_what_their_folder_holds_and_the_
                           f"experiment=quick seed=0,1,2 train.resume=auto hydra.sweep.dir={sweep}, or choose another "
                           "hydra.sweep.dir")]
 
+def test_continuing_a_sweeps_stopped_jobs_carries_the_sweeps_settings_not_the_refused_commands(tmp_path):
+    # Was: '-m experiment=quick seed=1 hydra.sweep.dir=<a seed=0 sweep, job 0 stopped>' was told "continue them all
+    # ...: python launch.py -m experiment=quick seed=1 train.resume=auto ...", which pasted ran (status ok): the seed-0
+    # job continued on seed 1's held-out pairs and draws. Now the sweep's own (multirun.yaml); the same: as typed.
+    import shlex
+
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.stopped_jobs import stopped_jobs_problem
+
+    sweep = tmp_path / "sw"
+    save_step(sweep / "0", 8)
+    OmegaConf.save({"hydra": {"overrides": {"task": ["experiment=quick", "seed=0"], "hydra": []}}},
+                   sweep / "multirun.yaml")
+    fresh = dict(resume=None, resume_from=False, steps=20, dry_run=False, multirun=True)
+    said = stopped_jobs_problem(sweep, [sweep / "0"], [["experiment=quick", "seed=1"]], ["experiment=quick", "seed=1"],
+                                fresh).splitlines()[-1]
+    printed = said.split("continue them all from their checkpoints: ")[1].split(", or choose")[0]
+    assert printed == f"python launch.py -m experiment=quick seed=0 train.resume=auto hydra.sweep.dir={sweep}"
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    assert stopped_jobs_problem(sweep, [sweep / "0"], [["experiment=quick", "seed=0"]], args[1:-1],
+                                {**fresh, "resume": "auto"}) is None  # its jobs' folders pass, as printed
+    again = stopped_jobs_problem(sweep, [sweep / "0"], [["experiment=quick", "seed=0"]],
+                                 ["seed=0", "experiment=quick", "train.steps=40"], fresh)
+    assert "python launch.py -m seed=0 experiment=quick train.steps=40 train.resume=auto" in again  # as typed
+
+
 @pytest.mark.parametrize("saved", ["/r1", "/r0"])
 def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_continuing_it(
         tmp_path, monkeypatch, capsys, saved):

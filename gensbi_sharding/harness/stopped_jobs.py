@@ -66,8 +66,8 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     where = hydra_override("hydra.sweep.dir", sweep_dir)
     one_fix = True  # the fix below, for every job: each line says what its folder holds (was: and a single run's fix)
     if all(held) and fresh.get("resume") in (None, "") and not fresh.get("dry_run"):  # stopped, checkpoints kept
-        words = [command_for(), "-m", *map(shlex.quote, (o for o in command if not o.startswith("train.resume="))),
-                 AUTO, where]
+        words = [command_for(), "-m", *map(shlex.quote, (o for o in sweep_command(sweep_dir, command)
+                                                         if not o.startswith("train.resume="))), AUTO, where]
         fix = f"continue them all from their checkpoints: {' '.join(words)}, or choose another hydra.sweep.dir"
     elif fresh.get("dry_run"):
         fix = "choose another hydra.sweep.dir for the dry run (a dry run writes only into fresh folders)"
@@ -79,6 +79,28 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     head = (f"{where}: {len(refused)} of the sweep's {len(jobs)} jobs would be refused their folders, before any job "
             "ran (nothing was written):")
     return f"{listed(head, [p for _, p in refused], labels, together=False)}\n  {fix}"
+
+
+def sweep_command(sweep_dir: Any, command: Sequence[str]) -> list[str]:
+    """``command``, or where its settings (``train.steps``, ``train.resume``, ``hydra.*`` aside) are not those of the
+    sweep that ran in ``sweep_dir`` (its ``multirun.yaml``), that sweep's overrides after ``command``'s config flags:
+    the sweep its stopped jobs belong to. Was: the refused command's, so ``-m experiment=quick seed=1`` over a seed=0
+    sweep's stopped job was told "continue them all ...: python launch.py -m experiment=quick seed=1
+    train.resume=auto ...", which pasted continued the seed-0 job on seed 1's held-out pairs and draws."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+
+    record = read_record(Path(sweep_dir) / "multirun.yaml")
+    task = OmegaConf.select(record, "hydra.overrides.task", default=None) if OmegaConf.is_dict(record) else None
+    if not OmegaConf.is_list(task):
+        return list(command)
+    flags, task = [o for o in command if o.startswith(("--config-", "hydra.searchpath="))], list(map(str, task))
+
+    def settings(words: Sequence[str]) -> list[str]:
+        return sorted(o for o in words if not o.startswith(("train.resume=", "train.steps=", "hydra.", "--config-")))
+
+    return list(command) if settings(task) == settings(command) else [*flags, *task]
 
 
 def fresh_settings(config: Any, sweep: bool) -> dict[str, Any]:
