@@ -179,3 +179,26 @@ def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(
         ensure_fresh(run, steps=40, overrides=["seed=0", "experiment=quick", "train.steps=40"])
     assert str(err.value).endswith("; rerun with train.resume=auto to continue it in this folder, or choose another "
                                    "hydra.run.dir")
+
+
+def test_continuing_a_killed_runs_checkpoints_carries_its_settings_not_the_refused_commands(tmp_path):
+    # Was: 'launch.py experiment=quick seed=1 hydra.run.dir=<a killed seed=0 run>' was told "continue it here with
+    # the same command plus train.resume=auto": seed=1 over the seed-0 weights. Now the command its record holds.
+    import shlex
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    run = tmp_path / "run"
+    (run / "checkpoints" / "10").mkdir(parents=True)  # no metrics.json: killed
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- seed=0\n")
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, overrides=["experiment=quick", "seed=1"])
+    printed = str(err.value).split("continue it here with the settings it was launched with: ")[1].split(", or in")[0]
+    assert printed == f"python launch.py experiment=quick seed=0 train.resume=auto hydra.run.dir={run}"
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None and under_command(args, lambda cfg: cfg.seed) == 0
+    with pytest.raises(FileExistsError) as err:  # the same settings: as before
+        ensure_fresh(run, overrides=["experiment=quick", "seed=0"])
+    assert "; continue it here with the same command plus train.resume=auto, or in a new folder with " in str(err.value)

@@ -13,7 +13,7 @@ from typing import Any
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, with_search_path
 
-__all__ = ["train_further_hint", "saved_overrides", "rerun_hint"]
+__all__ = ["train_further_hint", "saved_overrides", "rerun_hint", "stopped_hint"]
 
 
 def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, overrides: Sequence[str] | None,
@@ -95,25 +95,39 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
     ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
     <its command>" (``sweep_hints.job_command``). Was: 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>' was told
     "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws."""
+    from gensbi_sharding.harness.resume_command import folder_resume
+
+    said = f"rerun with {folder_resume(run_dir)} to {again} in this folder"
+    own = _own_command(run_dir, overrides, multirun)
+    return said if own is None else f"{again} in this folder with the settings it was launched with: {own}"
+
+
+def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str:
+    """"continue it here with the same command plus train.resume=auto", or where the command's settings are not
+    those of the folder's record, "continue it here with the settings it was launched with: <its command>"
+    (``rerun_hint``'s rule; was: the same command's, a seed=1 typed over a killed seed=0 run's checkpoints)."""
+    own = _own_command(run_dir, overrides, multirun)
+    return ("continue it here with the same command plus train.resume=auto" if own is None else
+            f"continue it here with the settings it was launched with: {own}")
+
+
+def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str | None:
+    """``sweep_hints.job_command`` of ``run_dir``'s record (``.hydra/overrides.yaml``) after ``overrides``' config
+    flags, where the settings of the two differ (``train.steps``, ``train.resume``, ``hydra.*`` aside); else None."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.resume_command import folder_resume
     from gensbi_sharding.harness.sweep_hints import job_command
 
-    said = f"rerun with {folder_resume(run_dir)} to {again} in this folder"
     saved = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
     if overrides is None or not OmegaConf.is_list(saved):
-        return said
+        return None
     flags, saved = [o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))], list(map(str, saved))
 
     def settings(words: Sequence[str]) -> list[str]:
         return sorted(o for o in words if not o.startswith(("train.resume=", "train.steps=", "hydra.", "--config-")))
 
-    if settings(saved) == settings(overrides):
-        return said
-    return f"{again} in this folder with the settings it was launched with: " + job_command(
-        [*flags, *saved], run_dir, multirun=multirun)
+    return None if settings(saved) == settings(overrides) else job_command([*flags, *saved], run_dir, multirun=multirun)
 
 
 def _fresh_hint(run_dir: Path, ended: int, why: str, overrides: Sequence[str] | None, multirun: bool) -> str:

@@ -28,7 +28,7 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import auto_problem, holds_checkpoint, requeued_step
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.further_hint import rerun_hint, train_further_hint
+from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of, shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
@@ -102,10 +102,10 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
         raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
                               "folder: choose another hydra.run.dir for the dry run")
     if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
-        from gensbi_sharding.harness.override_grammar import hydra_override
+        from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
-                              "could not be written); continue it here with the same command plus train.resume=auto, "
-                              f"or in a new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
+                              f"could not be written); {stopped_hint(out_dir, overrides, multirun)}, or in a new folder "
+                              f"with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous
 
 
