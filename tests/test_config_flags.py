@@ -47,12 +47,12 @@ def test_local_processes_get_the_config_dir_and_name(monkeypatch, running):
 
 
 def test_printed_commands_keep_the_config_dir_and_name(running):
-    from gensbi_sharding.harness import sweep_hints
+    from gensbi_sharding.harness import further_hint, sweep_hints
 
     flags = f"--config-dir={running / 'my_conf'} --config-name=my"
     assert sweep_hints.continue_command("/runs/a") == (
         f"python launch.py {flags} experiment=quick distributed=local train.resume=auto hydra.run.dir=/runs/a")
-    assert sweep_hints.train_further_hint("/runs/a", 20, 20, ["experiment=quick"]).endswith(
+    assert further_hint.train_further_hint("/runs/a", 20, 20, ["experiment=quick"]).endswith(
         f"python launch.py {flags} experiment=quick train.steps=40 train.resume=/runs/a hydra.run.dir=/runs/a-steps40")
     # a sweep's record (multirun.yaml) hands its flags to each unfinished job's command, once
     sweep = running / "sweep"

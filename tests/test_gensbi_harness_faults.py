@@ -406,7 +406,7 @@ def test_a_printed_command_keeps_the_search_path_that_finds_a_preset_of_ones_own
     # apart from the job's overrides, and without it each named command failed with "Could not find 'model/my_flux1'".
     from hydra.core.hydra_config import HydraConfig
 
-    from gensbi_sharding.harness import sweep_hints
+    from gensbi_sharding.harness import further_hint, sweep_hints
     from gensbi_sharding.harness.hints import launched_with
 
     job = {"overrides": {"hydra": [SEARCH, "hydra.sweep.subdir=${hydra.job.num}"], "task": ["model=my_flux1", "rule=tensor"]},
@@ -415,7 +415,7 @@ def test_a_printed_command_keeps_the_search_path_that_finds_a_preset_of_ones_own
     quoted = f"'{SEARCH}'"
     assert sweep_hints.continue_command("/runs/a") == (
         f"python launch.py {quoted} model=my_flux1 rule=tensor train.resume=auto hydra.run.dir=/runs/a")
-    assert sweep_hints.train_further_hint("/runs/a", 20, 20, ["model=my_flux1"]).endswith(
+    assert further_hint.train_further_hint("/runs/a", 20, 20, ["model=my_flux1"]).endswith(
         f"python launch.py {quoted} model=my_flux1 train.steps=40 train.resume=/runs/a hydra.run.dir=/runs/a-steps40")
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # the sweep callback's refusal: no job yet
     assert sweep_hints.job_command(["rule=fsdp"], "/runs/a", multirun=False) == (
