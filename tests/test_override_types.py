@@ -490,3 +490,17 @@ def test_a_hydra_setting_hydra_fills_itself_may_be_left_missing(typed):
     from gensbi_sharding.harness.key_paths import hydra_missing_problem
 
     assert hydra_missing_problem([typed, "experiment=quick"]) is None  # they ran (hydra.nope: another check's)
+
+
+def test_a_yes_no_setting_left_missing_is_named_as_missing_not_as_a_word(compose_config):
+    # Was: eval.plot=??? (any yes/no left ???) was refused as "eval.plot is a yes/no: true or false (or 1 or 0),
+    # not '???'; e.g. eval.plot=false", where every other setting's ??? is named as OmegaConf's missing mark
+    # (train.steps=???: "??? is OmegaConf's mark of a value still to be given ..."), by the composed config's check.
+    from gensbi_sharding.harness.config_values import interpolation_problem
+
+    mark = "??? is OmegaConf's mark of a value still to be given, which no run can read; give a value"
+    for typed in ("eval.plot=???", "strict=???"):
+        assert override_problem(["experiment=quick", typed]) is None
+        assert interpolation_problem(compose_config(typed)) == f"{typed}: {mark}, e.g. {typed[:-3]}" + (
+            "true" if typed.startswith("eval") else "false")
+    assert override_problem(["eval.plot=on"]).startswith("eval.plot=on: eval.plot is a yes/no")  # a word still is

@@ -54,8 +54,9 @@ def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tu
         # OmegaConf reads any number as a bool (verbose=2: on) where it refuses eval.plot=maybe: 0 and 1 only
         return f"{key} is a yes/no: true or false (or 1 or 0), not {value}", "true" if value > 0 else example()
     if bool in (kind, *typing.get_args(kind)) and isinstance(value, str) and value.lower() not in ("true", "false") \
-            and "${" not in value and assignment_reason(schema, name, value) is None:
+            and "${" not in value and value != "???" and assignment_reason(schema, name, value) is None:
         # OmegaConf reads yes/on/y/n/off (and '1') as bools, where it refuses maybe: model.qkv_bias=n ran, off
+        # (??? is left to the check that names it missing)
         return (f"{key} is a yes/no: true or false (or 1 or 0), not {value!r}",
                 "true" if value.strip().lower() in ("y", "yes", "on", "1") else "false")
     if (reason := assignment_reason(schema, name, value)) is None:
