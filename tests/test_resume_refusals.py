@@ -1086,3 +1086,29 @@ def test_a_checkpoint_of_a_run_under_the_other_x64_setting_is_refused_naming_the
         "start a new run without train.resume"), refused.value
     outputs.write_json(run / "metrics.json", {"status": "ok"})  # a run that recorded none (older): continues
     check_resume_settings(step_dir, now)
+
+
+def test_the_x64_setting_checked_is_the_one_of_the_attempt_that_saved_the_step(tmp_path):
+    # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick hydra.run.dir=<run> train.resume=auto', <run> interrupted at
+    # step 4 without it, was refused, but its refused attempt's record (status error, jax_enable_x64 true at its top
+    # level, the interrupted attempt moved to previous_attempts) let the same command, run again, resume step 4 in
+    # 64 bits: only the record's top level was read.
+    run = tmp_path / "run"
+    step_dir = _saved_checkpoint(run)
+    on = bool(jax.config.jax_enable_x64)
+    saver = {"status": "interrupted", "final_step": 3, "steps": 8, "resumed_from_step": None, "jax_enable_x64": not on}
+    outputs.write_json(run / "metrics.json", {"status": "error", "final_step": None, "jax_enable_x64": on,
+                                              "previous_attempts": [saver]})
+    now = compose_tiny("mesh=none", "train.resume=auto")
+    with pytest.raises(ConfigError) as refused:
+        check_resume_settings(step_dir, now)
+    said = {True: "on", False: "off"}
+    assert str(refused.value).startswith(
+        f"checkpoint {step_dir} was trained with JAX_ENABLE_X64 {said[not on]} ({run / 'metrics.json'}: "
+        f"previous_attempts[0].jax_enable_x64 {str(not on).lower()}), this run has it {said[on]}: "), refused.value
+    later = {"status": "ok", "final_step": 6, "resumed_from_step": 3, "jax_enable_x64": on}  # trained on from 3
+    outputs.write_json(run / "metrics.json", {**later, "previous_attempts": [saver]})
+    with pytest.raises(ConfigError, match=r"previous_attempts\[0\]\.jax_enable_x64"):
+        check_resume_settings(step_dir, now)  # step 3 is still the first attempt's
+    outputs.write_json(run / "metrics.json", {**later, "resumed_from_step": 2, "previous_attempts": [saver]})
+    check_resume_settings(step_dir, now)  # step 3 saved by the later attempt, under this process's setting

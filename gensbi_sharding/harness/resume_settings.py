@@ -133,8 +133,9 @@ def _x64_refusal(step_dir: Path) -> str | None:
     import sys
 
     try:
-        saved = json.loads((step_dir.parent.parent / "metrics.json").read_text(encoding="utf-8"))["jax_enable_x64"]
-    except (OSError, ValueError, KeyError, TypeError):
+        record = json.loads((step_dir.parent.parent / "metrics.json").read_text(encoding="utf-8"))
+        saved, where = _saver_x64(record, int(step_dir.name))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else os.environ.get(
         "JAX_ENABLE_X64", "").lower() in ("y", "yes", "t", "true", "on", "1")  # JAX's own reading of the variable
@@ -142,7 +143,25 @@ def _x64_refusal(step_dir: Path) -> str | None:
         return None
     said = {True: "on", False: "off"}
     return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({step_dir.parent.parent / 'metrics.json'}: "
-            f"jax_enable_x64 {str(saved).lower()}), this run has it {said[on]}: the task's simulations and losses "
-            f"differ under it, so it would train on other data and judge its validation losses against the saved "
-            f"best on another set; {'set JAX_ENABLE_X64=1' if saved else 'unset JAX_ENABLE_X64'} to train it "
+            f"{where}jax_enable_x64 {str(saved).lower()}), this run has it {said[on]}: the task's simulations and "
+            f"losses differ under it, so it would train on other data and judge its validation losses against the "
+            f"saved best on another set; {'set JAX_ENABLE_X64=1' if saved else 'unset JAX_ENABLE_X64'} to train it "
             "further, or start a new run without train.resume")
+
+
+def _saver_x64(record: dict, step: int) -> tuple[object, str]:
+    """The ``jax_enable_x64`` of the attempt in ``record`` (a run's ``metrics.json``) that saved ``step``, and where it
+    lies in the record (``""``: its top level; ``"previous_attempts[0]."``): the newest attempt that trained up to
+    ``step``, else the newest that trained at all, else the top level's. Was: the top level's alone, which an
+    attempt refused before training rewrites with its own setting, so the same refused ``train.resume=auto`` then
+    passed."""
+    from gensbi_sharding.harness.stop_record import stopped_at_step
+
+    earlier = record.get("previous_attempts")
+    attempts = [(record, ""), *reversed([(a, f"previous_attempts[{i}].") for i, a in enumerate(
+        earlier if isinstance(earlier, list) else []) if isinstance(a, dict)])]
+    reached = [(a, where, s) for a, where in attempts if isinstance(a.get("jax_enable_x64"), bool)
+               and isinstance(s := stopped_at_step(a) if stopped_at_step(a) is not None else a.get("final_step"), int)]
+    a, where, _ = next((r for r in reached if (r[0].get("resumed_from_step") or 0) < step <= r[2]),
+                       reached[0] if reached else (record, "", None))
+    return a["jax_enable_x64"], where
