@@ -1833,3 +1833,28 @@ def test_a_multi_process_c2st_asks_for_a_stop_between_chunks_of_ode_steps_all_pr
     monkeypatch.setattr(multihost_utils, "process_allgather", lambda out, tiled: out)  # one process stands for two
     plain(np.zeros(2, np.float32), np.ones((8, 2), np.float32))
     assert "plain" not in asked  # a check one process makes alone is never asked where several run the chunks
+
+
+def test_a_multi_process_c2st_stops_at_the_sync_point_though_a_signal_came_before(monkeypatch):
+    # Was: a process whose own signal had come (a terminal's Ctrl-C reaches each of distributed=local's processes)
+    # stopped at its next check between chunks of ODE steps, alone, where the sync point had not answered yet: the
+    # other processes, whose signal landed a moment later, ran the next chunk without it. Simulated: two processes,
+    # this one's Ctrl-C recorded before the first check, the sync point reached at check 3.
+    import jax.numpy as jnp
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.harness import flow_sampler
+    from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+
+    asked = []
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or n == 3)
+    watch = PreemptionWatch()
+    watch.signum = signal.SIGINT  # its own Ctrl-C, as the handler records it (the handler passes it on as SIGTERM)
+    sampler = flow_sampler.FlowSampler(lambda th, x, t: jnp.tanh(th) + x[:1], rows=8, mesh=None,
+                                       num_steps=10 * flow_sampler.CHUNK_STEPS, stop_check=watch.check_together)
+    with pytest.raises(Preempted) as stop:
+        sampler(np.zeros(2, np.float32), np.ones((8, 2), np.float32))
+    assert asked == [1, 2, 3]  # the sync point's call, as every other process
+    assert str(stop.value).startswith("interrupted by Ctrl-C (SIGINT)")  # worded by its own signal

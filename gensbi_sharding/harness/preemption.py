@@ -163,9 +163,14 @@ class PreemptionWatch:
         Preempted
             As ``check``.
         """
-        if not self._deferred and self.stop_requested() and self.signum is None:
+        import jax
+
+        together = not self._deferred and self.stop_requested()
+        if together and self.signum is None:
             self.signum = signal.SIGTERM  # the parent's Ctrl-C reaches distributed=local's processes as it: said alike
-        self.check()
+        if together or not (jax.distributed.is_initialized() and jax.process_count() > 1):
+            self.check()  # several processes: at the sync point only, though a process's own signal (a terminal's
+            # Ctrl-C reaches each process) came before it (was: that process stopped alone, the others in the chunk)
 
     check_together.collective = True  # ``FlowSampler`` asks it between chunks on every process (a mark, not a call)
 
