@@ -864,3 +864,24 @@ def test_an_experiment_preset_of_ones_own_setting_a_key_or_value_its_section_ref
         "Integer); write e.g. steps: 3000 under train: there")
     mine.write_text("# @package _global_\ntrain:\n  steps: 5\n")
     assert command_problem([search, "experiment=mine"]) is None
+
+
+def test_a_model_file_of_ones_own_with_a_non_ascii_comment_is_checked_under_an_ascii_locale(tmp_path):
+    # Was: 'LC_ALL=C PYTHONUTF8=0 python launch.py hydra.searchpath=[file://my_conf] model=small experiment=quick',
+    # my_conf/model/small.yaml (a valid preset) holding a comment '# a small MLP - cafe' with a UTF-8 'e' or dash,
+    # ended in a UnicodeDecodeError traceback from the check of its keys, which read the file in the locale's ASCII.
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "small.yaml").write_text(
+        "# a small MLP \u2014 caf\u00e9\ndefaults:\n  - /mlp_schema\n  - _self_\nname: mlp\nwidth: 32\n", encoding="utf-8")
+    (tmp_path / "model" / "typo.yaml").write_text(
+        "# caf\u00e9\ndefaults:\n  - /mlp_schema\n  - _self_\nname: mlp\nwidht: 32\n", encoding="utf-8")
+    code = ("import sys; from gensbi_sharding.harness.command_checks import command_problem; "
+            "[print(command_problem([sys.argv[1], m, 'experiment=quick'])) for m in ('model=small', 'model=typo')]")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8"}
+    ran = subprocess.run([sys.executable, "-c", code, f"hydra.searchpath=[file://{tmp_path}]"], env=env, cwd=REPO,
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    small, typo = ran.stdout.splitlines()
+    assert small == "None"
+    assert typo.startswith(f"model=typo: {tmp_path / 'model' / 'typo.yaml'} sets widht, which is not a setting of "
+                           "/mlp_schema (model=mlp) (did you mean width?)"), typo
