@@ -1112,3 +1112,19 @@ def test_the_x64_setting_checked_is_the_one_of_the_attempt_that_saved_the_step(t
         check_resume_settings(step_dir, now)  # step 3 is still the first attempt's
     outputs.write_json(run / "metrics.json", {**later, "resumed_from_step": 2, "previous_attempts": [saver]})
     check_resume_settings(step_dir, now)  # step 3 saved by the later attempt, under this process's setting
+
+
+def test_a_checkpoint_of_the_other_x64_setting_may_still_be_evaluated(tmp_path):
+    # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.resume=<a run without it> train.steps=20' (its final
+    # step: nothing left to train, evaluated only, as it ran before this round) refused as "it would train on other
+    # data", and the beyond-train.steps refusal's own fix (train.steps=<its step>, 'to evaluate it') refused the same.
+    run = tmp_path / "run"
+    step_dir = _saved_checkpoint(run)
+    on = bool(jax.config.jax_enable_x64)
+    outputs.write_json(run / "metrics.json", {"status": "ok", "final_step": 3, "jax_enable_x64": not on})
+    check_resume_settings(step_dir, compose_tiny("mesh=none", f"train.resume={run}", "train.steps=3"))
+    evaluate = r"is at step 3, beyond cfg\.train\.steps=2; set cfg\.train\.steps=3 to evaluate it"
+    with pytest.raises(ConfigError, match=evaluate):
+        check_resume_settings(step_dir, compose_tiny("mesh=none", f"train.resume={run}", "train.steps=2"))
+    with pytest.raises(ConfigError, match="was trained with JAX_ENABLE_X64"):  # more steps: trained on, refused
+        check_resume_settings(step_dir, compose_tiny("mesh=none", f"train.resume={run}", "train.steps=4"))

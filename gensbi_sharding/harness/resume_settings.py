@@ -110,7 +110,8 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
                           f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
                           f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
                           f"{launched_with(step_dir)}")
-    if (refused := schedule_refusal(saved, now, saved_info(step_dir)) or _x64_refusal(step_dir)) is not None:
+    refused = schedule_refusal(saved, now, saved_info(step_dir)) or _x64_refusal(step_dir, cfg.train.steps)
+    if refused is not None:
         raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")  # schedule: "another optimizer"
     if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
         saved_steps = config_value(saved, "train.steps")
@@ -123,15 +124,18 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
                               f"further{finish}")
 
 
-def _x64_refusal(step_dir: Path) -> str | None:
-    """Why a checkpoint whose run recorded ``jax_enable_x64`` (its ``metrics.json``) cannot go on under the other
-    setting; None where they agree or its run recorded none. Was: resumed without a word, its sbibm task simulated
-    anew under the other precision (other draws: another training and validation set), the saved best validation loss
-    compared with the new set's, so that 20 more steps of experiment=quick were thrown away for the saved step's."""
+def _x64_refusal(step_dir: Path, steps: int) -> str | None:
+    """Why a checkpoint whose run recorded ``jax_enable_x64`` (its ``metrics.json``) cannot be trained on to ``steps``
+    under the other setting; None where they agree, its run recorded none, or nothing is left to train (``steps`` at
+    or below its step: evaluated only, as before). Was: resumed without a word, its sbibm task simulated anew under
+    the other precision (other draws: another training and validation set), the saved best validation loss compared
+    with the new set's, so that 20 more steps of experiment=quick were thrown away for the saved step's."""
     import json
     import os
     import sys
 
+    if step_dir.name.isdigit() and steps <= int(step_dir.name):  # was refused too: "it would train on other data"
+        return None
     try:
         record = json.loads((step_dir.parent.parent / "metrics.json").read_text(encoding="utf-8"))
         saved, where = _saver_x64(record, int(step_dir.name))
