@@ -983,3 +983,22 @@ def test_a_copy_whose_newest_step_lost_its_metadata_is_not_sampled_at_an_older_s
             "step metadata, the record of its commit (deleted, or left out of a copy): copy that step folder again "
             f"whole from where it was saved; if the folder it was copied from is gone, pass the newest complete step "
             f"left, {folder / '3'}")
+
+
+def test_a_run_from_before_the_ode_step_bound_is_named_as_the_run_s_not_as_a_flag_typed(tmp_path, capsys,
+                                                                                          monkeypatch):
+    # Was: 'sample.py <run> x_o.npy', <run> trained (before the bound) with eval.ode_steps=20000, said '--ode-steps
+    # 20000 must be an integer >= 1 and <= 10,000 ...', a flag never typed; now the run's setting and the flag to pass.
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    monkeypatch.setattr(state, "build_state", lambda *a, **k: pytest.fail("built the model"))
+    saved = {"data": {"name": "two_moons", "x_transform": "none", "shards": 1}, "model": {"name": "mlp"},
+             "eval": {"num_samples": 16, "ode_steps": 20000}, "seed": 0}
+    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
+    run = _run_folder(tmp_path, saved_checkpoint(tmp_path / "saved", saved, {NORMALIZATION: stats}).parent)
+    assert main([str(run), str(run / "x_o.npy")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "[ERROR] the run's eval.ode_steps=20000, the default of --ode-steps, is above 10,000 (flow-matching samplers "
+        "use 10-1,000); pass --ode-steps 1000")
+    with pytest.raises(ValueError, match=r"the default of ode_steps, is above 10,000 .*; pass ode_steps=1000$"):
+        sample_posterior(run, run / "x_o.npy")

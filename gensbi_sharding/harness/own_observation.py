@@ -66,7 +66,7 @@ def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any
     from gensbi_sharding.harness.devices import check_platform
     from gensbi_sharding.harness.memory_check import check_draw_fits
     from gensbi_sharding.harness.refusal import listed
-    from gensbi_sharding.harness.tasks import TASKS
+    from gensbi_sharding.harness.tasks import ODE_STEPS_MAX, TASKS
 
     check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
     source, refused = x_o if isinstance(x_o, (str, os.PathLike)) else None, []
@@ -86,7 +86,14 @@ def _request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_steps: Any
     if cfg is not None:  # the run's own where not given
         num_samples = cfg.eval.num_samples if num_samples is None else num_samples
         seed = cfg.seed if seed is None else seed
-        ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
+        if ode_steps is None and count_problems(dict(ode_steps=cfg.eval.ode_steps), flags):  # above the bound
+            # a run from before it (was: "--ode-steps 20000 must be ...", a flag never typed): named as the run's
+            refused.append(ValueError(
+                f"the run's eval.ode_steps={cfg.eval.ode_steps}, the default of "
+                f"{'--ode-steps' if flags else 'ode_steps'}, is above {ODE_STEPS_MAX:,} (flow-matching samplers use 10-1,000); pass "
+                f"{named('ode_steps', 1000, flags)}"))
+        else:
+            ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps
     refused += map(ValueError, count_problems(dict(num_samples=num_samples, seed=seed, ode_steps=ode_steps), flags))
     if len(refused) == 1:
         raise refused[0]
