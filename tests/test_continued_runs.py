@@ -781,3 +781,24 @@ def test_a_completed_run_whose_every_step_is_damaged_is_offered_a_fresh_run_that
     assert command[2:] == ["experiment=quick", "train.steps=8", f"hydra.run.dir={tmp_path / 'run-again-2'}"], command
     assert override_problem(command[2:]) is None
     assert run_folder.ensure_fresh(tmp_path / "run-again-2", steps=8, overrides=command[2:-1]) is None
+
+
+def test_a_completed_runs_train_further_command_sets_the_runs_x64_setting(tmp_path, monkeypatch):
+    # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick hydra.run.dir=<run>' (<run> trained without it) offered
+    # '... into a new folder: python launch.py ... train.resume=<run> ...', which pasted (the variable still set) was
+    # refused: "checkpoint <run>/checkpoints/8 was trained with JAX_ENABLE_X64 off ...". Now the command says so.
+    import jax
+    import jax.numpy as jnp
+
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    run = tmp_path / "run"
+    with CheckpointWriter(run / "checkpoints", config={"seed": 0}, async_save=False) as writer:
+        writer.save(8, {"w": jnp.zeros(2)}, jax.random.key(0), info={})
+    on = bool(jax.config.jax_enable_x64)
+    for saved, prefix in ((not on, "JAX_ENABLE_X64=1 " if not on else "env -u JAX_ENABLE_X64 "), (on, "")):
+        outputs.write_json(run / "metrics.json", {"status": "ok", "final_step": 8, "jax_enable_x64": saved})
+        with pytest.raises(FileExistsError) as err:
+            run_folder.ensure_fresh(run, steps=8, overrides=["experiment=quick", "train.steps=8"])
+        said = str(err.value).split("; to train it further from its final checkpoint (step 8) into a new folder: ")[1]
+        assert said.startswith(f"{prefix}python ") and said.endswith(f"train.resume={run} hydra.run.dir={run}-steps16")

@@ -66,7 +66,10 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
             *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
             or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
-    command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
+    from gensbi_sharding.harness.resume_settings import x64_prefix  # the run's JAX_ENABLE_X64, or it is refused
+
+    env = x64_prefix(run_dir / "checkpoints" / str(saved_step), target) if overrides is not None else ""
+    command = ("the same command with " if overrides is None else env + command_for() + " ") + " ".join([*kept, *tail])
     final = "newest complete" if newer else "final"
     return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
 

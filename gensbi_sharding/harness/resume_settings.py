@@ -19,7 +19,7 @@ from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
 
-__all__ = ["FIXED_BY_CHECKPOINT", "refuse_resume_settings"]
+__all__ = ["FIXED_BY_CHECKPOINT", "refuse_resume_settings", "x64_prefix"]
 
 #: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
 #: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
@@ -169,3 +169,12 @@ def _saver_x64(record: dict, step: int) -> tuple[object, str]:
     a, where, _ = next((r for r in reached if (r[0].get("resumed_from_step") or 0) < step <= r[2]),
                        reached[0] if reached else (record, "", None))
     return a["jax_enable_x64"], where
+
+
+def x64_prefix(step_dir: Path, steps: int) -> str:
+    """What a pasted command that trains ``step_dir`` on to ``steps`` puts before ``python`` where this process's
+    ``JAX_ENABLE_X64`` is not the run's (``_x64_refusal``): ``"env -u JAX_ENABLE_X64 "`` or ``"JAX_ENABLE_X64=1 "``;
+    ``""`` where they agree (was: the train-further command a completed run's folder offers, refused when pasted)."""
+    if (refused := _x64_refusal(step_dir, steps)) is None:
+        return ""
+    return "JAX_ENABLE_X64=1 " if "set JAX_ENABLE_X64=1 to train" in refused else "env -u JAX_ENABLE_X64 "
