@@ -16,6 +16,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from gensbi_sharding.checkpoint_damage import damage_behind, step_damage
 from gensbi_sharding.checkpoint_fixes import check_against
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
@@ -28,7 +29,7 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
-           "committed_steps", "find_checkpoint", "restore", "saved_config", "saved_info"]
+           "committed_steps", "find_checkpoint", "restore", "saved_config", "saved_info", "step_damage"]
 
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
     """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings (scalar
@@ -132,10 +133,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
                        saved.items() if name in sown})  # older checkpoints saved them: read (Orbax reads all), dropped
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),
                                   meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
-        # Another step offered instead: checked by its items (no array data read), not restored (a big model's cost)
-        items = lambda d: [checkpointer.metadata(d).item_metadata["arrays"].tree, _json(d, "meta"), _json(d, "config")]
-        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda d: checkpointer.restore(d, args=args), named,
-                       items)
+        loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda d: checkpointer.restore(d, args=args), named)
     values, meta = {**flat_by_path(loaded["arrays"]), **dataless}, loaded["meta"]
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
@@ -197,46 +195,27 @@ def _json_item(item: str, step_dir: Path, named: bool = False) -> dict:
     return _read(step_dir, repr(item), lambda d: _json(d, item), named)  # a damaged item named
 
 
-def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False,
-          check: Callable[[Path], Any] | None = None) -> Any:
+def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False) -> Any:
     """``read(step_dir)``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error,
-    with the newest other step ``check`` (default ``read``) takes too (``named``: the path passed was ``step_dir``)."""
+    with the newest other step ``step_damage`` passes (``named``: the path passed was ``step_dir``)."""
     try:
         return read(step_dir)
     except Exception as raised:
-        if (err := _damage(raised)) is None:
+        if (err := damage_behind(raised)) is None:
             raise
-    # Checked as this read: was the newest other step by name, damaged the same way too ("resume from .../4", refused).
+    # Checked whole (no array data read): was the newest other step by name, damaged too ("resume from .../4", refused).
     others, unread = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name], []
-    while others and _damage_of(check or read, step_dir.parent / str(others[-1])):
+    while others and step_damage(step_dir.parent / str(others[-1])) is not None:
         unread.append(str(others.pop()))
     # Moved aside, a step folder passed by name no longer exists: its parent then designates the newest step left.
     then = f"pass {step_dir.parent}, whose newest is then" if named else "the newest is"
-    fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {step_dir} aside, e.g. "
-           f"to {step_dir}.damaged, and {then} {others[-1]})" if others else
+    aside = f"{step_dir} aside, e.g. to {step_dir}.damaged"
+    fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {aside}, and {then} "
+           f"{others[-1]})" if others else
            f"no other step folder can be read either (steps {', '.join(unread[::-1])}): start without it" if unread
            else "no other step folder is complete: start without it")
     raise reasoned(f"checkpoint {step_dir} is damaged: its {items} item cannot be read ({type(err).__name__}: "
                    f"{clipped(err)})", f"; {fix}") from None
-
-
-def _damage(raised: Exception) -> Exception | None:
-    """The error naming a damaged step folder behind ``raised`` (a data file missing: Orbax raises Exception, its
-    text a whole TensorStore spec, from tensorstore's); None for any other error."""
-    damaged = (KeyError, ValueError, AttributeError, OSError)
-    err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__
-    return err if isinstance(err, damaged) else None
-
-
-def _damage_of(read: Callable[[Path], Any], step_dir: Path) -> bool:
-    """Whether ``read(step_dir)`` finds ``step_dir`` damaged (another error is raised)."""
-    try:
-        read(step_dir)
-    except Exception as raised:
-        if _damage(raised) is None:
-            raise
-        return True
-    return False
 
 
 def _storage_target(name: str, leaf: Any) -> jax.ShapeDtypeStruct:

@@ -787,6 +787,31 @@ def test_a_damaged_steps_fix_checks_older_steps_without_restoring_them(tmp_path,
                                    f"{1 if 2 in damaged else 2})"), str(err.value)
 
 
+def test_a_step_whose_array_data_alone_is_lost_passes_step_damage_and_its_restore_names_the_fix(tmp_path, devices):
+    # step_damage reads no array data (a big model's cost): a data file deleted by hand, its metadata intact, is the
+    # restore's to find; it refuses in one line, offering the step step_damage passes.
+    from gensbi_sharding.checkpoint import step_damage
+
+    mesh = contract.make_mesh(model_axis=1)
+    model, _ = placed(mesh, "replicated")
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        for step in (4, 8):
+            writer.save(step, nnx.state(model), jax.random.key(0))
+    data = [f for f in (folder / "8" / "arrays").glob("ocdbt.process_*/d/*") if f.is_file()]
+    assert data
+    for f in data:
+        f.unlink()
+    assert step_damage(folder / "8") is None and step_damage(folder / "4") is None
+    shutil.rmtree(folder / "4" / "meta")  # an older step damaged too: not offered
+    assert step_damage(folder / "4") == "its 'meta' item cannot be read (its folder is missing)"
+    with pytest.raises(FileNotFoundError) as err:
+        restore(folder, abstract_state_for(model, mesh, "replicated"))
+    assert str(err.value).startswith(f"checkpoint {folder / '8'} is damaged: its 'arrays', 'meta' or 'config' item "
+                                     "cannot be read (ValueError: "), str(err.value)
+    assert str(err.value).endswith("; no other step folder can be read either (steps 4): start without it")
+
+
 class _ParamNamedOptState(nnx.Module):
     """A model whose parameter sits under an attribute named like an optimizer's state."""
 

@@ -119,3 +119,30 @@ def test_the_check_of_a_resumes_settings_before_its_folder_leaves_jax_backend_un
         "None", "ConfigError: the checkpoint was saved with model.width=32 (this run: model.width=16): add "
         "model.width=32. The saved weights compute that model, not this one; or start a new run without "
         "train.resume", "3"], proc.stdout
+
+
+_DAMAGE_THEN_START = """
+import sys, jax
+from pathlib import Path
+from gensbi_sharding.checkpoint import step_damage
+steps = Path(sys.argv[1]) / "checkpoints"
+(steps / "8" / "arrays" / "manifest.ocdbt").unlink()  # its arrays' database: their metadata no longer reads
+print(step_damage(steps / "4"), step_damage(steps / "8").split(" (")[0])
+jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started
+print(jax.device_count())
+"""
+
+
+def test_the_librarys_check_of_a_step_leaves_jax_backend_unstarted(tmp_path):
+    # Was: the harness read every array of every step in a child process before a resume's folder (seconds, a second
+    # copy of the checkpoint in host memory), as reading them in the launching process would start the backend.
+    # checkpoint.step_damage reads the arrays' metadata through a handler that asks the backend nothing.
+    out = tmp_path / "run"
+    for step in (4, 8):
+        save_step(out, step)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", _DAMAGE_THEN_START, str(out)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["None its 'arrays' item cannot be read", "3"], proc.stdout

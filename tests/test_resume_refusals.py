@@ -939,6 +939,59 @@ def test_a_resume_of_a_step_whose_arrays_do_not_read_is_refused_before_its_folde
     assert not (tmp_path / "new").exists()
 
 
+def test_the_check_before_a_resumes_folder_reads_no_array_data(tmp_path, monkeypatch):
+    # Was: every train.resume=<run> (and train.resume=auto, and a refused folder holding checkpoints) read every array
+    # of every step in a child process before any folder (2.6 s here, more under load; a GPU run's whole checkpoint a
+    # second time in host memory). Now the library's step_damage: the arrays' metadata, the JSON items; no child.
+    import subprocess
+
+    import orbax.checkpoint as ocp
+
+    from gensbi_sharding.harness.resume_source import resume_source_problem
+
+    config = OmegaConf.to_container(compose_tiny(), resolve=True)
+    with CheckpointWriter(tmp_path / "run" / "checkpoints", config=config, async_save=False, keep=3) as writer:
+        for step in (4, 8):
+            writer.save(step, {"w": jnp.arange(64.0)}, jax.random.key(0), info={})
+    read = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: read.append(a) or pytest.fail("a child process"))
+    for handler in (ocp.PyTreeCheckpointHandler, ocp.StandardCheckpointHandler, ocp.Checkpointer):
+        monkeypatch.setattr(handler, "restore", lambda *a, **k: read.append(a) or pytest.fail("an array read"))
+    assert resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new") is None
+    (tmp_path / "run" / "checkpoints" / "8" / "arrays" / "manifest.ocdbt").unlink()  # its arrays' database
+    said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
+    assert said.startswith(f"FileNotFoundError: checkpoint {tmp_path / 'run' / 'checkpoints' / '8'} is damaged: its "
+                           "'arrays' item cannot be read (ValueError: NOT_FOUND: "), said
+    assert said.endswith(f"resume from another step folder: {tmp_path / 'run' / 'checkpoints' / '4'} (or move "
+                         f"{tmp_path / 'run' / 'checkpoints' / '8'} aside, e.g. to "
+                         f"{tmp_path / 'run' / 'checkpoints' / '8'}.damaged, and the newest is 4)"), said
+    assert read == [] and not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow  # end-to-end runs (run_tiny: the saved run, two refused resumes, the fix followed)
+def test_a_resume_of_a_step_whose_array_data_alone_is_lost_is_refused_with_a_fix_its_folder_takes(tmp_path, devices):
+    # The check before the folder reads no array data (checkpoint.step_damage): a data file deleted by hand is found by
+    # the run's restore. Was, there: "...; no other step folder is complete: start without it", but the same command
+    # without train.resume was then refused the folder its refusal was recorded in ("rerun with train.resume=<run>");
+    # under train.resume=auto, the library's "resume from another step folder" where the folder's own run is the fix.
+    assert run_tiny(tmp_path / "run", "train.ema_decay=0")["status"] == "ok"
+    for f in (tmp_path / "run" / "checkpoints" / "8" / "arrays").glob("ocdbt.process_*/d/*"):
+        f.unlink()
+    metrics = run_tiny(tmp_path / "new", f"train.resume={tmp_path / 'run'}", "train.steps=16", "train.ema_decay=0")
+    assert metrics["error"].startswith(f"FileNotFoundError: checkpoint {tmp_path / 'run' / 'checkpoints' / '8'} is "
+                                       "damaged: its 'arrays', 'meta' or 'config' item cannot be read (ValueError: ")
+    assert metrics["error"].endswith("; no other step folder is complete: start without train.resume, in another "
+                                     "hydra.run.dir (this one records this refusal)"), metrics["error"]
+    outputs.write_json(tmp_path / "run" / "metrics.json", {**outputs.read_metrics(tmp_path / "run" / "metrics.json"),
+                                                           "status": "preempted"})
+    metrics = run_tiny(tmp_path / "run", "train.resume=auto", "train.steps=16", "train.ema_decay=0")
+    step_dir = tmp_path / "run" / "checkpoints" / "8"
+    assert metrics["error"].endswith(f"; move {step_dir} aside, e.g. to {step_dir}.damaged, and run the same command "
+                                     "again: it starts afresh in this folder (no other step is complete)"), metrics
+    step_dir.rename(f"{step_dir}.damaged")
+    assert run_tiny(tmp_path / "run", "train.resume=auto", "train.steps=16", "train.ema_decay=0")["status"] == "ok"
+
+
 @pytest.mark.parametrize("steps, then", [((4, 8), "resumes from step 4"),
                                          ((8,), "starts afresh in this folder (no other step is complete)")])
 def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(tmp_path, steps, then):

@@ -58,7 +58,6 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
     if not (step := Path(run_dir) / "checkpoints" / str(named)).is_dir() or not any(step.iterdir()):
         return named, Path(run_dir), ""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
-    from gensbi_sharding.harness.step_arrays import arrays_damage
     from gensbi_sharding.harness.step_items import step_damage
 
     absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
@@ -70,11 +69,9 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
         except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
             newest, note = None, f"; step {named}, newer, is not complete"
         # A complete step whose item is gone or unreadable (was: named, its resume refused in turn): an older one;
-        # its arrays read too, in one child process (was: a step whose arrays were damaged, offered, refused pasted)
+        # its arrays' metadata read too (was: a step whose arrays were damaged, offered, refused pasted)
         steps = [s for s in committed_steps(checkpoints) if newest is None or s <= newest]
         damage = {s: why for s in steps if (why := step_damage(checkpoints / str(s))) is not None}
-        damage.update({int(p.name): why for p, why in arrays_damage([checkpoints / str(s) for s in steps
-                                                                       if s not in damage]).items()})
         while steps and (why := damage.get(steps[-1])) is not None:
             note, steps = note or f"; step {steps[-1]}, newer, is damaged: {why}", steps[:-1]
     finally:

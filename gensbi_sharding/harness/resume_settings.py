@@ -19,7 +19,7 @@ from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
 
-__all__ = ["FIXED_BY_CHECKPOINT", "refuse_resume_settings", "x64_prefix"]
+__all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "x64_prefix"]
 
 #: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
 #: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
@@ -30,21 +30,19 @@ FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform
                        ("train.ema_decay", "train.ema_decay", "whether an EMA is saved"))
 
 
-def _damaged_here(reason: str, step_dir: Path) -> FileNotFoundError:
+def damaged_here(reason: str, step_dir: Path) -> FileNotFoundError:
     """The refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works there:
     the library's "resume from another step folder" or "start without it" named no command the folder's run takes (was:
     run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again). The older
-    steps it would pick next are read as ``step_items`` reads them, their arrays too (was: their config and meta items
-    only, so "it resumes from step 4" of a step 4 whose arrays were gone, refused by the restore in turn)."""
+    steps it would pick next are checked as ``step_items`` checks them, their arrays' metadata too (was: their config and
+    meta items only, so "it resumes from step 4" of a step 4 whose arrays were gone, refused by the restore in turn)."""
     import re
 
     from gensbi_sharding.checkpoint import committed_steps
-    from gensbi_sharding.harness.step_arrays import arrays_damage
     from gensbi_sharding.harness.step_items import step_damage
 
     others = [step_dir.parent / str(s) for s in committed_steps(step_dir.parent) if str(s) != step_dir.name]
     also = {older: why for older in others if (why := step_damage(older)) is not None}
-    also.update(arrays_damage([older for older in others if older not in also]))  # one child for them all
     while others and others[-1] in also:  # the steps train.resume=auto would pick next, in turn
         others.pop()
     also = {older: re.search(r"its '(\w+)'", also[older]).group(1) for older in sorted(
@@ -82,13 +80,13 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     try:  # its meta item too (schedule_refusal's saved_info): a step that lost only that was the library's words
         saved, now, _ = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True), saved_info(step_dir)
     except FileNotFoundError as damaged:
-        raise _damaged_here(damaged.reason, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") \
+        raise damaged_here(damaged.reason, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") \
             else damaged
     if cfg.train.resume == "auto":  # its arrays, before simulating (was: the library's fix, which this folder's run
         from gensbi_sharding.harness.step_items import step_damage  # does not take, said by the restore)
 
-        if (why := step_damage(step_dir, json_items=False, arrays=True)) is not None:
-            raise _damaged_here(f"checkpoint {step_dir} is damaged: {why}", step_dir)
+        if (why := step_damage(step_dir, json_items=False)) is not None:
+            raise damaged_here(f"checkpoint {step_dir} is damaged: {why}", step_dir)
     fix, this, what = [], [], []
     for key, override, decides in FIXED_BY_CHECKPOINT:
         old, new = config_value(saved, key), config_value(now, key)

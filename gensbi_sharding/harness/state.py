@@ -143,6 +143,16 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
             _restore(state, resume_dir, mesh, rule, cfg, sampling)
         except ValueError as err:  # the saved variables do not fit: name the overrides that fit them
             raise ConfigError(f"{model_overrides(resume_dir, cfg.model)}{err}{launched_with(resume_dir)}") from None
+        except FileNotFoundError as err:  # array data lost, which the check before the folder does not read
+            if not hasattr(err, "reason") or sampling:  # (checkpoint.step_damage): the fix this folder's run takes
+                raise
+            from gensbi_sharding.harness.resume_settings import damaged_here
+
+            if cfg.train.resume == "auto":  # was the library's "resume from another step folder": not this run's fix
+                raise damaged_here(err.reason, resume_dir) from None
+            # Was "start without it": the same command without train.resume was then refused this folder, its record
+            raise FileNotFoundError(str(err).replace(": start without it", ": start without train.resume, in another "
+                                                     "hydra.run.dir (this one records this refusal)")) from None
     return state
 
 

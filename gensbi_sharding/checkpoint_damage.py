@@ -1,0 +1,87 @@
+"""Whether a complete step folder can be restored, said cheaply: by its items' folders, the metadata of its arrays and
+its JSON items, through Orbax's public handlers; no array data read, JAX's backend never started.
+
+``restore`` names the other steps it offers with it, and the harness asks it before a run's folder exists (was: every
+array of every step read in a child process, seconds, a second copy of a big checkpoint in host memory).
+"""
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import orbax.checkpoint as ocp
+
+from gensbi_sharding.checkpoint_steps import ITEMS
+from gensbi_sharding.messages import clipped
+
+__all__ = ["step_damage", "damage_behind"]
+
+
+def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | None:
+    """Why the complete step folder ``step_dir`` cannot be restored, e.g. "its 'arrays' item cannot be read (its
+    folder is missing)"; None where its ``items`` read.
+
+    Cheap: each item's folder must be there, the ``arrays`` item's tree metadata read (shapes and dtypes, never its
+    data), the ``meta`` and ``config`` items read (small JSON). JAX's backend is not started (Orbax's handler is made
+    not to ask it), so a launcher may ask it before it sets its device count.
+
+    Not caught: damage to the array data alone, e.g. a data file of the arrays item deleted or cut by hand, its
+    metadata intact. ``restore`` of such a step refuses with the same words and cause ("... is damaged: its 'arrays'
+    ... item cannot be read (<error>)") and offers the newest other step this check passes, or to start without it.
+
+    Parameters
+    ----------
+    step_dir : str or os.PathLike
+        A complete step folder (one of ``committed_steps``), e.g. ``<run>/checkpoints/8``.
+    items : sequence of str, default all of ``("arrays", "meta", "config")``
+        The items to check (a caller reading the JSON items itself leaves them out).
+
+    Returns
+    -------
+    str or None
+        The reason, in the words ``restore`` uses; None where nothing is found.
+    """
+    step_dir = Path(step_dir)
+    if missing := [repr(item) for item in items if not (step_dir / item).is_dir()]:
+        many = len(missing) > 1
+        return f"its {' and '.join(missing)} item{'s' if many else ''} cannot be read ({'their' if many else 'its'} " \
+               f"folder{'s are' if many else ' is'} missing)"
+    for item in (item for item in ITEMS if item in items):
+        try:
+            if item == "arrays":  # a handler that asks the backend nothing (it asks whether pinned memory is there)
+                read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
+                if read is None or read.tree is None:  # was said "AttributeError: 'NoneType' ..."
+                    return f"its {item!r} item cannot be read (Orbax reads no metadata of it: one of its files is " \
+                           "missing or damaged)"
+            else:
+                ocp.JsonCheckpointHandler().restore(step_dir / item, ocp.args.JsonRestore())
+        except Exception as raised:
+            if (err := damage_behind(raised)) is None:
+                raise
+            _quiet_closed_loop()
+            return f"its {item!r} item cannot be read ({type(err).__name__}: {clipped(err)})"
+    return None
+
+
+def damage_behind(raised: Exception) -> Exception | None:
+    """The error naming a damaged step folder behind ``raised`` (a data file missing: Orbax raises Exception, its
+    text a whole TensorStore spec, from tensorstore's); None for any other error."""
+    damaged = (KeyError, ValueError, AttributeError, OSError)
+    err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__
+    return err if isinstance(err, damaged) else None
+
+
+def _quiet_closed_loop() -> None:
+    """Drop the "RuntimeError: Event loop is closed" traceback a damaged arrays item leaves on stderr (TensorStore's
+    reads of its other arrays finish after Orbax closed its loop, into ``sys.unraisablehook``): it printed a traceback
+    above the refusal's one line. Every other unraisable error goes to the hook as before; installed once."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_drops_closed_loop", False):
+        return
+
+    def hook(unraisable) -> None:
+        if not (isinstance(unraisable.exc_value, RuntimeError) and str(unraisable.exc_value) == "Event loop is closed"):
+            previous(unraisable)
+
+    hook._drops_closed_loop = True
+    sys.unraisablehook = hook
