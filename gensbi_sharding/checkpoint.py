@@ -209,7 +209,9 @@ def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool =
         unread.append(str(others.pop()))
     # Moved aside, a step folder passed by name no longer exists: its parent then designates the newest step left.
     then = f"pass {step_dir.parent}, whose newest is then" if named else "the newest is"
-    aside = f"{step_dir} aside, e.g. to {step_dir}.damaged"
+    moved = [step_dir, *(step_dir.parent / s for s in unread)]  # each damaged one newer (was: this one alone named)
+    aside = (f"{', '.join(map(str, moved[:-1]))} and " if unread else "") + f"{moved[-1]} aside, e.g. to " + \
+        ", ".join(f"{m}.damaged" for m in moved)
     fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {aside}, and {then} "
            f"{others[-1]})" if others else
            f"no other step folder can be read either (steps {', '.join(unread[::-1])}): start without it" if unread

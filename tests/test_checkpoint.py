@@ -782,8 +782,10 @@ def test_a_damaged_steps_fix_checks_older_steps_without_restoring_them(tmp_path,
                                                 r"cannot be read") as err:
         restore(folder, abstract_state_for(model, mesh, "replicated"))
     assert restored == ["3"]
+    moved = [folder / str(step) for step in damaged]  # each damaged step newer than the one offered (was: 3 alone)
     assert str(err.value).endswith(f"; resume from another step folder: {folder / '1' if 2 in damaged else folder / '2'}"
-                                   f" (or move {folder / '3'} aside, e.g. to {folder / '3'}.damaged, and the newest is "
+                                   f" (or move {' and '.join(map(str, moved))} aside, e.g. to "
+                                   f"{', '.join(f'{m}.damaged' for m in moved)}, and the newest is "
                                    f"{1 if 2 in damaged else 2})"), str(err.value)
 
 
@@ -843,7 +845,8 @@ def test_inf_is_allowed_by_the_variable_type_not_an_opt_state_name(tmp_path, dev
 @pytest.mark.parametrize("damaged, fix", [
     ((4, 8), "no other step folder can be read either (steps 4): start without it"),
     ((8,), "resume from another step folder: {c}/4 (or move {c}/8 aside, e.g. to {c}/8.damaged, and the newest is 4)"),
-    ((4, 8), "resume from another step folder: {c}/2 (or move {c}/8 aside, e.g. to {c}/8.damaged, and the newest is 2)")])
+    ((4, 8), "resume from another step folder: {c}/2 (or move {c}/8 and {c}/4 aside, e.g. to {c}/8.damaged, "
+             "{c}/4.damaged, and the newest is 2)")])
 def test_a_damaged_steps_fix_names_only_a_step_that_reads(tmp_path, damaged, fix):
     # Was, with steps 4 and 8 both missing their config item: "resume from another step folder: .../4", damaged too.
     from gensbi_sharding.checkpoint import saved_config

@@ -932,8 +932,9 @@ def test_a_resume_of_a_step_whose_arrays_do_not_read_is_refused_before_its_folde
     said = resume_source_problem(compose_tiny(f"train.resume={tmp_path / 'run'}"), tmp_path / "new")
     assert said.startswith(f"FileNotFoundError: checkpoint {steps / '8'} is damaged: its 'arrays' item cannot be "
                            "read ("), said
-    fix = (f"resume from another step folder: {steps / str(older[0])} (or move {steps / '8'} aside, e.g. to "
-           f"{steps / '8'}.damaged, and the newest is {older[0]})" if older else
+    moved = [steps / "8", *(steps / str(step) for step in older[1:])]  # each damaged one newer than the fix's
+    fix = (f"resume from another step folder: {steps / str(older[0])} (or move {' and '.join(map(str, moved))} aside, "
+           f"e.g. to {', '.join(f'{m}.damaged' for m in moved)}, and the newest is {older[0]})" if older else
            "no other step folder is complete: start without it")
     assert said.endswith(f"); {fix}"), said
     assert not (tmp_path / "new").exists()

@@ -55,7 +55,9 @@ def damaged_refusal(step_dir: Path) -> str | None:
         return None
     others = [step for step in readable_steps(step_dir.parent) if str(step) != step_dir.name]
     unreadable = [step for step in committed_steps(step_dir.parent) if step not in others and str(step) != step_dir.name]
-    aside = f"{step_dir} aside, e.g. to {step_dir}.damaged"
+    moved = [step_dir, *(step_dir.parent / str(s) for s in unreadable[::-1] if others and s > others[-1])]
+    aside = (f"{', '.join(map(str, moved[:-1]))} and " if len(moved) > 1 else "") + f"{moved[-1]} aside, e.g. to " + \
+        ", ".join(f"{m}.damaged" for m in moved)  # each damaged one newer too (was: this one alone, as the library)
     fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {aside}, and the newest "
            f"is {others[-1]})" if others else
            f"no other step folder can be read either (steps {', '.join(map(str, unreadable))}): start without it"
