@@ -107,3 +107,18 @@ def test_the_library_uses_public_apis_and_never_the_harness(name):
     bad = [(module, line) for module, _, line in imports(MODULES[name], top_level_only=False)
            if module.startswith(FORBIDDEN_IN_LIBRARY)]
     assert bad == []
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_the_library_imports_no_name_it_never_uses(name):
+    # Was: sharding.py imported nodes.named_leaves and never read it (a dependency the import graph showed that was
+    # none). A module-level ``from x import y`` is read somewhere in the module, or exported by its ``__all__``.
+    tree = MODULES[name]
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    exported = {elt.value for node in tree.body if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) for elt in getattr(node.value, "elts", [])
+        if isinstance(elt, ast.Constant)}
+    unused = [alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+              and node.module != "__future__" for alias in node.names
+              if (alias.asname or alias.name) not in read | exported]
+    assert unused == [], f"{name} imports {unused} and never reads them"
