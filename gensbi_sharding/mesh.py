@@ -98,8 +98,13 @@ def resolve_mesh(spec: Any) -> Mesh | None:
         if kwargs.get("devices") is not None:
             kwargs["devices"] = _devices_from_ids(kwargs["devices"])
         return make_mesh(**kwargs)
-    raise ValueError(f"invalid mesh spec {spec!r}; accepted forms: None (no mesh), a jax.sharding.Mesh, "
-                     f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}")
+    shaped = isinstance(spec, (tuple, list)) and len(spec) == 2 and all(map(is_int, spec))  # (8, 1): a mesh's shape
+    sizes = {"data": spec[0], MODEL_AXIS: spec[1]} if shaped else {}  # the mapping it means (was: none named)
+    shape = _axis_sizes_hint(sizes, list(sizes)).replace("the axes' sizes are not keys",
+                                                         "a mesh's shape (data, model) is no spec") if shaped else ""
+    typo = typo_of(spec, ("auto",), cutoff=0.7) if isinstance(spec, str) else ""  # 'Auto', 'atuo'; not 'automatic'
+    raise ValueError(f"invalid mesh spec {spec!r}; {typo}accepted forms: None (no mesh), a jax.sharding.Mesh, "
+                     f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}{shape}")
 
 
 def _axis_sizes_hint(spec: Mapping, unknown: list) -> str:
@@ -181,6 +186,8 @@ def _devices_from_ids(devices: Any) -> list[Any]:
         raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
     devices, by_id = list(devices), {d.id: d for d in jax.devices()}
     unknown = [d for d in devices if is_int(d) and d not in by_id]
-    if unknown:
-        raise ValueError(f"mesh spec names device id {unknown[0]}, but the device ids are {sorted(by_id)}")
+    if unknown:  # the fix: the ids it names that exist (was: no fix named)
+        known = [d for d in devices if not (is_int(d) and d not in by_id)] or sorted(by_id)
+        raise ValueError(f"mesh spec names device id {unknown[0]}, but the device ids are {sorted(by_id)}; name only "
+                         f"those, e.g. {{'devices': {[d.id if hasattr(d, 'id') else d for d in known]}}}")
     return [by_id[d] if is_int(d) else d for d in devices]

@@ -118,3 +118,22 @@ def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_i
         gs.resolve_mesh({"data": 4, "model": 4})
     assert str(err.value).endswith("(the axes' sizes are not keys: a mesh spec gives model_axis, the data axis "
                                    "taking the rest of the 8 devices)")
+
+
+def test_resolve_mesh_of_a_near_spec_names_the_one_meant(devices):
+    # Was: "invalid mesh spec 'Auto'; accepted forms: ..." (no "did you mean 'auto'?"); "invalid mesh spec (8, 1); ..."
+    # for a mesh's shape, naming no mapping; "mesh spec names device id 8, but the device ids are [0..7]", no fix.
+    with pytest.raises(ValueError, match=r"^invalid mesh spec 'Auto'; did you mean 'auto'\? if not, accepted forms"):
+        gs.resolve_mesh("Auto")
+    for shape, spec in (((8, 1), {"model_axis": 1}), ([4, 2], {"model_axis": 2})):
+        with pytest.raises(ValueError) as err:
+            gs.resolve_mesh(shape)
+        assert str(err.value).endswith(f"; a mesh's shape (data, model) is no spec: for data={shape[0]} x "
+                                       f"model={shape[1]} write {spec}"), str(err.value)
+        assert dict(gs.resolve_mesh(spec).shape) == {"data": shape[0], "model": shape[1]}  # the fix builds it
+    with pytest.raises(ValueError) as err:
+        gs.resolve_mesh({"devices": list(range(9)), "model_axis": 2})
+    fix = "{'devices': [0, 1, 2, 3, 4, 5, 6, 7]}"
+    assert str(err.value) == ("mesh spec names device id 8, but the device ids are [0, 1, 2, 3, 4, 5, 6, 7]; name only "
+                              f"those, e.g. {fix}")
+    assert dict(gs.resolve_mesh({**ast.literal_eval(fix), "model_axis": 2}).shape) == {"data": 4, "model": 2}
