@@ -195,8 +195,12 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
         axes = tuple(a for a in mesh_axes_of(target) if a not in manual)
         target = _pack(axes)
         size = math.prod(mesh.shape[a] for a in axes)
-        if axes and used.intersection(axes):
-            unsplit[name], target = f"mesh axes {axes} already split an earlier dimension", None
+        if axes and used.intersection(axes):  # the fix: the axes left, where they split it (was: no fix named)
+            free = tuple(a for a in axes if a not in used)
+            field, fits = ACTIVATION_NAMES[name], free and dim % math.prod(mesh.shape[a] for a in free) == 0
+            unsplit[name], target = (f"mesh axes {axes} already split an earlier dimension; "
+                                     + (f"{field}={_pack(free)!r} splits it" if fits else
+                                        f"{field}=None leaves it unsplit without this warning")), None
         elif dim % size:
             unsplit[name], target = f"size {dim} is not divisible by mesh axes {axes} of size {size}", None
         used.update(mesh_axes_of(target))

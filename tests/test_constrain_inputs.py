@@ -339,3 +339,21 @@ def test_a_misspelt_name_in_a_closed_set_is_answered_with_the_one_meant(mesh, ca
     with pytest.raises(ValueError) as error:
         call(mesh)
     assert said in str(error.value), str(error.value)
+
+
+@pytest.mark.parametrize("heads, fix, spec", [(("data", "model"), "head_axis='model' splits it", P("data", None, "model")),
+                                              (("data",), "head_axis=None leaves it unsplit without this warning",
+                                               P("data"))])
+def test_a_dimension_whose_axes_split_an_earlier_one_names_the_value_that_works(devices, heads, fix, spec):
+    # Was, launch.py experiment=quick model=transformer 'activation.head_axis=[data,model]': "... left unsplit ...:
+    # heads (mesh axes ('data', 'model') already split an earlier dimension)", no value named that works.
+    on = gs.make_mesh(model_axis=2)
+    axes = gs.PartitionAxis(batch_axis="data", head_axis=heads)
+    with pytest.warns(gs.ShardingFallbackWarning) as warned:
+        gs.constrain(jnp.zeros((8, 4, 4)), ("batch", None, "heads"), axes, on)
+    assert str(warned[0].message).endswith(f": heads (mesh axes {heads} already split an earlier dimension; {fix})")
+    fixed = axes._replace(head_axis="model" if "'model'" in fix else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gs.ShardingFallbackWarning)  # the value named: no warning, split as said
+        out = gs.constrain(jnp.zeros((8, 4, 4)), ("batch", None, "heads"), fixed, on)
+    assert out.sharding.is_equivalent_to(NamedSharding(on, spec), 3)
