@@ -40,6 +40,12 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     -------
     str or None
         The reason, in the words ``restore`` uses; None where nothing is found.
+
+    Raises
+    ------
+    Exception
+        An error reading an item that names no damage (not ``KeyError``, ``ValueError``, ``AttributeError`` or
+        ``OSError``, nor one behind it), as Orbax raised it.
     """
     step_dir = Path(step_dir)
     if missing := [repr(item) for item in items if not (step_dir / item).is_dir()]:
