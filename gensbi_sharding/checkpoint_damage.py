@@ -5,6 +5,7 @@ its JSON items, through Orbax's public handlers; no array data read, JAX's backe
 array of every step read in a child process, seconds, a second copy of a big checkpoint in host memory).
 """
 
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,7 +56,12 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     for item in (item for item in ITEMS if item in items):
         try:
             if item == "arrays":  # a handler that asks the backend nothing (it asks whether pinned memory is there)
-                read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
+                absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
+                absl.setLevel(max(level, logging.WARNING))  # its info line "Created BasePyTreeCheckpointHandler: ..."
+                try:  # (was: on a launcher's console, above a refusal's one line)
+                    read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
+                finally:
+                    absl.setLevel(level)
                 if read is None or read.tree is None:  # was said "AttributeError: 'NoneType' ..."
                     return f"its {item!r} item cannot be read (Orbax reads no metadata of it: one of its files is " \
                            "missing or damaged)"
