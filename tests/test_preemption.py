@@ -1805,6 +1805,18 @@ def test_a_stop_during_the_last_c2st_ends_the_run_finished_and_stops_its_sweep(t
         assert [row["observation"] for row in csv.DictReader(f)] == ["1", "2"]
 
 
+def _two_processes_whose_sync_point_answers_at_check_3(monkeypatch) -> list:
+    """Simulate two processes of a job whose JAX preemption sync point answers at its third call; the list of the
+    calls' counts, which the caller reads."""
+    from jax.experimental import multihost_utils
+
+    asked = []
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or n == 3)
+    return asked
+
+
 def test_a_multi_process_c2st_asks_for_a_stop_between_chunks_of_ode_steps_all_processes_alike(monkeypatch):
     # Was: distributed=local's processes never asked between chunks (only a one-process run did), so a Ctrl-C during
     # a multi-process C2ST waited for the observation's whole integration (eval.ode_steps up to 2**31 - 1: hours).
@@ -1817,10 +1829,7 @@ def test_a_multi_process_c2st_asks_for_a_stop_between_chunks_of_ode_steps_all_pr
     from gensbi_sharding.harness import flow_sampler
     from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 
-    asked = []
-    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
-    monkeypatch.setattr(jax, "process_count", lambda: 2)
-    monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or n == 3)
+    asked = _two_processes_whose_sync_point_answers_at_check_3(monkeypatch)
     watch = PreemptionWatch()
     sampler = flow_sampler.FlowSampler(lambda th, x, t: jnp.tanh(th) + x[:1], rows=8, mesh=None,
                                        num_steps=10 * flow_sampler.CHUNK_STEPS, stop_check=watch.check_together)
@@ -1841,15 +1850,11 @@ def test_a_multi_process_c2st_stops_at_the_sync_point_though_a_signal_came_befor
     # other processes, whose signal landed a moment later, ran the next chunk without it. Simulated: two processes,
     # this one's Ctrl-C recorded before the first check, the sync point reached at check 3.
     import jax.numpy as jnp
-    from jax.experimental import multihost_utils
 
     from gensbi_sharding.harness import flow_sampler
     from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 
-    asked = []
-    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
-    monkeypatch.setattr(jax, "process_count", lambda: 2)
-    monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or n == 3)
+    asked = _two_processes_whose_sync_point_answers_at_check_3(monkeypatch)
     watch = PreemptionWatch()
     watch.signum = signal.SIGINT  # its own Ctrl-C, as the handler records it (the handler passes it on as SIGTERM)
     sampler = flow_sampler.FlowSampler(lambda th, x, t: jnp.tanh(th) + x[:1], rows=8, mesh=None,
