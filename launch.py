@@ -79,7 +79,7 @@ try:
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
-    from gensbi_sharding.harness.log_file import console_fits
+    from gensbi_sharding.harness.log_file import console_fits, drop_late_callbacks
     from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
@@ -100,6 +100,7 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 # which names no fix, and before any folder is made.
 try:
     if __name__ == "__main__":
+        drop_late_callbacks()  # a damaged checkpoint's reads still under way: no tracebacks around a refusal
         if problem := command_problem(sys.argv[1:]):
             sys.exit(f"[ERROR] {problem}")
     register_configs()

@@ -6,7 +6,6 @@ array of every step read in a child process, seconds, a second copy of a big che
 """
 
 import logging
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,7 +69,6 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
         except Exception as raised:
             if (err := damage_behind(raised)) is None:
                 raise
-            _quiet_closed_loop()
             return f"its {item!r} item cannot be read ({type(err).__name__}: {clipped(err)})"
     return None
 
@@ -82,18 +80,3 @@ def damage_behind(raised: Exception) -> Exception | None:
     err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__
     return err if isinstance(err, damaged) else None
 
-
-def _quiet_closed_loop() -> None:
-    """Drop the "RuntimeError: Event loop is closed" traceback a damaged arrays item leaves on stderr (TensorStore's
-    reads of its other arrays finish after Orbax closed its loop, into ``sys.unraisablehook``): it printed a traceback
-    above the refusal's one line. Every other unraisable error goes to the hook as before; installed once."""
-    previous = sys.unraisablehook
-    if getattr(previous, "_drops_closed_loop", False):
-        return
-
-    def hook(unraisable) -> None:
-        if not (isinstance(unraisable.exc_value, RuntimeError) and str(unraisable.exc_value) == "Event loop is closed"):
-            previous(unraisable)
-
-    hook._drops_closed_loop = True
-    sys.unraisablehook = hook

@@ -814,6 +814,22 @@ def test_a_step_whose_array_data_alone_is_lost_passes_step_damage_and_its_restor
     assert str(err.value).endswith("; no other step folder can be read either (steps 4): start without it")
 
 
+def test_step_damage_leaves_the_callers_unraisable_hook_as_it_found_it(tmp_path, monkeypatch):
+    # Was: the first damaged arrays item step_damage read installed, for good, a sys.unraisablehook filter of its own
+    # (a process global changed by a library call). The late "Event loop is closed" callbacks of the read are now
+    # a launcher's to drop (log_file.drop_late_callbacks in launch.py: tests/test_resume_refusals.py).
+    from gensbi_sharding.checkpoint import step_damage
+
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, config=CONFIG, async_save=False) as writer:
+        writer.save(8, {"w": jax.numpy.arange(64.0), "v": jax.numpy.ones((32, 32))}, jax.random.key(0), info={})
+    (folder / "8" / "arrays" / "manifest.ocdbt").unlink()  # its arrays' database
+    monkeypatch.setattr(sys, "unraisablehook", [].append)
+    hook = sys.unraisablehook
+    assert step_damage(folder / "8").startswith("its 'arrays' item cannot be read (ValueError: NOT_FOUND: ")
+    assert sys.unraisablehook is hook
+
+
 class _ParamNamedOptState(nnx.Module):
     """A model whose parameter sits under an attribute named like an optimizer's state."""
 

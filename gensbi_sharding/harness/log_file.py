@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, tagged
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 
-__all__ = ["JobLogFile", "Console", "late_writes_to_log", "errors_on_console", "console_fits"]
+__all__ = ["JobLogFile", "Console", "late_writes_to_log", "drop_late_callbacks", "errors_on_console", "console_fits"]
 
 
 class JobLogFile(logging.FileHandler):
@@ -106,11 +106,10 @@ def late_writes_to_log() -> Iterator[None]:
     previous, said = sys.unraisablehook, []
 
     def hook(unraisable: object) -> None:
-        err = getattr(unraisable, "exc_value", None)
-        if not (isinstance(err, RuntimeError) and str(err) == "Event loop is closed"):
+        if not _late_callback(unraisable):
             previous(unraisable)
         elif not said:
-            said.append(err)
+            said.append(err := unraisable.exc_value)
             logging.getLogger(NATIVE).info("a write ended after its event loop closed (a save that failed): %s", err)
 
     sys.unraisablehook = hook
@@ -118,6 +117,21 @@ def late_writes_to_log() -> Iterator[None]:
         yield
     finally:
         sys.unraisablehook = previous
+
+
+def drop_late_callbacks() -> None:
+    """In a launcher's own process (launch.py), for good: drop the "RuntimeError: Event loop is closed" each read still
+    under way raises, on TensorStore's threads, for a while after a damaged checkpoint's arrays failed to read
+    (``checkpoint.step_damage`` before a run's folder: 38 tracebacks above a refusal's one line for experiment=quick's
+    run); a job's own go to its log (``late_writes_to_log``). Any other unraisable error is printed. Was: installed by
+    the library's ``step_damage`` itself, a process global changed for good in any caller's process."""
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None if _late_callback(unraisable) else previous(unraisable)
+
+
+def _late_callback(unraisable: object) -> bool:
+    err = getattr(unraisable, "exc_value", None)
+    return isinstance(err, RuntimeError) and str(err) == "Event loop is closed"
 
 
 def _shows_errors(logger: logging.Logger) -> bool:
