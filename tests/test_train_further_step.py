@@ -202,3 +202,35 @@ def test_continuing_a_killed_runs_checkpoints_carries_its_settings_not_the_refus
     with pytest.raises(FileExistsError) as err:  # the same settings: as before
         ensure_fresh(run, overrides=["experiment=quick", "seed=0"])
     assert "; continue it here with the same command plus train.resume=auto, or in a new folder with " in str(err.value)
+
+
+def test_continuing_a_stopped_run_of_ones_own_preset_carries_its_search_path(tmp_path):
+    # Was: 'launch.py experiment=quick seed=1 hydra.run.dir=<a stopped run of hydra.searchpath=[file://my_conf]
+    # model=small seed=0>' was told "... with the settings it was launched with: python launch.py model=small seed=0
+    # train.resume=auto ...": the refused command's search path (none), so Hydra could not find model=small pasted.
+    # Now the search path of the run's own record (.hydra/hydra.yaml).
+    import shlex
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    conf = tmp_path / "my_conf" / "model"
+    conf.mkdir(parents=True)
+    (conf / "small.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nwidth: 8\n")
+    run = tmp_path / "run"
+    (run / "checkpoints" / "10").mkdir(parents=True)
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- model=small\n- seed=0\n")
+    (run / ".hydra" / "hydra.yaml").write_text(f"hydra:\n  overrides:\n    hydra:\n    - hydra.searchpath=[file://"
+                                               f"{tmp_path / 'my_conf'}]\n    - hydra.run.dir={run}\n")
+    write_json(run / "metrics.json", {"status": "interrupted", "final_step": 10})
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, overrides=["experiment=quick", "seed=1"])
+    printed = str(err.value).split("continue it in this folder with the settings it was launched with: ")[1]
+    printed = printed.removesuffix(", or choose another hydra.run.dir")
+    assert printed == (f"python launch.py 'hydra.searchpath=[file://{tmp_path / 'my_conf'}]' experiment=quick "
+                       f"model=small seed=0 train.resume=auto hydra.run.dir={run}"), printed
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    cfg = under_command(args, lambda cfg: cfg)
+    assert (cfg.model.width, cfg.seed, cfg.train.resume) == (8, 0, "auto")

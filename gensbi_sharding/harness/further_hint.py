@@ -115,17 +115,22 @@ def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
 
 
 def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str | None:
-    """``sweep_hints.job_command`` of ``run_dir``'s record (``.hydra/overrides.yaml``) after ``overrides``' config
-    flags, where the settings of the two differ (``train.steps``, ``train.resume``, ``hydra.*`` aside); else None."""
+    """``sweep_hints.job_command`` of ``run_dir``'s record (``.hydra/overrides.yaml``) after its search path and config
+    flags (``hydra.yaml``; none recorded: ``overrides``'), where the settings of the two differ (``train.steps``,
+    ``train.resume``, ``hydra.*`` aside); else None. Was: ``overrides``' flags always, so a run of ``model=small`` from
+    ``hydra.searchpath=[file://my_conf]`` was offered a command without it, which Hydra refused pasted."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_hints import job_command
+    from gensbi_sharding.harness.sweep_hints import config_flags, job_command, search_path_of
 
     saved = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
     if overrides is None or not OmegaConf.is_list(saved):
         return None
-    flags, saved = [o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))], list(map(str, saved))
+    hydra = getattr(read_record(Path(run_dir) / ".hydra" / "hydra.yaml"), "hydra", None)
+    flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
+        if OmegaConf.is_dict(hydra) else []
+    flags, saved = flags or [o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))], list(map(str, saved))
 
     def settings(words: Sequence[str]) -> list[str]:
         return sorted(o for o in words if not o.startswith(("train.resume=", "train.steps=", "hydra.", "--config-")))
