@@ -390,6 +390,30 @@ def test_continuing_a_sweeps_stopped_jobs_carries_the_sweeps_settings_not_the_re
     assert "python launch.py -m seed=0 experiment=quick train.steps=40 train.resume=auto" in again  # as typed
 
 
+def test_continuing_a_sweeps_stopped_jobs_of_ones_own_preset_carries_the_sweeps_search_path(tmp_path):
+    # Was: '-m experiment=quick seed=1 hydra.sweep.dir=<a sweep of hydra.searchpath=[file://my_conf] model=small
+    # seed=0, job 0 stopped>' was told "... python launch.py -m experiment=quick model=small seed=0 train.resume=auto
+    # ...": the refused command's search path (none), so Hydra could not find model=small pasted. Now the sweep's own.
+    import shlex
+
+    from gensbi_sharding.harness.command_checks import command_problem
+    from gensbi_sharding.harness.stopped_jobs import stopped_jobs_problem
+
+    (tmp_path / "my_conf" / "model").mkdir(parents=True)
+    (tmp_path / "my_conf" / "model" / "small.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nwidth: 8\n")
+    sweep, searched = tmp_path / "sw", f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
+    save_step(sweep / "0", 8)
+    OmegaConf.save({"hydra": {"overrides": {"task": ["experiment=quick", "model=small", "seed=0"],
+                                            "hydra": [searched, f"hydra.sweep.dir={sweep}"]}}}, sweep / "multirun.yaml")
+    fresh = dict(resume=None, resume_from=False, steps=20, dry_run=False, multirun=True)
+    said = stopped_jobs_problem(sweep, [sweep / "0"], [["experiment=quick", "seed=1"]], ["experiment=quick", "seed=1"],
+                                fresh).splitlines()[-1]
+    printed = said.split("continue them all from their checkpoints: ")[1].split(", or choose")[0]
+    assert printed == (f"python launch.py -m {shlex.quote(searched)} experiment=quick model=small seed=0 "
+                       f"train.resume=auto hydra.sweep.dir={sweep}"), printed
+    assert command_problem(shlex.split(printed)[2:]) is None
+
+
 @pytest.mark.parametrize("saved", ["/r1", "/r0"])
 def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_continuing_it(
         tmp_path, monkeypatch, capsys, saved):

@@ -91,11 +91,16 @@ def sweep_command(sweep_dir: Any, command: Sequence[str]) -> list[str]:
 
     from gensbi_sharding.harness.outputs import read_record
 
+    from gensbi_sharding.harness.sweep_hints import config_flags, search_path_of
+
     record = read_record(Path(sweep_dir) / "multirun.yaml")
     task = OmegaConf.select(record, "hydra.overrides.task", default=None) if OmegaConf.is_dict(record) else None
     if not OmegaConf.is_list(task):
         return list(command)
-    flags, task = [o for o in command if o.startswith(("--config-", "hydra.searchpath="))], list(map(str, task))
+    # its own search path and config flags (was the command's: a sweep of my_conf's model=small, offered none)
+    flags = [*config_flags(record.hydra), *search_path_of(OmegaConf.select(record, "hydra.overrides.hydra"))]
+    flags = flags or [o for o in command if o.startswith(("--config-", "hydra.searchpath="))]
+    task = list(map(str, task))
 
     def settings(words: Sequence[str]) -> list[str]:
         return sorted(o for o in words if not o.startswith(("train.resume=", "train.steps=", "hydra.", "--config-")))
