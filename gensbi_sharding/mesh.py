@@ -96,7 +96,7 @@ def resolve_mesh(spec: Any) -> Mesh | None:
             raise ValueError(f"unknown mesh spec key {unknown[0]!r}; {typo}accepted keys: {_MESH_SPEC_KEYS}{hint}")
         kwargs = dict(spec)
         if kwargs.get("devices") is not None:
-            kwargs["devices"] = _devices_from_ids(kwargs["devices"])
+            kwargs["devices"] = _devices_from_ids(kwargs["devices"], kwargs.get("model_axis"))
         return make_mesh(**kwargs)
     shaped = isinstance(spec, (tuple, list)) and len(spec) == 2 and all(map(is_int, spec))  # (8, 1): a mesh's shape
     sizes = {"data": spec[0], MODEL_AXIS: spec[1]} if shaped else {}  # the mapping it means (was: none named)
@@ -180,14 +180,17 @@ def check_model_groups_local(mesh: Mesh) -> None:
                              f"tensor-parallel groups must stay inside one process. {fix}")
 
 
-def _devices_from_ids(devices: Any) -> list[Any]:
-    """A spec's device list with ids replaced by ``jax.Device`` objects; ``ValueError`` for a bad list or id."""
+def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
+    """A spec's device list with ids replaced by ``jax.Device`` objects; ``ValueError`` for a bad list or id (its fix
+    a list ``make_mesh`` takes: each id once, as many as ``model_axis`` divides)."""
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
         raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
     devices, by_id = list(devices), {d.id: d for d in jax.devices()}
     unknown = [d for d in devices if is_int(d) and d not in by_id]
     if unknown:  # the fix: the ids it names that exist (was: no fix named)
-        known = [d for d in devices if not (is_int(d) and d not in by_id)] or sorted(by_id)
+        known = list(dict.fromkeys(d for d in devices if not (is_int(d) and d not in by_id)))  # was [0, 0]: refused
+        n = model_axis if is_int(model_axis) and model_axis > 0 else 1  # was [0, 1, 2] for model_axis=2: refused
+        known = known[:len(known) - len(known) % n] or sorted(by_id)
         raise ValueError(f"mesh spec names device id {unknown[0]}, but the device ids are {sorted(by_id)}; name only "
                          f"those, e.g. {{'devices': {[d.id if hasattr(d, 'id') else d for d in known]}}}")
     return [by_id[d] if is_int(d) else d for d in devices]

@@ -120,6 +120,20 @@ def test_a_mesh_given_by_its_axes_sizes_is_refused_naming_the_spec_that_builds_i
                                    "taking the rest of the 8 devices)")
 
 
+@pytest.mark.parametrize("spec, fix", [({"devices": [0, 1, 2, 8], "model_axis": 2}, "{'devices': [0, 1]}"),
+                                       ({"devices": [0, 0, 9]}, "{'devices': [0]}")])
+def test_resolve_mesh_of_an_unknown_device_id_names_a_list_that_builds(devices, spec, fix):
+    # Was: "...; name only those, e.g. {'devices': [0, 1, 2]}" for model_axis=2 (3 devices, which it does not divide)
+    # and "e.g. {'devices': [0, 0]}" (device 0 twice): each refused when followed. Now each id once, as many as
+    # model_axis divides.
+    with pytest.raises(ValueError) as err:
+        gs.resolve_mesh(spec)
+    assert str(err.value).endswith(f"; name only those, e.g. {fix}"), str(err.value)
+    model = spec.get("model_axis", 1)
+    built = gs.resolve_mesh({**ast.literal_eval(fix), **({"model_axis": model} if "model_axis" in spec else {})})
+    assert dict(built.shape) == {"data": len(ast.literal_eval(fix)["devices"]) // model, "model": model}
+
+
 def test_resolve_mesh_of_a_near_spec_names_the_one_meant(devices):
     # Was: "invalid mesh spec 'Auto'; accepted forms: ..." (no "did you mean 'auto'?"); "invalid mesh spec (8, 1); ..."
     # for a mesh's shape, naming no mapping; "mesh spec names device id 8, but the device ids are [0..7]", no fix.
