@@ -11,6 +11,18 @@ from faults_helpers import REPO, save_step
 from test_start_imports import LAUNCH, imported_after
 
 
+def _run_in_a_fresh_process(script: str, folder, with_tests: bool = False) -> subprocess.CompletedProcess:
+    """Run ``script`` with ``folder`` as its argument in a fresh interpreter whose device count is unset (so that
+    setting it after the check is refused if the check started JAX's backend); it must exit 0."""
+    paths = [str(REPO), str(REPO / "tests")] if with_tests else [str(REPO)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 _LIST_THEN_START = """
 import sys, jax
 from gensbi_sharding.harness.resume_command import holds_checkpoint
@@ -28,11 +40,7 @@ def test_listing_a_run_folders_checkpoints_leaves_jax_backend_unstarted(tmp_path
     # CheckpointManager, whose constructor starts the backend, before the run set its device count (status error).
     out = tmp_path / "cont"
     save_step(out, 20)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("JAX_NUM_CPU_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _LIST_THEN_START, str(out)], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_in_a_fresh_process(_LIST_THEN_START, str(out))
     assert proc.stdout.split("\n")[:2] == ["True [20]", "3"], proc.stdout
 
 
@@ -140,9 +148,5 @@ def test_the_librarys_check_of_a_step_leaves_jax_backend_unstarted(tmp_path):
     out = tmp_path / "run"
     for step in (4, 8):
         save_step(out, step)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("JAX_NUM_CPU_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _DAMAGE_THEN_START, str(out)], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_in_a_fresh_process(_DAMAGE_THEN_START, str(out))
     assert proc.stdout.split("\n")[:2] == ["None its 'arrays' item cannot be read", "3"], proc.stdout

@@ -13,6 +13,19 @@ from gensbi_sharding.harness.outputs import write_json
 from gensbi_sharding.harness.run_folder import ensure_fresh
 
 
+def _passing_command(printed: str):
+    """The overrides of a printed ``python launch.py ...`` command, which the launch checks must pass, and the config
+    they compose."""
+    import shlex
+
+    from faults_helpers import under_command
+    from gensbi_sharding.harness.command_checks import command_problem
+
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    return args, under_command(args, lambda cfg: cfg)
+
+
 def test_the_train_further_hint_names_the_newest_step_folder(tmp_path):
     run = tmp_path / "run"
     for step in (10, 15):
@@ -64,9 +77,7 @@ def test_training_an_early_stopped_runs_weights_further_prints_every_override_it
     assert printed == (f"python launch.py experiment=quick train.steps=2000 train.patience=0 train.resume=auto "
                        f"hydra.run.dir={out}"), error
     assert "train.patience=0: early stopping (train.patience=3) would end it again" in error
-    args = shlex.split(printed)[2:]
-    assert command_problem(args) is None
-    cfg = under_command(args, lambda cfg: cfg)
+    args, cfg = _passing_command(printed)
     assert (cfg.train.steps, cfg.train.patience, cfg.train.resume) == (2000, 0, "auto")
     assert job_problem(cfg) is None
     # From Python: the same settings of cfg
@@ -91,9 +102,7 @@ def test_training_an_early_stopped_completed_run_further_sets_train_patience_0(t
     printed = str(err.value).split("into a new folder: ")[1]
     assert printed == (f"python launch.py experiment=quick train.steps=1000 train.patience=0 train.resume={run} "
                        f"hydra.run.dir={run}-steps1000")
-    args = shlex.split(printed)[2:]
-    assert command_problem(args) is None
-    cfg = under_command(args, lambda cfg: cfg)
+    args, cfg = _passing_command(printed)
     assert (cfg.train.steps, cfg.train.patience, cfg.train.resume) == (1000, 0, str(run))
     # a run that trained every step it asked for keeps its patience
     write_json(run / "metrics.json", {"status": "ok", "final_step": 300, "stopped_early": False})
@@ -143,9 +152,7 @@ def test_train_further_carries_the_saved_runs_settings_not_the_refused_commands(
     printed = str(err.value).split("into a new folder: ")[1]
     assert printed == (f"python launch.py experiment=quick seed=0 train.steps=40 train.resume={run} "
                        f"hydra.run.dir={tmp_path / 'sw-0-steps40'}")
-    args = shlex.split(printed)[2:]
-    assert command_problem(args) is None
-    cfg = under_command(args, lambda cfg: cfg)
+    args, cfg = _passing_command(printed)
     assert (cfg.seed, cfg.train.steps, cfg.train.resume) == (0, 40, str(run))
     assert under_command(args, job_problem) is None
 
@@ -170,9 +177,7 @@ def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(
     printed = str(err.value).split("continue it in this folder with the settings it was launched with: ")[1]
     printed = printed.removesuffix(", or choose another hydra.run.dir")
     assert printed == f"python launch.py experiment=quick seed=0 train.resume=auto hydra.run.dir={run}"
-    args = shlex.split(printed)[2:]
-    assert command_problem(args) is None
-    cfg = under_command(args, lambda cfg: cfg)
+    args, cfg = _passing_command(printed)
     assert (cfg.seed, cfg.train.resume) == (0, "auto")
     assert under_command(args, job_problem) is None
     with pytest.raises(FileExistsError) as err:  # the same settings, more steps: the command plus train.resume=auto
@@ -230,7 +235,5 @@ def test_continuing_a_stopped_run_of_ones_own_preset_carries_its_search_path(tmp
     printed = printed.removesuffix(", or choose another hydra.run.dir")
     assert printed == (f"python launch.py 'hydra.searchpath=[file://{tmp_path / 'my_conf'}]' experiment=quick "
                        f"model=small seed=0 train.resume=auto hydra.run.dir={run}"), printed
-    args = shlex.split(printed)[2:]
-    assert command_problem(args) is None
-    cfg = under_command(args, lambda cfg: cfg)
+    args, cfg = _passing_command(printed)
     assert (cfg.model.width, cfg.seed, cfg.train.resume) == (8, 0, "auto")
