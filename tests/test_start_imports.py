@@ -3,7 +3,7 @@
 Every launch paid JAX's and Flax's import (~1.3 s of CPU) at its first line, through the package's
 ``__init__`` (``gensbi_sharding.harness.config`` is inside it), ``--help``, a command its checks refuse and a
 Hydra composition error too. Now each library name is imported when first read, and the harness imports JAX
-where it starts the devices (``run._run``). A refusal that suggests another value for the key it refused
+where it starts the devices (``run_steps.run_steps``). A refusal that suggests another value for the key it refused
 (``eval.num_samples=2.5`` -> 4) first puts that value through the run's own checks (``command_checks``), which
 imported JAX, Flax and optax (~1.4 s of CPU) to list the registered model and data names and to split the
 simulations (``harness.data``); now a built-in name is known from ``registry.BUILT_IN_MODELS`` and the task list,

@@ -13,29 +13,20 @@ import signal
 import sys
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import (console, interrupt_hold, loss_history, outputs, run_folder, run_report,
-                                     launch_record, signal_hold, stop_record, summary, sweep_continue, sweep_hints)
-from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness import (console, interrupt_hold, outputs, run_folder, launch_record, signal_hold,
+                                     stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.checked_fix import validate_every
-from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations
 from gensbi_sharding.harness.config_values import interpolation_problem
-from gensbi_sharding.harness.dry_run import dry_run_metrics
-from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.local_children import child_refusal
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
-from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+from gensbi_sharding.harness.run_steps import run_steps
 from gensbi_sharding.harness.stop_watchdog import watch_setup
-from gensbi_sharding.harness.memory_check import check_fits
-from gensbi_sharding.harness.rule_config import as_rule, rule_table
-from gensbi_sharding.harness.run_mesh import run_mesh
-from gensbi_sharding.harness.units import format_bytes
 
 __all__ = ["run"]
 
@@ -69,7 +60,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 failure = run_local_job(cfg, out, metrics, watch)
             else:
                 watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
-                metrics.update(_run(cfg, out, metrics, folder, watch))
+                metrics.update(run_steps(cfg, out, metrics, folder, watch))
                 metrics["status"] = "ok"
         except Preempted as stop:
             # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
@@ -120,181 +111,4 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         # Asked to stop as its last observation was scored: the run finished, its sweep stops here (was: status
         # interrupted, c2st null, "before the evaluation finished", with every score written)
         signal_hold.stop_after_run(stop_signal(watch.signum))
-    return metrics
-
-
-def _run(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,
-         watch: PreemptionWatch) -> dict[str, Any]:
-    dist = cfg.distributed
-    # Known before joining (distributed=local's processes): their first lines are tagged, only process 0's info lines
-    # reach their one console (else each printed "[1/7]"); else one process (reset: an earlier run may have set it).
-    several = dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1
-    console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
-    validate_every(cfg)
-    # Accepted, yet the model (or its program) is the same without them.
-    if (unused := ignored_settings(cfg.model, cfg.activation, cfg.mesh)) is not None:
-        log.warning("%s", unused, extra=console.EVERY_PROCESS)
-    rule_name, table = rule_table(cfg.rule)
-    metrics.update(rule=rule_name, model=cfg.model.name, data=cfg.data.name)
-
-    from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,  # JAX:
-                                                 peak_bytes_in_use, resolve_cpu_count)  # here, not at launch.py's start
-    cpu_count, source = resolve_cpu_count(cfg.devices.cpu_count)
-    log.info("[1/7] devices: cpu_count=%d (from %s), distributed=%s", cpu_count, source, cfg.distributed.mode)
-    initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
-                           num_processes=dist.num_processes, process_id=dist.process_id,
-                           timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
-    configure_devices(cpu_count, cfg.devices.platform)
-
-    import jax
-    from flax import nnx
-    import gensbi_sharding as contract
-    from gensbi_sharding.harness import plots, registry, train
-    from gensbi_sharding import checkpoint
-    from gensbi_sharding.harness.pipeline import build_pipeline
-    from gensbi_sharding.harness.preemption import train_with_checkpoints
-    from gensbi_sharding.harness.resume import check_resume_settings, resume_point, saved_statistics
-    from gensbi_sharding.harness.state import build_state
-    from gensbi_sharding.harness.tasks import TASKS, check_evaluation
-
-    if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
-        folder.claim()
-    if jax.process_count() > 1:  # distributed=auto: known once JAX joined the processes
-        console.set_process(jax.process_index(), jax.process_count())
-    log.info("process %d of %d, %d device%s (%d local, %s)", jax.process_index(), jax.process_count(),
-             jax.device_count(), "s" * (jax.device_count() != 1), jax.local_device_count(), jax.default_backend())
-    metrics["jax_enable_x64"] = run_report.x64_warning()  # x64 trains otherwise: said, and recorded
-    if (problem := processes_config_problem(cfg)) is not None:  # on every process alike: none left waiting
-        raise ConfigError(problem)
-    peak_before = peak_bytes_in_use()  # the process's: an earlier job of a multirun may have set it
-
-    if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
-        raise ConfigError(problem)
-    watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
-    mesh = run_mesh(cfg, source, rule_name, table)
-    log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh))  # the resolved mesh, as the user asked for it
-    metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
-                   mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
-                   process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh))
-
-    if cfg.dry_run:
-        watch.check()
-        return dry_run_metrics(cfg, mesh, rule_name, table)
-    check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
-    watch.check()
-    log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
-    resume_dir = resume_point(cfg, out)
-    start_step = int(resume_dir.name) if resume_dir else 0
-    # Null until the checkpoint is restored: an attempt refused (or failing) before then resumed nothing.
-    metrics.update(resumed_from_step=None, resumed_from=None)
-    if resume_dir is not None:
-        check_resume_settings(resume_dir, cfg)
-    if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
-        log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
-    registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
-    registry.get_data(cfg.data.name)
-    observations, note = scored_observations(cfg)
-    if cfg.eval.enabled and note:  # both set and disagreeing: say which one is scored
-        log.info("%s", note)
-    if cfg.eval.enabled and cfg.data.name in TASKS:  # what evaluation will need, checked before training
-        check_evaluation(cfg.data, cfg.eval, observations)
-    pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=mesh, shards=cfg.data.shards, skip=start_step,
-                          statistics=saved_statistics(resume_dir), mesh_cfg=cfg.mesh)
-    sims = pipe.sims
-    metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
-    watch.check()
-    log.info("%s", run_report.model_step_line(cfg, rule_name, mesh))  # what it trains with, as set
-    with overrides_named("model", cfg.model, ConfigError):
-        ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
-                         table=table, resume_dir=resume_dir)
-    if resume_dir is not None:  # steps counts this attempt's steps, these where it started, final_step where it ended
-        metrics.update(resumed_from_step=start_step, resumed_from=str(resume_dir))
-    sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
-                                                 mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
-    if run_folder.is_writer():  # now: a run stopped or failed later has it too (was: written at [7/7] only)
-        outputs.write_atomic(out / "sharding.txt", sharding_table)
-
-    watch.check()
-    functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
-    mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
-
-    def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
-        if run_folder.is_writer():
-            loss_history.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
-                                      resume_dir=resume_dir, val_points=val_points, val_afresh=ts.val_afresh,
-                                      title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}"
-                                      # the earlier steps may have run elsewhere (metrics.json: previous_attempts)
-                                      + (f" from step {ts.start_step}" if resume_dir else ""))
-
-    try:
-        # From this line on a signal stops the run at the first step boundary, after a checkpoint.
-        with watch.at_step_boundaries():
-            log.info("[5/7] train: steps %d..%d, global batch %d%s", ts.start_step, cfg.train.steps,
-                     cfg.data.batch_size, f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
-            result, preempted = train_with_checkpoints(
-                functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
-                watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0,
-                statistics=sims.statistics())
-    except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
-        if getattr(interrupt, "losses", None) is not None:
-            write_losses(interrupt.losses, interrupt.val_history)
-        raise
-    # This attempt's validations: the earlier ones are in the earlier attempt's losses file.
-    write_losses(result.losses, result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
-                 if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)])
-    # As the progress bar showed; None when this attempt trained nothing (resumed at train.steps to evaluate).
-    train_loss = loss_history.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
-    trained = bool(result.steps)  # else nothing compiled or ran: null figures, never 0.0
-    last_val = result.val_history[-1][1] if result.val_history else None  # as train loss is: the last (best_val_loss)
-    metrics.update(compile_s=result.compile_s if trained else None, best_val_loss=result.val_loss,
-                   median_step_s=result.median_step_s if trained else None,
-                   samples_per_s=result.samples_per_s if trained else None, final_val_loss=last_val,
-                   steps=result.steps, final_step=ts.start_step + result.steps,
-                   final_train_loss=train_loss, best_step=result.best_step,
-                   stopped_early=result.stopped_early, val_history=result.val_history)
-    if preempted:  # after the figures: a preempted attempt's record keeps what its steps measured
-        step = ts.start_step + result.steps
-        raise Preempted(watch.signum, step, out / checkpoint.CHECKPOINT_SUBDIR / str(step))
-    if result.best_step is not None:
-        log.info("validation: best %.4f at step %d%s", result.val_loss, result.best_step,
-                 f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
-    val_text = "n/a" if last_val is None else f"{last_val:.4f}"
-    if result.steps:
-        log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d step%s), "
-                 "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
-                 train_loss, (n := len(result.losses) % cfg.train.log_every or cfg.train.log_every), "s" * (n != 1),
-                 val_text, pipe.val_pairs)
-    else:
-        log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",
-                 ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)
-
-    model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
-    from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
-    w = sampled_weights(metrics, ema=bool(ema)) if cfg.eval.enabled else {"weights": None, "step": None}  # none
-    metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])  # scored: null (was: named, unscored)
-    if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
-        observations = list(cfg.eval.observations or [cfg.data.num_observation])
-        log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (weights: %s %d), scored against the "
-                 "reference", cfg.eval.num_samples, observations, w["weights"], w["step"])
-        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-        metrics.update(evaluate_observations(
-            sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
-            params=ema[0].param_state(model) if ema else params, observations=observations,
-            num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
-            seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
-            plot=cfg.eval.plot, stop_check=watch.check_together, dtype=cfg.model.get("dtype", "float32"),
-            scored=metrics.setdefault("c2st_observations", []),
-            **sampled_weights(metrics, ema=bool(ema), one_process=jax.process_count() == 1),
-            title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
-                                                         mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
-        run_report.log_c2st_mean(metrics)  # one observation: its own line above said it
-
-    metrics.update(job_peak_metrics(peak_before, peak_bytes_in_use()))  # GPU/TPU: the allocator's; None on CPU
-    if metrics["device_peak_bytes"] is not None:
-        log.info("peak device memory %s", format_bytes(metrics["device_peak_bytes"]))
-    elif metrics.get("device_peak_bytes_at_most") is not None:
-        log.info("peak device memory at most %s (an earlier job in this process peaked higher: not measurable)",
-                 format_bytes(metrics["device_peak_bytes_at_most"]))
-    log.info("[7/7] outputs: %s", "written (the last line names their folder)" if run_folder.is_writer() else
-             "process 0 writes them (its last line names their folder)")  # the folder once: in final_line's line
     return metrics
