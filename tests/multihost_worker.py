@@ -85,7 +85,7 @@ def case_placement(p: int) -> dict:
     # The harness's own check: the processes' settings (each composed from its own command line).
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.config_checks import processes_config_problem
+    from gensbi_sharding.harness.distributed_checks import processes_config_problem
 
     out["config_same"] = processes_config_problem(OmegaConf.create(
         {"seed": 0, "verbose": p == 1, "distributed": {"process_id": p}}))  # per-process settings may differ

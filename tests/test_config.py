@@ -759,7 +759,7 @@ def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatc
     import jax
 
     from gensbi_sharding import host_input
-    from gensbi_sharding.harness.config_checks import processes_config_problem
+    from gensbi_sharding.harness.distributed_checks import processes_config_problem
 
     def settings(p, address, **more):
         return OmegaConf.create({"seed": 0, "distributed": {"mode": "explicit", "process_id": p, "timeout_s": 120 + p,

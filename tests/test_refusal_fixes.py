@@ -303,7 +303,8 @@ def test_the_refusals_made_outside_validate_carry_their_fix_too():
 
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness import registry
-    from gensbi_sharding.harness.config_checks import no_mesh_problem, scored_observations
+    from gensbi_sharding.harness.config_checks import scored_observations
+    from gensbi_sharding.harness.distributed_checks import no_mesh_problem
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.name_hints import registered_name_problem, unknown_name_problem
     from gensbi_sharding.harness.rule_config import activation_axes_problem

@@ -5,34 +5,28 @@ Raised as ``ConfigError`` naming the key, its value and the override that fixes 
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import math
-import os
 import re
 
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.composed_defaults import suggested_default
-from gensbi_sharding.harness.config import Config, ConfigError, require
+from gensbi_sharding.harness.config import ConfigError, require
+from gensbi_sharding.harness.distributed_checks import check_distributed
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.held_out import val_pairs_problem
+from gensbi_sharding.harness.known_fields import check_known_fields
 from gensbi_sharding.harness.hints import mesh_spec_fix, override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.override_grammar import hydra_override
-from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
 from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, num_samples_problem, ode_steps_problem
 
-__all__ = ["validate", "dry_run_resume_problem", "no_mesh_problem", "scored_observations", "processes_config_problem"]
-# What each process may set alone: its rank, its output, how it joins (the coordinator as its host sees it: joined)
-PER_PROCESS = ("distributed.process_id", "verbose", "debug", "distributed.coordinator_address",
-               "distributed.timeout_s", "distributed.heartbeat_s")
+__all__ = ["validate", "dry_run_resume_problem", "scored_observations"]
 
 
 def validate(cfg: DictConfig) -> None:
@@ -59,47 +53,6 @@ def validate(cfg: DictConfig) -> None:
     except ConfigError as err:
         raise ConfigError(_with_fix(err.args[0] if err.args else str(err), cfg)) from None  # a Refusal keeps its fix
     require(problem is None, problem)
-
-
-def no_mesh_problem(processes: int) -> str:
-    """The refusal of ``mesh=none`` in a job of ``processes`` > 1 processes.
-
-    Without a mesh nothing syncs the processes' copies of the model, and no checkpoint can hold
-    arrays local to each process (Orbax refuses them only when the first one is saved).
-    """
-    return Refusal(f"mesh=none in a job of {processes} processes: each process would train its own copy of the "
-                   "model, unsynchronised", "mesh=auto", after=" (or mesh=dict) to train one model on every process's "
-                   "devices, or distributed=none for one process")
-
-
-def processes_config_problem(cfg: DictConfig) -> str | None:
-    """With several JAX processes, the settings they were given differently (the same text on every process).
-
-    Each composes its config from its own command line: one with another seed or data trained beside the others
-    silently. One small allgather of a digest; the settings are gathered only when the digests differ.
-    """
-    import jax
-
-    from gensbi_sharding.host_input import texts_if_processes_differ
-
-    if jax.process_count() < 2:
-        return None
-    flat = {key: value for key, value in _flat(OmegaConf.to_container(cfg, resolve=True)) if key not in PER_PROCESS}
-    if (texts := texts_if_processes_differ(json.dumps(flat, sort_keys=True, default=str))) is None:
-        return None
-    every = [json.loads(text) for text in texts]
-    differ = sorted(key for key in set().union(*every) if len({json.dumps(c.get(key)) for c in every}) > 1)
-    shown = "; ".join(f"{key}: " + ", ".join(f"{c.get(key)!r} on process {p}" for p, c in enumerate(every))
-                      for key in differ[:3]) + (f"; and {len(differ) - 3} more" if len(differ) > 3 else "")
-    return (f"the {len(every)} processes were given other settings ({shown}); start every process with the same "
-            "overrides (only these may differ: " + ", ".join(PER_PROCESS) + ")")
-
-
-def _flat(tree: object, prefix: str = "") -> list[tuple[str, object]]:
-    """``("a.b", value)`` for every leaf of a config container (a list is one value)."""
-    if not isinstance(tree, dict) or not tree:
-        return [(prefix, tree)]
-    return [pair for key, value in tree.items() for pair in _flat(value, f"{prefix}.{key}" if prefix else str(key))]
 
 
 def dry_run_resume_problem(cfg: DictConfig) -> str | None:
@@ -151,7 +104,7 @@ def _validate(cfg: DictConfig) -> None:
     require(problem is None, problem or "")
     check_lists(cfg)
     check_numbers(cfg)
-    _known_fields(cfg)
+    check_known_fields(cfg)
     require(cfg.mesh.spec in (None, "auto", "dict"),
            Refusal(f"mesh.spec={override_literal(cfg.mesh.spec)} is not one of null, auto, dict",
                    mesh_spec_fix(cfg.mesh.spec), how="; e.g. "))
@@ -232,31 +185,7 @@ def _validate(cfg: DictConfig) -> None:
            f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
     require(cfg.devices.cpu_count is None or cfg.devices.cpu_count >= 1,
            f"devices.cpu_count={cfg.devices.cpu_count} must be >= 1")
-    # distributed=local (explicit, no coordinates) needs 2 or more: the schema's default 1 is refused there below.
-    local = cfg.distributed.mode == "explicit" and cfg.distributed.coordinator_address is None
-    require(cfg.distributed.local_processes >= 1, Refusal(f"distributed.local_processes="
-                                                          f"{cfg.distributed.local_processes} must be >= 1",
-                                                          f"distributed.local_processes={2 if local else 1}"))
-    for key in ("timeout_s", "heartbeat_s", "run_timeout_s"):
-        require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
-    require(cfg.distributed.mode in ("none", "auto", "explicit"),
-           f"distributed.mode={override_literal(cfg.distributed.mode)} is not one of none, auto, explicit")
-    require(cfg.mesh.spec is not None or cfg.distributed.local_processes == 1,
-            no_mesh_problem(cfg.distributed.local_processes))  # before distributed=local starts its processes
-    # distributed=local is mode explicit without coordinates: its parent hands them to the processes it starts.
-    require(not (cfg.distributed.mode == "explicit" and cfg.distributed.local_processes == 1
-                 and cfg.distributed.coordinator_address is None and cfg.distributed.process_id is None),
-            Refusal("distributed=local with distributed.local_processes=1 starts no processes",
-                    "distributed.local_processes=2", after=" (or more), or distributed=none for one process "
-                    "(distributed.mode=explicit: give distributed.coordinator_address, num_processes and process_id)"))
-    # distributed=local numbers and connects its processes (local_cluster drops these); its children hold the env
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV  # (it imports this module: not at the top)
-
-    typed = [k for k in ("process_id", "coordinator_address", "num_processes") if cfg.distributed[k] is not None]
-    if typed and cfg.distributed.local_processes > 1 and not os.environ.get(LOCAL_CHILD_ENV):
-        require(False, Refusal(f"distributed.{typed[0]}={override_literal(cfg.distributed[typed[0]])}: distributed="
-                               "local gives each process it starts its own process_id, coordinator_address and "
-                               "num_processes", f"distributed.{typed[0]}=null"))
+    check_distributed(cfg)
     name, table = rule_table(cfg.rule)
     activation = OmegaConf.to_container(cfg.activation)
     try:  # keys and strategy
@@ -268,33 +197,3 @@ def _validate(cfg: DictConfig) -> None:
         fields = {k: v for k, v in activation.items() if k != "strategy"}
         problem = activation_axes_problem(fields, MESH_AXES) if activation.get("strategy") != "none" else None
         require(problem is None, rephrased(problem or "", lead="activation: "))
-
-
-def _known_fields(cfg: DictConfig) -> None:
-    """A key added to a typed section (``+mesh.modle_axis=2``, ``+model.dpeth=2``, as Hydra suggests for a
-    typo) that its schema does not have: refused before any simulation. Hydra's ``+`` opens the section,
-    so the run went on with the default and a model's factory got the key as a keyword."""
-    from gensbi_sharding.harness.hints import closest_name
-    from gensbi_sharding.harness.task_fixed import task_fixed_problem
-
-    top = [f.name for f in dataclasses.fields(Config)]
-    for key in (k for k in cfg.keys() if k not in top and k != "output_dir"):  # output_dir: run(cfg)'s folder
-        near, value = closest_name(str(key), top), override_literal(OmegaConf.to_container(cfg, resolve=False)[key])
-        said, drop = f"{key} is not a setting" + (f" (did you mean {near}?)" if near else ""), f"~{key}={value}"
-        require(False, Refusal(said, (drop, f"{near}={value}") if near else drop, how="; ",
-                               after=f"; {command_for()} --help lists them"))
-    for group in top:
-        section = cfg.get(group)
-        schema = OmegaConf.get_type(section) if isinstance(section, DictConfig) else None
-        if not dataclasses.is_dataclass(schema):  # the rule table: any logical axis name
-            continue
-        fields = [f.name for f in dataclasses.fields(schema)]
-        of = f"model={section.get('name')}" if group == "model" else group
-        for key in (k for k in section.keys() if k not in fields):
-            near, value = closest_name(str(key), fields), override_literal(OmegaConf.to_container(section)[key])
-            fixed = group == "model" and task_fixed_problem([of, f"data={cfg.data.name}", f"+model.{key}={value}"])
-            require(not fixed, fixed or "")  # run(cfg) from Python: as launch.py names it (true, not True)
-            said = (f"{group}.{key} is not a setting of {of}" + (f" (did you mean {group}.{near}?)" if near else "")
-                    + f"; its settings: {', '.join(f for f in fields if f != 'name')}")
-            drop = f"~{group}.{key}={value}"  # the fix drops the key, as Hydra deletes it: a command that runs
-            require(False, Refusal(said, (drop, f"{group}.{near}={value}") if near else drop, how="; "))

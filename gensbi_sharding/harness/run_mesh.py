@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.config_checks import no_mesh_problem
+from gensbi_sharding.harness.distributed_checks import no_mesh_problem
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem, overrides_named
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import check_table_against_mesh, mesh_spec

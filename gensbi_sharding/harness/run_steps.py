@@ -11,7 +11,8 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.checked_fix import validate_every
-from gensbi_sharding.harness.config_checks import processes_config_problem, scored_observations
+from gensbi_sharding.harness.config_checks import scored_observations
+from gensbi_sharding.harness.distributed_checks import processes_config_problem
 from gensbi_sharding.harness.dry_run import dry_run_metrics
 from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.memory_check import check_fits
