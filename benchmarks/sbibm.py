@@ -48,8 +48,7 @@ sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))
 
 from cli_args import Refused, command_line, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
-from gensbi_sharding.harness.outputs import MAKE_ROOM  # noqa: E402 (after the path above)
-from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
+from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
 from sbibm_checks import extra_problem, read_published  # noqa: E402
 from sbibm_args import check_folder, check_root, sbibm_parsers  # noqa: E402
@@ -60,6 +59,7 @@ from sbibm_tables import (BUDGETS, OUTPUTS, TASKS, parse_results, read_results_f
 from sbibm_jobs import (ASKED, JobsStopped, failure, job_status, launch, other_settings, read_asked,  # noqa: E402
                         record_asked, running_in, score_said, scores_problem, sweep_never_started)
 from sbibm_collect import collect, row_settings  # noqa: E402
+from sbibm_outcome import ended, stopped, stopped_between_jobs, unwritable  # noqa: E402
 from sbibm_plot import plot  # noqa: E402
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 
@@ -246,41 +246,12 @@ def main(argv: list[str] | None = None) -> None:
             failed = run(args.root.absolute(), args.tasks, args.budgets, args.extra, grace_s=args.stop_grace,
                          method=method)
         except JobsStopped as stop:
-            job, status, code, saved = stop.args
-            # Only a job that saved a checkpoint is continued: one stopped while it started, or before its first step
-            # (status preempted, "nothing trained: no checkpoint to save"), saved nothing (was: "continues ...").
-            then = ("continues that job from its last checkpoint" if saved else
-                    "starts that job again (it had saved no checkpoint)")
-            print(f"stopped {'by Ctrl-C' if code == 130 else 'by a signal'} during {job} (status {status}); run the "
-                  f"same command again: it {then}, then runs the jobs not started", file=sys.stderr)
-            raise SystemExit(code) from None
+            stopped(stop)
         except KeyboardInterrupt:  # between jobs (none was running): nothing to wait for
-            print("stopped by Ctrl-C between jobs; run the same command again to run the jobs not finished",
-                  file=sys.stderr)
-            raise SystemExit(130) from None
+            stopped_between_jobs()
         except OSError as err:  # the runner's own writes on a full or read-only disk (was: an OSError's traceback)
-            raise SystemExit(f"{err.filename or args.root} could not be written ({err.strerror or err}): the jobs that "
-                             f"finished are kept in their folders under {args.root}; {MAKE_ROOM}, then run the "
-                             "same command again: it skips the finished jobs and " + (  # (was, sequential too:
-                             "starts the stopped ones again" if method.sequential else  # "continues the stopped")
-                             "continues the stopped ones")) from None
-        other = [f for f in failed if f.endswith("(other settings)")]
-        if other:  # rerunning the same command would change nothing for these
-            raise SystemExit(f"{len(other)} job(s) finished with other settings than asked: {', '.join(other)} (each "
-                             "named above with the settings that differ); pass another --root for these settings, or "
-                             "move those jobs aside" + (f"; {len(failed) - len(other)} other job(s) failed (each job's "
-                                                        "launch.log says why)" if len(failed) > len(other) else ""))
-        if failed:  # the others ran; rerunning `run` retries exactly these
-            retry = ("change the arguments after -- that those errors name, as they say (as they are, those jobs fail "
-                     "alike), and run the command again" if any(f.endswith("given after --)") for f in failed) else
-                     "run the same command again")
-            raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each named above with its error; its "
-                             f"launch.log has the rest); {retry} to retry them (" + (  # was, sequential too: "...,
-                             "a failed or stopped job is moved aside and started again: its rounds keep no checkpoint)"
-                             if method.sequential else "a failed job is moved aside and rerun, a stopped one continued)"))
-        # Was silent (the last line a job's exit code); on stderr, as the runner's other advice (stdout: a line per job)
-        print("every job done; their table and plot: " + command_line("benchmarks/sbibm.py", "table",
-              shlex.quote(str(args.root))), file=sys.stderr)
+            unwritable(err, args.root, method)
+        ended(failed, args.root, method)
     elif args.from_results is not None or not args.folders:
         if args.folders or args.from_results is None:  # which rows the table would hold is unclear
             t.error(f"pass job folders ({' '.join(map(str, args.folders))}) or --from-results {args.from_results}, "
