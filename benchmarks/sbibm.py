@@ -50,7 +50,8 @@ sys.path.append(str(REPO / "benchmarks"))
 from cli_args import Refused, command_line, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
-from sbibm_checks import extra_problem, read_published  # noqa: E402
+from sbibm_checks import extra_problem  # noqa: E402
+from sbibm_files import read_published  # noqa: E402
 from sbibm_args import check_folder, check_root, sbibm_parsers  # noqa: E402
 from sbibm_method import Method, job_method, method_from_args, sequential_problem, task_settings  # noqa: E402
 # OUTPUTS, row_order: sbibm.py's names before they moved, kept for its readers

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gensbi_sharding.messages import clipped
 from cli_args import Refused, not_a_script
-from sbibm_checks import read_scores
+from sbibm_files import read_scores
 from sbibm_jobs import asked_observations, job_status, running_in, scores_problem
 from sbibm_method import cell_of, job_method
 from sbibm_tables import row_name

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gensbi_sharding.messages import clipped
 from cli_args import not_a_script
-from sbibm_checks import read_scores
+from sbibm_files import read_scores
 from sbibm_method import AMORTISED, cell_of
 from sbibm_tables import mean_sd
 not_a_script(__name__, __file__)  # run as a script: name the one to run
