@@ -74,7 +74,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from gensbi_sharding.harness.override_grammar import grammar_problem, parse
+    from gensbi_sharding.harness.grammar_checks import grammar_problem
+    from gensbi_sharding.harness.override_grammar import parse
     from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_lists import list_override_problem
     from gensbi_sharding.harness.override_types import override_problem

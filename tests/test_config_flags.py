@@ -115,7 +115,7 @@ def test_a_config_flag_typed_short_with_equals_is_read_as_hydra_reads_it(tmp_pat
     # not find 'model/my_mlp' (model options: flux1, mlp, simformer, transformer)": only --config-dir=x was read; and
     # '--config-name=a -cn b' read as a (the '=' forms were put last), where Hydra keeps the last typed, b.
     from gensbi_sharding.harness.command_checks import command_problem
-    from gensbi_sharding.harness.groups import hydra_flag_values
+    from gensbi_sharding.harness.search_path import hydra_flag_values
 
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "my_mlp.yaml").write_text("defaults:\n  - mlp\n  - _self_\n")

@@ -17,8 +17,9 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from gensbi_sharding.harness.command_checks import command_problem
-from gensbi_sharding.harness.override_grammar import (flag_order_problem, grammar_problem, hydra_override,
-                                                      hydra_value, parse)
+from gensbi_sharding.harness.grammar_checks import grammar_problem
+from gensbi_sharding.harness.hydra_flags import flag_order_problem
+from gensbi_sharding.harness.override_grammar import hydra_override, hydra_value, parse
 from gensbi_sharding.harness.further_hint import train_further_hint
 from gensbi_sharding.harness.sweep_hints import job_command
 

@@ -44,8 +44,7 @@ def test_a_path_with_spaces_is_quoted_for_the_shell(tmp_path, monkeypatch):
 def test_every_printed_fix_names_the_launch_py_to_run(tmp_path, monkeypatch):
     """Was "...; put the flags first: python launch.py -m ..." from any folder (each message alike: groups,
     override_grammar, sweep_hints, stopped_jobs, ...)."""
-    from gensbi_sharding.harness.groups import flag_use_problem
-    from gensbi_sharding.harness.override_grammar import flag_order_problem
+    from gensbi_sharding.harness.hydra_flags import flag_order_problem, flag_use_problem
     from gensbi_sharding.harness.sweep_hints import job_command
 
     monkeypatch.chdir(tmp_path)

@@ -12,12 +12,13 @@ import itertools
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
-from gensbi_sharding.harness.groups import config_flag_problem, flag_use_problem
+from gensbi_sharding.harness.grammar_checks import grammar_problem
+from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
+    mode_flags_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
-from gensbi_sharding.harness.override_grammar import CommandLine, flag_order_problem, grammar_problem, \
-    mode_flags_problem, parse
+from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem

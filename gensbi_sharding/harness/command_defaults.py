@@ -20,9 +20,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness.groups import CONF, hydra_flag_values
+from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine, Override
 from gensbi_sharding.harness.override_keys import option_groups, schema_default, schema_name
+from gensbi_sharding.harness.search_path import hydra_flag_values
 
 __all__ = ["command_default", "command_jobs", "composed"]
 

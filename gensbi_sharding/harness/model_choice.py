@@ -16,8 +16,9 @@ from pathlib import Path
 from hydra.core.override_parser.types import OverrideType
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness.groups import CONF, config_folders, hydra_flag_values
+from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.search_path import config_folders, hydra_flag_values
 
 __all__ = ["ModelChoice", "chosen_models", "default_model", "experiment_model"]
 

@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
-from gensbi_sharding.harness.groups import CONF, group_options, primary_search_path
+from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.key_paths import nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
@@ -33,6 +33,7 @@ from gensbi_sharding.harness.override_keys import (OPTIONAL_GROUPS, group_keys, 
                                                    option_groups, schema_name, sections, settings)
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import other_name_problem
+from gensbi_sharding.harness.search_path import primary_search_path
 
 __all__ = ["prefix_problem"]
 

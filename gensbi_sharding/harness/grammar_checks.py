@@ -1,0 +1,77 @@
+"""``grammar_problem``: the first override Hydra's grammar cannot read (or reads as a folder it should not make)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shlex
+from collections.abc import Sequence
+
+from gensbi_sharding.harness.override_grammar import CommandLine, parse
+
+__all__ = ["grammar_problem"]
+
+#: Keys whose value is a folder Hydra makes as written: a leading ``~`` there is a folder named "~".
+_FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
+
+
+def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first ``key=value`` Hydra's override grammar cannot read; None when all parse.
+
+    Hydra's own message ("mismatched input '(' expecting <EOF>", "token recognition error at: '~'") names
+    neither the override nor the fix. A value such as a path with ``(``, ``=`` or ``[`` in it, or a leading
+    ``~`` (the shell expands it only at the start of a word), reads as one string once quoted for Hydra; a
+    leading ``~`` is written out as the home folder, since neither Hydra nor its folders expand it. A value
+    in brackets or a sweep function (``[1,2``, ``choice(1,2``) is named with Hydra's reason only: quoting
+    would turn it into a string. Also refused: ``hydra.run.dir`` / ``hydra.sweep.dir`` quoted with a leading
+    ``~``, which Hydra would make as a folder named "~" under the current one.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        ``"hydra.run.dir=runs/a(1): Hydra's override grammar cannot read the value runs/a(1) (mismatched input
+        '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'"``.
+    """
+    for o in (command := parse(args)).overrides:
+        if "=" not in o.arg or not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):  # not a key=value Hydra could mean
+            continue
+        key, value, parsed = o.typed, o.raw, o.hydra
+        if parsed is None and value.endswith(","):  # -m rule=replicated, fsdp: the shell split the sweep at a space
+            rest = "".join(itertools.takewhile(lambda a: not re.match(r"-|.*=", a), command.args[command.args.index(
+                o.arg) + 1:]))  # the words after it up to the next override or flag: fsdp, tensor -> fsdp,tensor
+            return (f"{o.arg}: a value cannot end in a comma" + (f" (the shell split {rest} from it at a space)" if rest
+                    else "") + f"; write {shlex.quote(f'{key}={value}{rest}') if rest else f'{key}={value[:-1]}'}")
+        if parsed is None:
+            if re.match(r"\s*(\[|\{|\w+\()", value):  # a list, dict or sweep: quoting would make it a string
+                return (f"{o.arg}: Hydra's override grammar cannot read the value {value} ({o.error}); check its "
+                        "brackets and commas (a list: eval.observations=[1,2,3]; a sweep: -m rule=fsdp,tensor)")
+            return (f"{o.arg}: Hydra's override grammar cannot read the value {value} ({o.error}); "
+                    + _quoted_fix(key, value))
+        if parsed.key_or_group in _FOLDER_KEYS and (parsed.value() is None or str(parsed.value()).strip() == ""):
+            # An unset shell variable (hydra.run.dir=$OUT): Hydra wrote the run's files into the current folder.
+            default = "outputs/<date>/<time>" if parsed.key_or_group == "hydra.run.dir" else "multirun/<date>/<time>"
+            return (f"{o.arg}: an empty folder (an unset shell variable?) would put the run's files in the current "
+                    f"folder; give one, e.g. {key}=outputs/my_run, or leave {key} out for {default}")
+        if (parsed.key_or_group in _FOLDER_KEYS and isinstance(parsed.value(), str)
+                and re.match(r"~(/|$)", parsed.value())):
+            home = os.path.expanduser(parsed.value())
+            return (f"{o.arg}: Hydra does not expand ~ and would make a folder named '~' under the current one; "
+                    f"write the path out: {shlex.quote(f'{key}={home}')}")
+    return None
+
+
+def _quoted_fix(key: str, value: str) -> str:
+    """How to write ``value`` so Hydra reads it as one string: quoted for Hydra, the whole override for the shell."""
+    note = ""
+    if re.match(r"~(/|$)", value):  # the shell left it (not at the start of a word); nothing here expands it
+        value, note = os.path.expanduser(value), " (~ written out: neither the shell nor Hydra expands it there)"
+    if not re.search(r"[^\w./@:+-]", value):  # plain once written out
+        return f"write it out: {shlex.quote(f'{key}={value}')}{note}"
+    quote = '"' if '"' not in value else "'"
+    return f"quote it for Hydra inside the shell's quotes: {shlex.quote(f'{key}={quote}{value}{quote}')}{note}"
