@@ -245,7 +245,7 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     warnings.filterwarnings("ignore", category=UserWarning)
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.override_keys import unknown_key_problem
+    from gensbi_sharding.harness.key_checks import unknown_key_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.task_fixed import task_fixed_problem

@@ -76,7 +76,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
 
     from gensbi_sharding.harness.grammar_checks import grammar_problem
     from gensbi_sharding.harness.override_grammar import parse
-    from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
+    from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_lists import list_override_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.task_fixed import task_fixed_problem

@@ -356,7 +356,7 @@ MODEL_KEYS = [  # (command line, the refusal, the fix it names, typed as written
 def test_a_model_key_the_models_lack_is_refused_naming_the_override_that_runs(args, message, fixed):
     from hydra.errors import ConfigCompositionException
 
-    from gensbi_sharding.harness.override_keys import model_key_problem
+    from gensbi_sharding.harness.key_checks import model_key_problem
 
     assert model_key_problem(args) == message
     assert model_key_problem(fixed) is None
@@ -375,7 +375,7 @@ def test_a_model_key_the_models_lack_is_refused_naming_the_override_that_runs(ar
     ("model.width=64",),
 ])
 def test_model_keys_the_models_have_or_that_are_not_known_here_pass(args):
-    from gensbi_sharding.harness.override_keys import model_key_problem
+    from gensbi_sharding.harness.key_checks import model_key_problem
 
     assert model_key_problem(args) is None
 

@@ -13,9 +13,10 @@ import pytest
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.config import Config, DataConfig, MLPConfig, TrainConfig
 from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem
+from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem
 from gensbi_sharding.harness.hydra_flags import mode_flags_problem
-from gensbi_sharding.harness.override_keys import model_key_problem, model_schemas, unknown_key_problem
+from gensbi_sharding.harness.override_keys import model_schemas
 from gensbi_sharding.harness.override_types import override_problem
 
 

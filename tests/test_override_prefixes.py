@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gensbi_sharding.harness.config_checks import validate
-from gensbi_sharding.harness.override_keys import model_key_problem
+from gensbi_sharding.harness.key_checks import model_key_problem
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem

@@ -16,10 +16,10 @@ from gensbi_sharding.harness.grammar_checks import grammar_problem
 from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
     mode_flags_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
+from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
-from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too, \

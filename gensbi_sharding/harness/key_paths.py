@@ -3,7 +3,7 @@
 
 Hydra's multi-line "Could not override 'mesh.shape.model'. To append to your config use +mesh.shape.model=2 ...
 Key 'shape' not in 'MeshConfig'" (advice the config check refuses in turn), or "Value '{}' of type 'dict' could not
-be converted to Integer", named no fix; ``override_keys.unknown_key_problem`` names the part and the setting likely
+be converted to Integer", named no fix; ``key_checks.unknown_key_problem`` names the part and the setting likely
 meant, as it does for a typo one level deep. Pure Python: no JAX.
 """
 

@@ -60,7 +60,7 @@ def dict_override_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"train={stepz:5} stands for train.stepz=5: train.stepz is not a setting of train (did you mean
         train.steps?); its settings: ...; set train.steps=5"``.
     """
-    from gensbi_sharding.harness.override_keys import model_key_problem, unknown_key_problem
+    from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
     from gensbi_sharding.harness.override_lists import list_override_problem
     from gensbi_sharding.harness.override_types import override_problem
     from gensbi_sharding.harness.task_fixed import task_fixed_problem

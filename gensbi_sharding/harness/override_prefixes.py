@@ -11,7 +11,7 @@ value: hydra.job_logging"), ``~hydra.run.dir`` and ``hydra.searchpath=null`` (fi
 folder. Hydra's semantics are kept where they are valid: ``++key=value`` for a key that exists (it sets it),
 ``+``/``++`` of a logical axis on the rule table (a table of one's own may lack it), ``~`` of an optional group
 nothing reads (``~sweep``), ``hydra.*`` and ``key@package`` overrides. A ``model.*`` key of another model than
-the chosen one is ``override_keys.model_key_problem``'s. The command line as ``override_grammar.parse`` reads it,
+the chosen one is ``key_checks.model_key_problem``'s. The command line as ``override_grammar.parse`` reads it,
 the model as ``model_choice.chosen_models`` reads it. Pure Python: no JAX.
 """
 
