@@ -17,9 +17,8 @@ import gensbi_sharding as gs
 from gensbi_sharding.harness import train
 from gensbi_sharding.harness.units import format_bytes
 from gensbi_sharding.harness.loss_history import joined_loss_history, last_window_mean
-from gensbi_sharding.harness.run_report import (
-    annotations_of, final_line, idle_model_axis_hint, placement_block, splits_nothing_hint, left_whole,
-    variable_table)
+from gensbi_sharding.harness.placement_hints import idle_model_axis_hint, left_whole, splits_nothing_hint
+from gensbi_sharding.harness.run_report import annotations_of, final_line, placement_block, variable_table
 from gensbi_sharding import RULES, bytes_per_device, describe
 
 

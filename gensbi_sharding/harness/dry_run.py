@@ -152,7 +152,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     from gensbi_sharding.harness.tasks import TASK_DIMS, TASKS
     from gensbi_sharding.harness.registry import get_data, get_model
     from gensbi_sharding.harness.native_notes import idle_axis_said
-    from gensbi_sharding.harness.run_report import idle_model_axis_hint, splits_nothing_hint
+    from gensbi_sharding.harness.placement_hints import idle_model_axis_hint, splits_nothing_hint
     from gensbi_sharding.harness.state import activation_axes_read, partition_axis_for
 
     get_model(cfg.model.name), get_data(cfg.data.name)  # unknown names fail with the known ones

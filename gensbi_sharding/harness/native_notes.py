@@ -18,8 +18,8 @@ IDLE_AXIS_NOTE = "; the idle model axis said above causes these: mesh.model_axis
 
 
 def idle_axis_said(hint: str | None) -> str | None:
-    """``hint``, the idle model axis's (``run_report.idle_model_axis_hint``), as it is said: XLA's rematerialization
-    warnings after it name it. None: nothing said, nothing noted."""
+    """``hint``, the idle model axis's (``placement_hints.idle_model_axis_hint``), as it is said: XLA's
+    rematerialization warnings after it name it. None: nothing said, nothing noted."""
     if hint:
         NOTES[REMAT] = IDLE_AXIS_NOTE
     return hint

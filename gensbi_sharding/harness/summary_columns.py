@@ -102,7 +102,7 @@ def error_cell(m: dict[str, Any]) -> str:
 ERROR_COLUMN = Column("error", "error", error_cell, lambda m: m.get("error") or "", optional=True)
 # A model axis of size > 1 over which nothing is split (every variable the rule splits over it fell back, or it splits
 # none): its devices repeat one another's work, so 0 B of collectives ranked such a job first, and its row read as a
-# use of the whole mesh (was: said in the job's log alone, ``run_report.idle_model_axis_hint``).
+# use of the whole mesh (was: said in the job's log alone, ``placement_hints.idle_model_axis_hint``).
 IDLE_NOTE = "idle: nothing split over it, its devices repeat the same work"
 _IDLE = Column("model_axis_idle", "model axis", lambda m: IDLE_NOTE if m.get("model_axis_idle") else "",
                lambda m: "" if m.get("model_axis_idle") is None else str(bool(m["model_axis_idle"])).lower(), True)
