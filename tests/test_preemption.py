@@ -810,7 +810,7 @@ def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, t
     # naming neither the file nor what to do; a sweep refused over it raised again inside its own refusal.
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.summary import summary_rows
+    from gensbi_sharding.harness.sweep_rows import summary_rows
 
     run_dir, sweep = tmp_path / "run", tmp_path / "sweep"
     for folder in (run_dir, sweep / "0"):

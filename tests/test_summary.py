@@ -12,7 +12,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.plots import plot_losses, plot_sweep, posterior_title, window_means
-from gensbi_sharding.harness.summary import declared_sweeps, summary_rows, swept_keys, write_summary
+from gensbi_sharding.harness.summary import write_summary
+from gensbi_sharding.harness.sweep_rows import declared_sweeps, summary_rows, swept_keys
 from gensbi_sharding.harness.units import c2st_spread, format_bytes, format_c2st, format_count, format_seconds
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -179,7 +179,7 @@ def test_a_job_that_failed_naming_one_of_its_overrides_is_not_offered_as_it_ran(
 
 def test_a_job_whose_record_is_damaged_is_continued_without_reading_it(tmp_path):
     # Was: yaml's ScannerError out of the refusal of the sweep folder (and out of the summary of every later job).
-    from gensbi_sharding.harness import summary
+    from gensbi_sharding.harness.sweep_rows import summary_rows
 
     runs = finished_sweep(tmp_path, [["train.steps=2"], ["train.steps=3"]])
     (runs[1] / ".hydra" / "overrides.yaml").write_text("- train.steps=3\n\t- x\n")
@@ -188,7 +188,7 @@ def test_a_job_whose_record_is_damaged_is_continued_without_reading_it(tmp_path)
     hint = unfinished_jobs_hint(runs, ("preempted",), [["train.steps=2"], ["train.steps=3"]], sweep_dir=tmp_path)
     assert hint == ("; a sweep folder holding completed jobs is never rerun as a whole: continue its one unfinished job "
                     f"with: python launch.py '<its overrides>' train.resume=auto hydra.mode=RUN hydra.run.dir={runs[1]}")
-    rows = summary.summary_rows(tmp_path)  # the sweep's table reads the damaged record as none, the other as typed
+    rows = summary_rows(tmp_path)  # the sweep's table reads the damaged record as none, the other as typed
     assert [(row["job"], row["overrides"], row["choices"]) for row in rows] == [
         ("0", {"train.steps": "2"}, {}), ("1", {}, {})]
 

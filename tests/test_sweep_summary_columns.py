@@ -63,7 +63,7 @@ def test_the_sweep_table_names_the_group_option_a_job_continued_alone_ran_with(t
     # Typed: -m distributed=local ... rule=fsdp,tensor, stopped in job 0; job 0 continued alone in one process (its
     # printed command without distributed=local). Was: sweep_summary.md's "distributed" column empty for job 0 (no
     # override named it, and the config holds the group's fields, not its name), "local" for job 1.
-    from gensbi_sharding.harness.summary import summary_rows
+    from gensbi_sharding.harness.sweep_rows import summary_rows
     from gensbi_sharding.harness.summary_columns import key_cell
 
     for number, overrides, choice in ((0, ["rule=fsdp", "train.resume=auto"], "none"),
@@ -137,7 +137,7 @@ def test_the_sweep_plot_colours_the_swept_key_not_a_setting_that_differs_in_the_
     from matplotlib.figure import Figure
 
     from gensbi_sharding.harness import plots
-    from gensbi_sharding.harness.summary import swept_keys
+    from gensbi_sharding.harness.sweep_rows import swept_keys
 
     made, save = [], Figure.savefig
     try:
@@ -160,7 +160,7 @@ def test_a_local_sweeps_coordinator_port_gets_no_column():
     # Typed: -m train.learning_rate=0.003,0.001 distributed=local distributed.local_processes=2. Each job's
     # metrics.json holds its process 0's config, with the loopback port the job chose: the table gained a column
     # distributed.coordinator_address (127.0.0.1:35461, 127.0.0.1:56405), and the plot grouped its bars by it.
-    from gensbi_sharding.harness.summary import swept_keys
+    from gensbi_sharding.harness.sweep_rows import swept_keys
 
     rows = [{"job": str(job), "overrides": {"train.learning_rate": lr}, "metrics": {"status": "ok", "config": {
         "train": {"learning_rate": float(lr)}, "distributed": {"mode": "explicit", "process_id": 0,

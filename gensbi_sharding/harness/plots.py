@@ -175,7 +175,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     Parameters
     ----------
     rows : sequence of dict
-        ``harness.summary.summary_rows``: ``job``, ``overrides`` and ``metrics`` per job.
+        ``harness.sweep_rows.summary_rows``: ``job``, ``overrides`` and ``metrics`` per job.
     keys : sequence of str
         The swept keys, in column order; the last one a job's overrides set colours the bars, the others group them.
     """

@@ -1,8 +1,8 @@
 """The multirun summary: one row per job, one column per swept key, then what each job measured.
 
 After ``python launch.py -m ...`` the ``SweepSummary`` Hydra callback reads every job's
-``metrics.json`` and Hydra's record of its overrides (``<job>/.hydra/overrides.yaml``) and
-writes into the sweep folder:
+``metrics.json`` and Hydra's record of its overrides (``<job>/.hydra/overrides.yaml``; its rows: ``sweep_rows``)
+and writes into the sweep folder:
 
 - ``sweep_summary.csv``: exact numbers, units in the column names (``_bytes``, ``_s``, ``_per_s``),
   never in exponent notation;
@@ -20,7 +20,7 @@ import csv
 import io
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,83 +29,19 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
-from gensbi_sharding.harness.outputs import read_metrics, read_record, write_atomic
+from gensbi_sharding.harness.outputs import read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
-from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, differing_settings,
-                                                      key_cell, provenance_columns, ranked_heading)
-from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, folder_of,
-                                                job_configuration, job_folders, job_order, never_started, sweep_jobs)
+from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, key_cell,
+                                                      provenance_columns, ranked_heading)
+from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, job_folders, job_order,
+                                                sweep_jobs)
+from gensbi_sharding.harness.sweep_rows import declared_sweeps, not_run_rows, summary_rows, swept_keys
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "summary_rows", "swept_keys", "declared_sweeps",
-           "key_cell", "markdown_table", "write_summary", "refresh_sweep_summary", "SweepSummary",
-           "continued_sweep_job", "refresh_job_sweep_summary"]
+__all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "key_cell", "markdown_table", "write_summary",
+           "refresh_sweep_summary", "SweepSummary", "continued_sweep_job", "refresh_job_sweep_summary"]
 
 log = logging.getLogger(__name__)
-
-
-def _override_key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
-#: Overrides that say how a job was run, not what it ran (a continued job records them); a declared one: declared_resume
-_NOT_CONFIGURATION = ("train.resume",)
-
-
-def _job_overrides(job_dir: Path) -> dict[str, str]:
-    """``{key: value}`` of the overrides Hydra recorded for this job (empty if it recorded none)."""
-    recorded = read_record(job_dir / ".hydra" / "overrides.yaml")  # missing or damaged: none
-    pairs = {_override_key(o): o.split("=", 1)[1] if "=" in o else ""
-             for o in (map(str, recorded) if OmegaConf.is_list(recorded) else ())}
-    return {key: value for key, value in pairs.items() if key not in _NOT_CONFIGURATION}
-
-
-def _job_choices(job_dir: Path) -> dict[str, str]:
-    """``{group: option}`` Hydra composed this job with (``distributed: none``), from its record; {} without one."""
-    recorded = read_record(job_dir / ".hydra" / "hydra.yaml")  # missing or damaged: none
-    choices = OmegaConf.select(recorded, "hydra.runtime.choices", default=None) if OmegaConf.is_dict(recorded) else None
-    return {str(k): str(v) for k, v in (choices or {}).items() if v is not None}
-
-
-def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
-    """One row per job folder holding a metrics.json, by job number.
-
-    Each row: ``job`` (folder name), ``overrides`` (``{key: value}`` as typed), ``metrics``
-    (the job's metrics.json), ``dry_run`` and ``choices`` (the group options it was composed with).
-    """
-    def order(path: Path):
-        name = path.parent.name
-        return (not name.isdigit(), int(name) if name.isdigit() else 0, name)
-
-    rows = []
-    for path in sorted(Path(sweep_dir).glob("*/metrics.json"), key=order):
-        try:
-            metrics = read_metrics(path)
-        except FileExistsError as err:  # one damaged record must not cost the other jobs' rows
-            metrics = {"status": "damaged", "error": str(err)}
-        rows.append({"job": path.parent.name, "overrides": _job_overrides(path.parent), "metrics": metrics,
-                     "dry_run": bool(metrics.get("config", {}).get("dry_run")), "choices": _job_choices(path.parent)})
-    return rows
-
-
-def declared_sweeps(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[str]:
-    """Keys the multirun declared with several values: ``rule=fsdp,tensor`` or ``hydra.sweeper.params``."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(overrides=list(task_overrides))
-    keys = [o.key_or_group for o in parsed if o.is_sweep_override()]
-    return keys + [k for k in (sweeper_params or {}) if k not in keys]
-
-
-def swept_keys(rows: Sequence[dict[str, Any]], declared: Sequence[str] = ()) -> list[str]:
-    """Declared sweep keys, every other override key whose value differs between jobs, then config settings that do."""
-    keys = [k for k in declared if any(k in row["overrides"] for row in rows)]
-    for row in rows:
-        for key in row["overrides"]:
-            values = {r["overrides"].get(key) for r in rows}
-            if key not in keys and len(values) > 1:
-                keys.append(key)
-    return keys + differing_settings(rows, keys)
 
 
 def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
@@ -144,22 +80,6 @@ class Summary:
     csv_path: Path
     md_path: Path
     png_path: Path | None
-
-
-def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str]],
-                 folders: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_plan.sweep_jobs``) without a folder.
-
-    A sweep stopped early (preempted, Ctrl-C) never started its later jobs; its table says so
-    instead of silently holding fewer jobs. Each is named by the folder Hydra gives it (``folders``,
-    ``sweep_plan.job_folders``: its number, or its ``hydra.sweep.subdir``); a job folder continued
-    alone with another override still stands for its job (``sweep_plan.never_started``).
-    """
-    ran = {str(row["job"]): job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows}
-    return [{"job": folder_of(number, folders), "metrics": {"status": "not run"}, "dry_run": False,
-             "overrides": {k: v for k, v in (o.split("=", 1) for o in map(str, job) if "=" in o)
-                           if _override_key(k) not in _NOT_CONFIGURATION and not k.startswith("hydra.")}}
-            for number, job in never_started(all_jobs, ran, folders)]
 
 
 def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Sequence[Sequence[str]] = (),
@@ -297,4 +217,3 @@ def refresh_job_sweep_summary(out: Path) -> None:
         if not continued_sweep_job():  # this job stopped a running sweep: launch.py ends the console with it
             remember_stopped_sweep(sweep_end_line([row["metrics"].get("status") for row in summary.rows], None,
                                                   out.absolute().parent, summary.png_path is not None))
-

@@ -126,7 +126,7 @@ def declared_resume(all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | 
     job : str
         The row's folder name.
     declared : sequence of str
-        The keys the sweep declared with several values (``summary.declared_sweeps``).
+        The keys the sweep declared with several values (``sweep_rows.declared_sweeps``).
     sweep_dir : path-like, optional
         The sweep folder, where the job's record is read.
 

@@ -1,0 +1,95 @@
+"""The sweep summary's rows: each job's record and overrides, the keys swept, and a row for each job never run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.outputs import read_metrics, read_record
+from gensbi_sharding.harness.summary_columns import differing_settings
+from gensbi_sharding.harness.sweep_plan import folder_of, job_configuration, never_started
+
+__all__ = ["summary_rows", "declared_sweeps", "swept_keys", "not_run_rows"]
+
+
+def _override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+#: Overrides that say how a job was run, not what it ran (a continued job records them); a declared one: declared_resume
+_NOT_CONFIGURATION = ("train.resume",)
+
+
+def _job_overrides(job_dir: Path) -> dict[str, str]:
+    """``{key: value}`` of the overrides Hydra recorded for this job (empty if it recorded none)."""
+    recorded = read_record(job_dir / ".hydra" / "overrides.yaml")  # missing or damaged: none
+    pairs = {_override_key(o): o.split("=", 1)[1] if "=" in o else ""
+             for o in (map(str, recorded) if OmegaConf.is_list(recorded) else ())}
+    return {key: value for key, value in pairs.items() if key not in _NOT_CONFIGURATION}
+
+
+def _job_choices(job_dir: Path) -> dict[str, str]:
+    """``{group: option}`` Hydra composed this job with (``distributed: none``), from its record; {} without one."""
+    recorded = read_record(job_dir / ".hydra" / "hydra.yaml")  # missing or damaged: none
+    choices = OmegaConf.select(recorded, "hydra.runtime.choices", default=None) if OmegaConf.is_dict(recorded) else None
+    return {str(k): str(v) for k, v in (choices or {}).items() if v is not None}
+
+
+def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per job folder holding a metrics.json, by job number.
+
+    Each row: ``job`` (folder name), ``overrides`` (``{key: value}`` as typed), ``metrics``
+    (the job's metrics.json), ``dry_run`` and ``choices`` (the group options it was composed with).
+    """
+    def order(path: Path):
+        name = path.parent.name
+        return (not name.isdigit(), int(name) if name.isdigit() else 0, name)
+
+    rows = []
+    for path in sorted(Path(sweep_dir).glob("*/metrics.json"), key=order):
+        try:
+            metrics = read_metrics(path)
+        except FileExistsError as err:  # one damaged record must not cost the other jobs' rows
+            metrics = {"status": "damaged", "error": str(err)}
+        rows.append({"job": path.parent.name, "overrides": _job_overrides(path.parent), "metrics": metrics,
+                     "dry_run": bool(metrics.get("config", {}).get("dry_run")), "choices": _job_choices(path.parent)})
+    return rows
+
+
+def declared_sweeps(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[str]:
+    """Keys the multirun declared with several values: ``rule=fsdp,tensor`` or ``hydra.sweeper.params``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides=list(task_overrides))
+    keys = [o.key_or_group for o in parsed if o.is_sweep_override()]
+    return keys + [k for k in (sweeper_params or {}) if k not in keys]
+
+
+def swept_keys(rows: Sequence[dict[str, Any]], declared: Sequence[str] = ()) -> list[str]:
+    """Declared sweep keys, every other override key whose value differs between jobs, then config settings that do."""
+    keys = [k for k in declared if any(k in row["overrides"] for row in rows)]
+    for row in rows:
+        for key in row["overrides"]:
+            values = {r["overrides"].get(key) for r in rows}
+            if key not in keys and len(values) > 1:
+                keys.append(key)
+    return keys + differing_settings(rows, keys)
+
+
+def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str]],
+                 folders: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Rows (``status: not run``) for the jobs of ``all_jobs`` (``sweep_plan.sweep_jobs``) without a folder.
+
+    A sweep stopped early (preempted, Ctrl-C) never started its later jobs; its table says so
+    instead of silently holding fewer jobs. Each is named by the folder Hydra gives it (``folders``,
+    ``sweep_plan.job_folders``: its number, or its ``hydra.sweep.subdir``); a job folder continued
+    alone with another override still stands for its job (``sweep_plan.never_started``).
+    """
+    ran = {str(row["job"]): job_configuration([f"{k}={v}" for k, v in row["overrides"].items()]) for row in rows}
+    return [{"job": folder_of(number, folders), "metrics": {"status": "not run"}, "dry_run": False,
+             "overrides": {k: v for k, v in (o.split("=", 1) for o in map(str, job) if "=" in o)
+                           if _override_key(k) not in _NOT_CONFIGURATION and not k.startswith("hydra.")}}
+            for number, job in never_started(all_jobs, ran, folders)]
