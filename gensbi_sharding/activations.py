@@ -13,7 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_active_mesh, traced_mesh
 from gensbi_sharding.leaf_checks import check_placeable
-from gensbi_sharding.nodes import check_mesh, mesh_axes_of
+from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
                                    resolve_rule, typo_of)
 

@@ -13,7 +13,8 @@ from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_placeable, check_same_rows, host_view
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import check_mesh, is_array, is_int
+from gensbi_sharding.nodes import is_array, is_int
+from gensbi_sharding.specs import check_mesh
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
            "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view", "check_active_mesh"]

@@ -19,13 +19,15 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.checkpoint_damage import damage_behind, step_damage
 from gensbi_sharding.checkpoint_fixes import check_against
 from gensbi_sharding.checkpoint_save import CheckpointWriter
+from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_by_path
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
-                                              flat_by_path, item_handlers, nest_by_path, reasoned)
+                                              reasoned)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.messages import clipped
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
-                                   node_state, path_key, spec_misfit, value_leaves)
+                                   node_state, path_key, value_leaves)
+from gensbi_sharding.specs import spec_misfit
 from gensbi_sharding.sharding import plan_shardings
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.nodes import placed_dtype, prefixes_holding, top_entries, whole_target
+from gensbi_sharding.nodes import placed_dtype, prefixes_holding
 
 __all__ = ["check_against", "extra_fix", "nesting_fix", "renamed_fix", "wrt_difference"]
 
@@ -177,3 +177,16 @@ def check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir:
                                                           len(extra) == len(problems)))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
+
+
+def top_entries(names: Any) -> list[str]:
+    """The top-level entries of a state's saved names, in order (``state/1/opt_state/...``: ``1``)."""
+    return list(dict.fromkeys(n.split("/")[1] for n in names if n.startswith("state/") and n.count("/") > 1))
+
+
+def whole_target(saved: Mapping[str, Any]) -> str:
+    """A restore target of the saved top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's keys."""
+    tops = top_entries(saved)
+    if tops == [str(i) for i in range(len(tops))] and len(tops) > 1:
+        return f"({', '.join(['model', 'optimizer', *(f'<node {t}>' for t in tops[2:])])})"
+    return "{" + ", ".join(f"{t!r}: <node>" for t in tops) + "}" if len(tops) > 1 else "(model, optimizer)"

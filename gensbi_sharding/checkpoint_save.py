@@ -15,8 +15,8 @@ import tensorstore as ts
 from flax import nnx
 
 from gensbi_sharding.leaf_checks import check_placeable
-from gensbi_sharding.checkpoint_steps import (as_path, checked_json, committed_steps, flat_by_path, item_handlers,
-                                              nest_by_path, non_finite)
+from gensbi_sharding.checkpoint_items import checked_json, flat_by_path, item_handlers, nest_by_path, non_finite
+from gensbi_sharding.checkpoint_steps import as_path, committed_steps
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
                                              finish_and_unlock, lock_directory, unlock, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory

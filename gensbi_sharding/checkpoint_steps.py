@@ -1,27 +1,17 @@
-"""A checkpoint on disk: its Orbax items and names, which step folders are complete, which one a path designates.
+"""A checkpoint on disk: its Orbax items' names, which step folders are complete, which one a path designates.
 Complete: holding every item of ``ITEMS`` and a commit in its Orbax step metadata (read through ``ocp.step`` and
 ``ocp.metadata``, never by Orbax's file names)."""
 
-import json
 import logging
 import os
 import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 import orbax.checkpoint as ocp
-from flax import traverse_util
 
-from gensbi_sharding.nodes import is_scalar, named_leaves
-
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "checked_json", "committed_steps",
-           "find_checkpoint", "item_handlers", "flat_by_path", "nest_by_path", "non_finite", "reasoned",
-           "unconfirmed_steps"]
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
+           "reasoned", "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -174,60 +164,6 @@ def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
             f"target = abstract_state_for(model, mesh, rule); {read}")
 
 
-def item_handlers(saving: bool = False) -> dict[str, Any]:
-    """One Orbax handler per item of ``ITEMS``; saving registers scalars and, on CPU, no replica-parallel saving."""
-    arrays = ocp.StandardCheckpointHandler()
-    if saving:
-        th, parallel = ocp.type_handlers, None if jax.default_backend() != "cpu" else False  # None: Orbax's default
-        arrays = ocp.PyTreeCheckpointHandler(type_handler_registry=th.create_type_handler_registry(
-            *((kind, th.ScalarHandler()) for kind in (int, float, complex, np.number, np.bool_)),
-            (np.ndarray, th.NumpyHandler()), (jax.Array, th.ArrayHandler(use_replica_parallel=parallel))))
-    return dict(zip(ITEMS, (arrays, ocp.JsonCheckpointHandler(), ocp.JsonCheckpointHandler())))
-
-
-def flat_by_path(tree: Any) -> dict[str, Any]:
-    """``{"a/b/c": leaf}`` in leaf order, a variable by its value's leaves; ``ValueError`` if two get one name."""
-    named = named_leaves(tree)
-    flat, alike = dict(named), Counter(name.replace(".", "/") for name, _ in named)
-    # A key holding "/" ({"x/y": ...}) beside a nested one ({"x": {"y": ...}}) names two leaves alike; "." in Orbax.
-    clash = next((name for name, _ in named if any(name.rsplit("/", i)[0] in flat for i in range(
-        1, name.count("/") + 1))), None) or next((name for name, _ in named if alike[name.replace(".", "/")] > 1), None)
-    if clash:
-        raise ValueError(f"two leaves of the state are named {clash!r} or one inside the other: a dict key holding "
-                         "'/' or '.' beside a nested key (checkpoints name each leaf by its path joined with '/', "
-                         "Orbax its arrays with '.'); rename that key, e.g. 'x/y' -> 'x_y'")
-    return flat
-
-
-def nest_by_path(flat: Mapping[str, Any]) -> dict:
-    """Nest ``{"a/b/c": leaf}`` into ``{"a": {"b": {"c": leaf}}}`` (what Orbax stores), inverting ``flat_by_path``."""
-    return traverse_util.unflatten_dict(dict(flat), sep="/")
-
-
-def non_finite(flat: dict[str, Any], inf_allowed: set[str] = frozenset()) -> list[str]:
-    """Names of the floating-point leaves of ``flat`` holding NaN or inf (those in ``inf_allowed``: NaN); one process's
-    CPU arrays read in place (a compiled check took 0.5 s), others by one compiled check every process agrees on."""
-    device = {name: leaf for name, leaf in flat.items()
-              if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)}
-    fine = lambda name, a: ~np.isnan(a) if name in inf_allowed else np.isfinite(a)  # noqa: E731
-    if jax.process_count() == 1 and all(d.platform == "cpu" for v in device.values() for d in v.sharding.device_set):
-        flags = [all(fine(name, np.asarray(shard.data)).all() for shard in v.addressable_shards
-                     if shard.replica_id == 0) for name, v in device.items()]
-    else:
-        flags = (np.asarray(_finite_flags(list(device.values()), tuple(n in inf_allowed for n in device))) if device
-                 else [])
-    bad = {name for name, ok in zip(device, flags) if not ok} | {  # NumPy and scalars: checked on the host
-        name for name, leaf in flat.items() if (isinstance(leaf, np.ndarray) or is_scalar(leaf))
-        and jnp.issubdtype(np.asarray(leaf).dtype, jnp.inexact) and not fine(name, leaf).all()}
-    return [name for name in flat if name in bad]
-
-
-@jax.jit(static_argnums=1)
-def _finite_flags(leaves: list[jax.Array], nan_only: tuple[bool, ...]) -> jax.Array:
-    """One bool per leaf: all its values finite, or not NaN (``nan_only``) (one compiled reduction, one transfer)."""
-    return jnp.stack([jnp.all(~jnp.isnan(leaf) if n else jnp.isfinite(leaf)) for leaf, n in zip(leaves, nan_only)])
-
-
 def _said_here(record: logging.LogRecord) -> bool:
     """False for Orbax's "Metadata file does not exist" (the refusal names what a step lacks); True for others."""
     return not str(record.msg).startswith("Metadata file does not exist")
@@ -262,39 +198,3 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
     whole = set(ITEMS)
     return {step: None if committed and whole <= items else _UNCONFIRMED if committed is None and whole <= items
             else _CUT for step, (committed, items) in found.items() if whole & items}
-
-
-def _check_str_keys(value: Any, where: str) -> None:
-    # Hydra's ListConfig too, read by index (iterating one raises with no full_key)
-    items = value.items() if isinstance(value, Mapping) else ((i, value[i]) for i in range(len(value))) if _listlike(
-        value) else ()
-    for key, item in items:
-        if isinstance(value, Mapping) and not isinstance(key, str):
-            raise ValueError(f"{where} has the key {key!r} ({type(key).__name__}); JSON keys are str: use {str(key)!r}")
-        _check_str_keys(item, f"{where}[{key!r}]")  # (its ??? then named by full_key)
-
-
-def _listlike(value: Any) -> bool:  # a ListConfig too; not bytes, a Sequence JSON would have saved as ints
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray, memoryview))
-
-
-def checked_json(value: Any, name: str, example: str, label: str | None = None) -> dict:
-    """``value`` (``config`` or ``info``) as plain JSON data, what a restore gives back, or the error naming it."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name}={value!r:.60} must be a mapping ({example}) or None")
-    try:
-        _check_str_keys(value, name)  # JSON would turn 1 into "1" (and two keys into one) without a word
-    except Exception as err:  # OmegaConf's, reading a value: '???' (MissingMandatoryValue), an interpolation to nothing
-        if (key := getattr(err, "full_key", None)) is None or not type(err).__module__.startswith("omegaconf"):
-            raise
-        raise ValueError(f"{name}: {key} cannot be read ({str(err).splitlines()[0]}): give it a value (an override "
-                         f"{key}=...) or drop it, then pass OmegaConf.to_container(cfg, resolve=True)") from None
-    try:
-        return json.loads(json.dumps(dict(value), allow_nan=False, default=lambda o: dict(o) if isinstance(  # Hydra's
-            o, Mapping) else list(o) if _listlike(o) else json.JSONEncoder().default(o)))  # DictConfig too
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
-                         "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
-                         "array, None for NaN or inf, OmegaConf.to_container(cfg, resolve=True) for a config") from None

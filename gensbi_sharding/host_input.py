@@ -14,7 +14,8 @@ from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, numpy_scalars_as_arrays
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
-from gensbi_sharding.nodes import check_mesh, is_array, mesh_axes_of
+from gensbi_sharding.nodes import is_array
+from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.messages import clipped
 from gensbi_sharding.rules import typo_of
 

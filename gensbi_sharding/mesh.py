@@ -10,7 +10,8 @@ from jax.sharding import AxisType, Mesh
 
 from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
 from gensbi_sharding.rules import MODEL_AXIS, typo_of
-from gensbi_sharding.nodes import check_mesh, is_int
+from gensbi_sharding.nodes import is_int
+from gensbi_sharding.specs import check_mesh
 
 __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
 

@@ -1,17 +1,16 @@
-"""Helpers every library module shares (node, array, mesh checks; path keys); importing from the package only
-``messages``."""
+"""Helpers every library module shares (node and array checks; path keys); importing from the package only
+``messages`` and ``specs``."""
 
 import contextlib
-import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 from flax import nnx
-from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
 from gensbi_sharding.messages import clipped
+from gensbi_sharding.specs import spec_misfit
 
 
 def is_int(x: Any) -> bool:
@@ -112,51 +111,9 @@ def path_name(path: Sequence[Any]) -> str:
     return "/".join(str(part) for part in path)
 
 
-def mesh_axes_of(entry: Any) -> tuple:
-    """A PartitionSpec entry's mesh axes (None: (), "data": ("data",)); ``ValueError`` naming its odd one."""
-    axes = (() if entry is None else tuple(entry) if isinstance(entry, Sequence) and not isinstance(entry, str)
-            else (entry,))
-    if not (odd := [axis for axis in axes if not isinstance(axis, str)]):
-        return axes
-    if all(axis is None for axis in odd):  # None replicates as the whole entry; in a tuple JAX reads it as an axis
-        kept = tuple(dict.fromkeys(filter(None, axes))) or None  # the fix passes: (None, "a", "a") is ("a",), not twice
-        raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} holds None inside a tuple, read as a mesh "
-                         f"axis name: leave it out ({clipped(repr(kept), 40)}), or give None to leave it unsplit")
-    odd = [axis for axis in odd if axis is not None]  # (None, 3): 3 first, as "leave None out" would leave (3,)
-    what = "names no mesh axis" if len(odd) == len(axes) else f"holds {clipped(repr(odd[0]), 20)}, not a mesh axis name"
-    raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} {what}: give a mesh axis name (e.g. 'data'), "
-                     "a tuple of them, or None")
-
-
-def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
-    """Why PartitionSpec ``spec`` cannot split a ``shape`` array on ``mesh``, else None (JAX's name no variable)."""
-    try:
-        names = [a for entry in spec for a in mesh_axes_of(entry)]
-    except ValueError as err:  # UNCONSTRAINED too, named as such
-        return ("PartitionSpec.UNCONSTRAINED leaves a layout to jit's compiler, and a placed array has one: give None"
-                if any(entry is PartitionSpec.UNCONSTRAINED for entry in spec) else str(err))
-    missing, twice = [a for a in names if a not in mesh.shape], [a for a in names if names.count(a) > 1]
-    if missing or twice:  # twice: JAX's DuplicateSpecError named no variable
-        return (f"mesh axis {missing[0]!r} is not in the mesh {tuple(mesh.axis_names)}" if missing else
-                f"it names mesh axis {twice[0]!r} twice (a mesh axis splits one dimension at most)")
-    if len(spec) > len(shape):
-        return f"it has {len(spec)} entries for an array of shape {tuple(shape)}"
-    sizes = [math.prod(mesh.shape[a] for a in mesh_axes_of(entry)) for entry in spec]
-    bad = next(((n, e, k) for n, e, k in zip(shape, spec, sizes) if n % k), None)
-    return None if bad is None else f"size {bad[0]} is not divisible by mesh axes {bad[1]!r} of size {bad[2]}"
-
-
 def listing(items: Sequence[str], n: int = 3) -> str:
     """The first ``n`` of ``items`` joined by commas, then how many more: ``"a, b, c and 2 more"``."""
     return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
-
-
-def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plans: bool = False) -> None:
-    """``TypeError`` unless ``mesh`` is a Mesh (``abstract``/``plans``: or AbstractMesh), or None if ``optional``."""
-    if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract or plans else Mesh) or (optional and mesh is None)):
-        kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
-        got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
-        raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")
 
 
 def is_node(node: Any, inner: bool = False) -> bool:
@@ -285,16 +242,3 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
-
-
-def top_entries(names: Any) -> list[str]:
-    """The top-level entries of a state's saved names, in order (``state/1/opt_state/...``: ``1``)."""
-    return list(dict.fromkeys(n.split("/")[1] for n in names if n.startswith("state/") and n.count("/") > 1))
-
-
-def whole_target(saved: Mapping[str, Any]) -> str:
-    """A restore target of the saved top level: ``(model, optimizer, <node 2>)`` for a tuple's, a dict's keys."""
-    tops = top_entries(saved)
-    if tops == [str(i) for i in range(len(tops))] and len(tops) > 1:
-        return f"({', '.join(['model', 'optimizer', *(f'<node {t}>' for t in tops[2:])])})"
-    return "{" + ", ".join(f"{t!r}: <node>" for t in tops) + "}" if len(tops) > 1 else "(model, optimizer)"

@@ -12,8 +12,8 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.factory import UNDER_TRANSFORM
-from gensbi_sharding.nodes import (check_mesh, check_node, is_array, is_array_like, is_int, listing, named_leaves,
-                                   path_key)
+from gensbi_sharding.nodes import check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key
+from gensbi_sharding.specs import check_mesh
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
            "sharding_of"]

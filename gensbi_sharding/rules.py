@@ -174,7 +174,7 @@ def check_table(table: Mapping) -> None:
 
 def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
     """Why ``names`` falls back: dimension ``at`` splits over ``axis`` as ``first`` does; the fix splits the rest."""
-    from gensbi_sharding.nodes import mesh_axes_of  # not at the top (TYPE_CHECKING's note)
+    from gensbi_sharding.specs import mesh_axes_of  # not at the top (TYPE_CHECKING's note)
     if first == at:
         return (f"logical axis {names[at]!r} maps to mesh axis {axis!r} twice ({table.get(names[at])!r}); map it "
                 f"onto {axis!r} once in the rule table")
@@ -237,7 +237,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
     """
     from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
-    from gensbi_sharding.nodes import check_mesh, is_int, mesh_axes_of
+    from gensbi_sharding.nodes import is_int
+    from gensbi_sharding.specs import check_mesh, mesh_axes_of
 
     check_mesh(mesh, optional=False, plans=True)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)

@@ -18,9 +18,9 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.leaf_checks import check_values, host_view
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import clipped
-from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_mesh, check_node,
-                                   check_plan_fits, is_array, is_array_like, is_int, is_node, listing,
-                                   non_node_part, path_key, shape_of, value_of)
+from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, check_plan_fits, is_array,
+                                   is_array_like, is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
+from gensbi_sharding.specs import check_mesh
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
                                    ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for,

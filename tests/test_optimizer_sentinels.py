@@ -13,7 +13,7 @@ from flax import nnx
 
 import gensbi_sharding as gs
 from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, committed_steps, restore
-from gensbi_sharding.checkpoint_steps import non_finite
+from gensbi_sharding.checkpoint_items import non_finite
 
 
 def test_an_optimizer_holding_inf_as_a_sentinel_is_checkpointed_and_nan_still_refused(tmp_path, devices, monkeypatch):

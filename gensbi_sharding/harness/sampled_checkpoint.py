@@ -49,7 +49,7 @@ def _read_arrays(step_dir: Path) -> None:
     import numpy as np
     import orbax.checkpoint as ocp
 
-    from gensbi_sharding.checkpoint_steps import flat_by_path, item_handlers, nest_by_path
+    from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_by_path
 
     # A PyTree handler: its restore_args read each array as NumPy, needing neither the model nor a mesh. Every item
     # is read: of one left unread, Orbax warns on the console.
