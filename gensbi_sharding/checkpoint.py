@@ -209,15 +209,17 @@ def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool =
     others, unread = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name], []
     while others and step_damage(step_dir.parent / str(others[-1])) is not None:
         unread.append(str(others.pop()))
-    # Moved aside, a step folder passed by name no longer exists: its parent then designates the newest step left.
-    then = f"pass {step_dir.parent}, whose newest is then" if named else "the newest is"
-    moved = [step_dir, *(step_dir.parent / s for s in unread)]  # each damaged one newer (was: this one alone named)
-    aside = (f"{', '.join(map(str, moved[:-1]))} and " if unread else "") + f"{moved[-1]} aside, e.g. to " + \
-        ", ".join(f"{m}.damaged" for m in moved)
-    fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {aside}, and {then} "
-           f"{others[-1]})" if others else
-           f"no other step folder can be read either (steps {', '.join(unread[::-1])}): start without it" if unread
+    fix = (f"no other step folder can be read either (steps {', '.join(unread[::-1])}): start without it" if unread
            else "no other step folder is complete: start without it")
+    if others:  # each damaged one newer than the step offered moved aside (was: this one alone; and this one where
+        # older, passed by name: "move .../4 aside, and pass ..., whose newest is then 8", its newest already)
+        moved = [d for d in [step_dir, *(step_dir.parent / s for s in unread)] if int(d.name) > others[-1]]
+        aside = (f"{', '.join(map(str, moved[:-1]))} and " if moved[1:] else "") + f"{moved[-1]} aside, e.g. to " + \
+            ", ".join(f"{m}.damaged" for m in moved) if moved else ""
+        # Moved aside, a step folder passed by name no longer exists: its parent then designates the newest step left.
+        then = f"pass {step_dir.parent}, whose newest is then" if named else "the newest is"
+        fix = f"resume from another step folder: {step_dir.parent / str(others[-1])} (or " + (
+            f"move {aside}, and {then} {others[-1]})" if moved else f"pass {step_dir.parent}, whose newest it is)")
     raise reasoned(f"checkpoint {step_dir} is damaged: its {items} item cannot be read ({type(err).__name__}: "
                    f"{clipped(err)})", f"; {fix}") from None
 

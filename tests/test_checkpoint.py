@@ -894,3 +894,26 @@ def test_a_damaged_step_passed_by_name_is_advised_a_path_that_exists_once_it_is_
                                    f"e.g. to {folder / '8'}.damaged, and pass {folder}, whose newest is then 4)")
     (folder / "8").rename(f"{folder / '8'}.damaged")  # what it says: that path now designates step 4
     assert saved_config(folder) == CONFIG and find_checkpoint(folder) == folder / "4"
+
+
+@pytest.mark.parametrize("damaged, fix", [
+    ((4,), "resume from another step folder: {c}/16 (or pass {c}, whose newest it is)"),
+    ((4, 16), "resume from another step folder: {c}/8 (or move {c}/16 aside, e.g. to {c}/16.damaged, and pass {c}, "
+              "whose newest is then 8)")])
+def test_an_older_damaged_step_passed_by_name_is_not_told_to_move_aside(tmp_path, damaged, fix):
+    # Was: "(or move .../4 aside, e.g. to .../4.damaged, and pass .../checkpoints, whose newest is then 8)": step 4,
+    # older than 8, never stood in the way; its parent designated 8 already.
+    from gensbi_sharding.checkpoint import saved_config
+
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, config=CONFIG, async_save=False, keep=3) as writer:
+        for step in (4, 8, 16):
+            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
+    for step in damaged:
+        shutil.rmtree(folder / str(step) / "config")
+    with pytest.raises(FileNotFoundError) as err:
+        saved_config(folder / "4")
+    assert str(err.value).endswith("; " + fix.format(c=folder)), str(err.value)
+    for step in damaged[1:]:  # what it says
+        (folder / str(step)).rename(f"{folder / str(step)}.damaged")
+    assert saved_config(folder) == CONFIG and find_checkpoint(folder) == folder / ("16" if damaged == (4,) else "8")
