@@ -1,5 +1,6 @@
 """Whether a complete step folder can be restored, said cheaply: by its items' folders, the metadata of its arrays and
-its JSON items, through Orbax's public handlers; no array data read, JAX's backend never started.
+its JSON items, through Orbax's public handlers, and its arrays' data files, by the sizes TensorStore's B+tree records;
+no array data read, JAX's backend never started.
 
 ``restore`` names the other steps it offers with it, and the harness asks it before a run's folder exists (was: every
 array of every step read in a child process, seconds, a second copy of a big checkpoint in host memory).
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orbax.checkpoint as ocp
+import tensorstore as ts
 
 from gensbi_sharding.checkpoint_steps import ITEMS
 from gensbi_sharding.messages import clipped
@@ -25,9 +27,10 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     data), the ``meta`` and ``config`` items read (small JSON). JAX's backend is not started (Orbax's handler is made
     not to ask it), so a launcher may ask it before it sets its device count.
 
-    Not caught: damage to the array data alone, e.g. a data file of the arrays item deleted or cut by hand, its
-    metadata intact. ``restore`` of such a step refuses with the same words and cause ("... is damaged: its 'arrays'
-    ... item cannot be read (<error>)") and offers the newest other step this check passes, or to start without it.
+    A data file of the arrays item deleted or cut short by hand is found by the sizes its B+tree records (TensorStore's
+    public ``ocdbt.dump`` of the tree's nodes, a few KB). Not caught: array data changed in place, its size kept.
+    ``restore`` of such a step refuses with the same words ("... is damaged: its 'arrays' ... item cannot be read
+    (<error>)") and offers the newest other step this check passes, or to start without it.
 
     Parameters
     ----------
@@ -64,12 +67,38 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
                 if read is None or read.tree is None:  # was said "AttributeError: 'NoneType' ..."
                     return f"its {item!r} item cannot be read (Orbax reads no metadata of it: one of its files is " \
                            "missing or damaged)"
+                if lost := _lost_data(step_dir / item):
+                    return f"its {item!r} item cannot be read ({lost})"
             else:
                 ocp.JsonCheckpointHandler().restore(step_dir / item, ocp.args.JsonRestore())
         except Exception as raised:
             if (err := damage_behind(raised)) is None:
                 raise
             return f"its {item!r} item cannot be read ({type(err).__name__}: {clipped(err)})"
+    return None
+
+
+def _lost_data(folder: Path) -> str | None:
+    """Which data file the OCDBT database ``folder`` (Orbax's arrays) references is missing or cut short, read by
+    TensorStore's public ``ocdbt.dump`` of its manifest and B+tree nodes (no array data); None if each is whole."""
+    if not any(folder.glob("*ocdbt*")):  # saved without OCDBT: nothing references a file
+        return None
+    base = ts.KvStore.open({"driver": "file", "path": f"{folder}/"}).result()
+    pending = [ts.ocdbt.dump(base).result()["versions"][-1]["root"]]  # the latest version's tree
+    while pending:
+        node = pending.pop()
+        for value in node.values() if isinstance(node, dict) else node:
+            if isinstance(value, (dict, list)):
+                pending.append(value)
+            elif isinstance(value, str) and value.startswith(("btreenode:", "value:")):
+                # "<kind>:<base path>:<file>:<offset>:<length>", e.g. "value:ocdbt.process_0/:d/9744d8b1...:0:10098"
+                (kind, where, name), (offset, length) = value.rsplit(":", 2)[0].split(":", 2), value.split(":")[-2:]
+                path, end = folder / where / name, int(offset) + int(length)
+                if (size := path.stat().st_size if path.is_file() else None) is None or size < end:
+                    return f"its data file {path.relative_to(folder.parent)} is " + (
+                        "missing" if size is None else f"cut short: {size} of its {end} bytes")
+                if kind == "btreenode":
+                    pending.append(ts.ocdbt.dump(base, value).result())
     return None
 
 

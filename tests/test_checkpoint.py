@@ -789,9 +789,10 @@ def test_a_damaged_steps_fix_checks_older_steps_without_restoring_them(tmp_path,
                                    f"{1 if 2 in damaged else 2})"), str(err.value)
 
 
-def test_a_step_whose_array_data_alone_is_lost_passes_step_damage_and_its_restore_names_the_fix(tmp_path, devices):
-    # step_damage reads no array data (a big model's cost): a data file deleted by hand, its metadata intact, is the
-    # restore's to find; it refuses in one line, offering the step step_damage passes.
+def test_a_step_whose_array_data_alone_is_lost_is_named_by_step_damage_and_its_restore(tmp_path, devices):
+    # step_damage reads no array data (a big model's cost), but the sizes the arrays' B+tree records: a data file
+    # deleted by hand, its metadata intact, is named (was: None, found by the restore alone); the restore refuses in
+    # one line, offering the step step_damage passes.
     from gensbi_sharding.checkpoint import step_damage
 
     mesh = contract.make_mesh(model_axis=1)
@@ -804,7 +805,9 @@ def test_a_step_whose_array_data_alone_is_lost_passes_step_damage_and_its_restor
     assert data
     for f in data:
         f.unlink()
-    assert step_damage(folder / "8") is None and step_damage(folder / "4") is None
+    assert step_damage(folder / "8") in {f"its 'arrays' item cannot be read (its data file {f.relative_to(folder / '8')} "
+                                         "is missing)" for f in data}
+    assert step_damage(folder / "4") is None
     shutil.rmtree(folder / "4" / "meta")  # an older step damaged too: not offered
     assert step_damage(folder / "4") == "its 'meta' item cannot be read (its folder is missing)"
     with pytest.raises(FileNotFoundError) as err:
@@ -812,6 +815,22 @@ def test_a_step_whose_array_data_alone_is_lost_passes_step_damage_and_its_restor
     assert str(err.value).startswith(f"checkpoint {folder / '8'} is damaged: its 'arrays', 'meta' or 'config' item "
                                      "cannot be read (ValueError: "), str(err.value)
     assert str(err.value).endswith("; no other step folder can be read either (steps 4): start without it")
+
+
+def test_step_damage_names_an_array_data_file_cut_short(tmp_path):
+    # Was: None (no array data read); the restore alone found it. Now by the size the arrays' B+tree records.
+    from gensbi_sharding.checkpoint import step_damage
+
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        writer.save(8, {"w": np.arange(4096.0, dtype=np.float32)}, jax.random.key(0))
+    big = max((folder / "8" / "arrays").glob("ocdbt.process_*/d/*"), key=lambda f: f.stat().st_size)
+    size = big.stat().st_size
+    os.truncate(big, 100)
+    said = step_damage(folder / "8")
+    assert said.startswith(f"its 'arrays' item cannot be read (its data file {big.relative_to(folder / '8')} is cut "
+                           "short: 100 of its "), said
+    assert int(said.split(" of its ")[1].split()[0]) <= size  # the bytes it held
 
 
 def test_step_damage_leaves_the_callers_unraisable_hook_as_it_found_it(tmp_path, monkeypatch):
