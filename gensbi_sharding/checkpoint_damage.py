@@ -84,15 +84,18 @@ def _lost_data(folder: Path) -> str | None:
     if not any(folder.glob("*ocdbt*")):  # saved without OCDBT: nothing references a file
         return None
     base = ts.KvStore.open({"driver": "file", "path": f"{folder}/"}).result()
-    pending = [ts.ocdbt.dump(base).result()["versions"][-1]["root"]]  # the latest version's tree
+    pending = [(ts.ocdbt.dump(base).result().get("versions") or [{}])[-1]]  # the latest version's tree
     while pending:
         node = pending.pop()
         for value in node.values() if isinstance(node, dict) else node:
             if isinstance(value, (dict, list)):
                 pending.append(value)
             elif isinstance(value, str) and value.startswith(("btreenode:", "value:")):
-                # "<kind>:<base path>:<file>:<offset>:<length>", e.g. "value:ocdbt.process_0/:d/9744d8b1...:0:10098"
-                (kind, where, name), (offset, length) = value.rsplit(":", 2)[0].split(":", 2), value.split(":")[-2:]
+                # "<kind>:<base path>:<file>:<offset>:<length>", e.g. "value:ocdbt.process_0/:d/9744d8b1...:0:10098";
+                # another form is left to the restore (read as damage, it would refuse a step that reads)
+                if len(parts := value.split(":")) != 5 or not (parts[3].isdigit() and parts[4].isdigit()):
+                    continue
+                kind, where, name, offset, length = parts
                 path, end = folder / where / name, int(offset) + int(length)
                 if (size := path.stat().st_size if path.is_file() else None) is None or size < end:
                     return f"its data file {path.relative_to(folder.parent)} is " + (
