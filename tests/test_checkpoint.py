@@ -14,6 +14,7 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import numpy as np
@@ -831,6 +832,20 @@ def test_step_damage_names_an_array_data_file_cut_short(tmp_path):
     assert said.startswith(f"its 'arrays' item cannot be read (its data file {big.relative_to(folder / '8')} is cut "
                            "short: 100 of its "), said
     assert int(said.split(" of its ")[1].split()[0]) <= size  # the bytes it held
+
+
+@pytest.mark.parametrize("manifest", [{}, {"versions": [{"root": {"location": "btreenode:another:form"}}]}])
+def test_step_damage_leaves_a_tree_location_it_cannot_read_to_the_restore(tmp_path, monkeypatch, manifest):
+    # Was: a manifest without 'versions' (KeyError) or a location of another form (ValueError unpacking it) raised
+    # inside the check, which step_damage reports as damage: a step that reads would have been refused.
+    import tensorstore as ts
+    from gensbi_sharding.checkpoint import step_damage
+
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, async_save=False) as writer:
+        writer.save(8, {"w": np.arange(4096.0, dtype=np.float32)}, jax.random.key(0))
+    monkeypatch.setattr(ts.ocdbt, "dump", lambda base, node=None: SimpleNamespace(result=lambda: manifest))
+    assert step_damage(folder / "8") is None
 
 
 def test_step_damage_leaves_the_callers_unraisable_hook_as_it_found_it(tmp_path, monkeypatch):
