@@ -3,6 +3,7 @@ unstartable counts refused naming both sources and a fix that runs.
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -29,7 +30,8 @@ def test_device_count_source(configured, environ, expected):
 def test_a_device_count_jax_cannot_start_with_is_refused_naming_the_limit(configured, environ):
     # devices.cpu_count=100000 hung in JAX's start-up, deaf to SIGTERM; 1,024 starts in seconds.
     assert resolve_cpu_count(1024, {}) == (1024, "devices.cpu_count")
-    with pytest.raises(ConfigError, match=r"more simulated CPU devices than 1,024: .*set devices.cpu_count=1024 or fewer"):
+    fix = "JAX_NUM_CPU_DEVICES" if environ else "devices.cpu_count"  # was devices.cpu_count: refused beside 2048
+    with pytest.raises(ConfigError, match=rf"more simulated CPU devices than 1,024: .*set {fix}=1024 or fewer"):
         resolve_cpu_count(configured, environ)
 
 
@@ -149,6 +151,34 @@ def test_a_batch_the_devices_do_not_split_names_the_count_where_it_came_from(tmp
         "; or keep data.batch_size=1024 on another mesh: mesh.model_axis=3 (data-parallel size 1) or "
         f"{fix} (data-parallel size 2)"), done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_device_count_fix_in_xla_flags_keeps_the_other_flags_when_pasted(tmp_path):
+    # Was: XLA_FLAGS="--xla_dump_to=D --xla_force_host_platform_device_count=3" launch.py was told '... or
+    # XLA_FLAGS=--xla_force_host_platform_device_count=2', which pasted dropped the dump flag.
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    flags = f"--xla_dump_to={tmp_path}/d --xla_force_host_platform_device_count=3"
+    done = subprocess.run([sys.executable, str(REPO / "launch.py"), f"hydra.run.dir={tmp_path / 'run'}"],
+                          env={**env, "XLA_FLAGS": flags}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    fix = re.search(r" or (XLA_FLAGS=.+?) \(data-parallel size 2\)$", done.stderr.strip()).group(1)
+    pasted = subprocess.run(["bash", "-c", f"{fix} printenv XLA_FLAGS"], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert pasted.stdout.strip() == f"--xla_dump_to={tmp_path}/d --xla_force_host_platform_device_count=2"
+    assert resolve_cpu_count(None, {"XLA_FLAGS": pasted.stdout.strip()}) == (2, "XLA_FLAGS")
+
+
+def test_an_environment_device_count_over_the_limit_names_a_fix_that_passes_when_pasted():
+    # Was: JAX_NUM_CPU_DEVICES=2048 was told "set devices.cpu_count=1024", refused beside it as a second count.
+    environ = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=2048"}
+    with pytest.raises(ConfigError) as err:
+        resolve_cpu_count(None, environ)
+    fix = re.search(r"; set (XLA_FLAGS=.+?) or fewer", str(err.value)).group(1)
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    pasted = subprocess.run(["bash", "-c", f"{fix} printenv XLA_FLAGS"], env=env, capture_output=True, text=True,
+                            timeout=60).stdout.strip()
+    assert pasted == "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=1024"
+    assert resolve_cpu_count(None, {"XLA_FLAGS": pasted}) == (1024, "XLA_FLAGS")
 
 
 @pytest.mark.slow  # a launch (it ends as JAX's backend starts)

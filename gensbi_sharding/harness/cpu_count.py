@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+from collections.abc import Mapping
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known", "platform_start_problem",
-           "start_problem", "jit_disabled_problem"]
+           "start_problem", "jit_disabled_problem", "count_setting"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -71,11 +73,30 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
         return DEFAULT_CPU_COUNT, "default"
     name, count = sources[0]
     if count > MAX_CPU_COUNT:
-        raise ConfigError(Refusal(f"{name}={count} asks for more simulated CPU devices than {MAX_CPU_COUNT:,}: JAX's "
-                                  "start-up grows with the count and did not finish at 100,000",
-                                  f"devices.cpu_count={MAX_CPU_COUNT}", after=" or fewer (a plan's and the dry run's "
-                                  "per-device figures need no more), or use real devices"))
+        said = (f"{name}={count} asks for more simulated CPU devices than {MAX_CPU_COUNT:,}: JAX's start-up grows "
+                "with the count and did not finish at 100,000")
+        after = " or fewer (a plan's and the dry run's per-device figures need no more), or use real devices"
+        if name != "devices.cpu_count":  # devices.cpu_count=1024 beside the environment's 2048 is refused as a conflict
+            raise ConfigError(f"{said}; set {count_setting(name, environ)}{MAX_CPU_COUNT}{after}")
+        raise ConfigError(Refusal(said, f"devices.cpu_count={MAX_CPU_COUNT}", after=after))
     return count, name
+
+
+def count_setting(source: str, environ: Mapping[str, str] | None = None) -> str:
+    """Where a CPU device count is set, by where it came from (``resolve_cpu_count``'s source), as the text the count
+    follows: ``devices.cpu_count=`` beside an environment's count is refused ("two device counts disagree"), so the
+    environment's is named.
+
+    ``XLA_FLAGS``' other flags (``environ``'s, default ``os.environ``) are kept, shell-quoted, before the count: was
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` for ``XLA_FLAGS="--xla_dump_to=/tmp/d
+    --xla_force_host_platform_device_count=3"``, which pasted dropped the dump flag.
+    """
+    if source != "XLA_FLAGS":
+        return "devices.cpu_count=" if source == "default" else f"{source}="
+    flags = (os.environ if environ is None else environ).get("XLA_FLAGS", "")
+    others = re.sub(r"--xla_force_host_platform_device_count=\S*", "", flags).split()
+    # quoted up to the count, which follows unquoted: `XLA_FLAGS='--a=1 '--xla_..._count=2` is one shell word
+    return f"XLA_FLAGS={shlex.quote(' '.join(others) + ' ') if others else ''}--xla_force_host_platform_device_count="
 
 
 def cpu_devices_known(platform: str | None) -> bool:

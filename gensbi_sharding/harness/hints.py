@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
+from gensbi_sharding.harness.cpu_count import count_setting  # noqa: F401 (re-exported: sweep_check's)
 from gensbi_sharding.harness.override_words import (  # noqa: F401 (re-exported)
     GENSBI_NAMES, closest_name, override_literal, overrides_named)
 from gensbi_sharding.harness.refusal import Refusal
@@ -98,13 +99,6 @@ def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: An
     return device_alternatives(batch_size, shards=shards, train_rows=train_rows, devices=mesh.devices.size,
                                axis=mesh.shape["model"], processes=jax.process_count(),
                                cpu=mesh.devices.flat[0].platform == "cpu", mesh_cfg=mesh_cfg)
-
-
-def count_setting(source: str) -> str:
-    """Where a CPU device count is set, by where it came from (``resolve_cpu_count``'s source): ``devices.cpu_count=``
-    beside an environment's count is refused ("two device counts disagree"), so the environment's is named."""
-    return {"default": "devices.cpu_count=",
-            "XLA_FLAGS": "XLA_FLAGS=--xla_force_host_platform_device_count="}.get(source, f"{source}=")
 
 
 def device_alternatives(batch_size: int, *, shards: int, train_rows: int, devices: int, axis: int,
