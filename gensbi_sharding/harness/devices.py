@@ -74,7 +74,8 @@ def _note_xla_flags(flags: str) -> None:
     if (others := re.sub(r"--xla_force_host_platform_device_count=\S*", "", flags).split()):
         logging.getLogger(NATIVE).info(
             "XLA_FLAGS holds %s, which XLA reads as JAX's backend starts, next: a flag it does not know ends the "
-            "process there (exit 1; XLA's \"Unknown flag in XLA_FLAGS\" line, if it reaches stderr) and nothing more is "
+            "process there (exit 1; XLA's \"Unknown flag in XLA_FLAGS\" line, if it reaches stderr) and nothing more "
+            "is "
             "written here: if this is the attempt's last line, remove that flag from XLA_FLAGS and run the same "
             "command again (this folder holds no outputs of it; the next run uses it)", " ".join(others))
 

@@ -75,7 +75,8 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
              f"but the smallest shard holds {train_rows}")
     least = budget(multiple // shards) if budget else None
     # that budget fills a batch of `multiple`, not this one: both overrides, typed together (no budget: no fix to type)
-    fix = (f"data.num_simulations={least}", *([f"data.batch_size={multiple}"] * (batch_size != multiple))) * bool(budget)
+    fix = (f"data.num_simulations={least}",
+           *([f"data.batch_size={multiple}"] * (batch_size != multiple))) * bool(budget)
     shown = ("raise data.num_simulations" + (f" to at least {least}" if budget else "")
              + (f" and set data.batch_size={multiple}" if batch_size != multiple else ""))
     keep = (f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
@@ -157,7 +158,8 @@ def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,
     fits = [d for d in range(1, devices + 1) if devices % d == 0]
     near = lambda among: min(among, key=lambda d: (abs(d - model_axis), d))  # noqa: E731
     nearest = near([d for d in fits if batch_size is None or batch_size % (devices // d) == 0] or fits)
-    why = "" if nearest == near(fits) else f"; the nearest whose data-parallel size divides data.batch_size={batch_size}"
+    why = ("" if nearest == near(fits)
+           else f"; the nearest whose data-parallel size divides data.batch_size={batch_size}")
     more = (f"; or, to plan for a machine with {model_axis} devices, set devices.cpu_count={model_axis} (the dry "
             "run compiles for that many simulated CPU devices)" if simulated and model_axis > devices else "")
     kept = list(listed or [])[:len(listed or []) // model_axis * model_axis]  # the axis asked, on fewer devices

@@ -36,7 +36,8 @@ from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.signal_hold import PREEMPT_SIGNALS, take_held
 from gensbi_sharding.harness.train_checkpoints import train_with_checkpoints
 
-__all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch", "train_with_checkpoints"]
+__all__ = ["EXIT_PREEMPTED", "EXIT_INTERRUPTED", "PREEMPT_SIGNALS", "Preempted", "PreemptionWatch",
+           "train_with_checkpoints"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -62,7 +63,8 @@ class Preempted(Exception):
         signum = stop_signal(signum)  # a distributed=local parent's Ctrl-C is one too: "interrupted"
         self.signum, self.step = signum, step
         self.interrupted = signum == signal.SIGINT  # Ctrl-C: the run ends as "interrupted"
-        name = "Ctrl-C (SIGINT)" if self.interrupted else signal.Signals(signum).name if signum else "a preemption notice"
+        name = ("Ctrl-C (SIGINT)" if self.interrupted
+                else signal.Signals(signum).name if signum else "a preemption notice")
         where = (f"after training (step {step}), before the evaluation finished" if after_training else
                  f"at step {step}" if step is not None else "before training (nothing trained: no checkpoint to save)")
         saved = f"; checkpoint {checkpoint}" if checkpoint else ""
@@ -150,7 +152,8 @@ class PreemptionWatch:
         if self.signum is not None and not self._deferred:
             self.settle()
             self.answered = True
-            raise Preempted(self.signum, *self._trained, after_training=True) if self._trained else Preempted(self.signum)
+            raise (Preempted(self.signum, *self._trained, after_training=True) if self._trained
+                   else Preempted(self.signum))
 
     def check_together(self) -> None:
         """``check``, asked alike on every process (between chunks of ODE steps, before and after each observation's
@@ -185,8 +188,8 @@ class PreemptionWatch:
         self._trained = (step, checkpoint)
 
     def settle(self, step: int | None = None) -> None:
-        """From here the run answers signals itself (``StopWatchdog`` waits for a step boundary); a forced stop under way
-        ends it. ``step``: a training step just ended (a step boundary)."""
+        """From here the run answers signals itself (``StopWatchdog`` waits for a step boundary); a forced stop under
+        way ends it. ``step``: a training step just ended (a step boundary)."""
         with self.stop_lock:
             self.settled, now = True, time.monotonic()
             if step is not None:

@@ -223,11 +223,13 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     nnx.update(state.nodes, restored.state)
     state.key, state.start_step, state.resumed_from = restored.key, restored.step, Path(restored.path)
     # No rule places anything without a mesh (sample.py's default): naming one there read as a placement.
-    where = f"placed by rule {rule.name!r} on mesh {dict(mesh.shape)}" if mesh is not None else "on one device (no mesh)"
+    where = (f"placed by rule {rule.name!r} on mesh {dict(mesh.shape)}" if mesh is not None
+             else "on one device (no mesh)")
     best_step = None if scalars is None else scalars["best_step"]
     if sampling:  # what is sampled, as the run's evaluation samples it: the best weights where a validation ran
         log.info("sampling checkpoint %s (step %d), %s; %s", restored.path, restored.step, where,
-                 "its newest weights" if best_step is None else f"the weights of its best validation (step {best_step})")
+                 "its newest weights" if best_step is None
+                 else f"the weights of its best validation (step {best_step})")
         return
     log.info("resumed from %s at step %d, %s%s", restored.path, restored.step, where, "" if scalars is None else
              "; early stopping: " + ("no validation yet" if best_step is None else

@@ -13,8 +13,9 @@ stop as the run would (``status: preempted``, the command that continues it) and
 ``EXIT_PREEMPTED``. In training the run answers at its next step boundary; a step that does not return (a hung
 collective, a stuck device) was waited for forever: if no boundary comes within ``STEP_GRACE_S`` of the signal (or 3
 times the longest step so far), it records the stop naming the newest complete checkpoint and ends the process, never
-during a save (one under way is waited for up to ``SAVE_GRACE_S``; none is begun). One process only (``distributed=none``):
-across processes JAX's preemption service decides, and ``distributed=local``'s parent bounds its processes' stop.
+during a save (one under way is waited for up to ``SAVE_GRACE_S``; none is begun). One process only
+(``distributed=none``): across processes JAX's preemption service decides, and ``distributed=local``'s parent bounds
+its processes' stop.
 """
 
 from __future__ import annotations
