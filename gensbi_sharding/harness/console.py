@@ -23,14 +23,12 @@ import contextlib
 import logging
 import os
 import re
-import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-from gensbi_sharding.harness.native_notes import NOTES, note_for
-from gensbi_sharding.messages import clipped
-from gensbi_sharding.harness.native_pump import end_and_wait, pump
+from gensbi_sharding.harness.native_console import (  # noqa: F401 (re-exported: the console's native lines)
+    GLOO_LINE, NATIVE, NATIVE_LOG_LINE, NOISY_NATIVE_LINES, PIPED_TERMINALS, QUIET_NATIVE_WARNINGS,
+    native_output_to_log)
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
@@ -48,22 +46,8 @@ NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is
                   # all: the run's own error line names it, and the checkpoint that continues it; launch.log keeps them
                   "_SignalingThread.run() raised an exception", "Handler Commit operations or the Commit callback",
                   "Save Finalize thread (save_finalize) failed")
-NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
-# Gloo's threads write their lines in pieces that interleave ("[Gloo] Rank [Gloo] Rank 7 is connected ...\n", then
-# "5 is connected to 7 peer ranks. ...\n" or " is connected to 1\n": torn anywhere): any piece of GLOO_LINE is one.
-GLOO_LINE = b"[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0"
-BARE_NUMBER, DIGITS = re.compile(rb"\s*\d+\s*$"), re.compile(rb"\d+")  # "3\n": torn just before its last number
-# A C++ (absl/TSL) log line of XLA at INFO or WARNING level, as jaxlib writes it to stderr:
-# "W1130 21:32:49.078772    8033 spmd_partitioner.cc:666] [SPMD] Involuntary full rematerialization. ..."
-# Errors (E/F) stay on the console. No public switch sends these to a file (TF_CPP_MIN_LOG_LEVEL only
-# drops them), hence the descriptor-level routing below.
-NATIVE_LOG_LINE = re.compile(rb"[IW]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\] ")
-#: XLA warnings that need no console notice: JAX's preemption notifier logging the SIGTERM a stop sends on purpose.
-QUIET_NATIVE_WARNINGS = (b"SIGTERM caught",)
-NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 
 _process = {"index": 0, "count": 1}
-_terminal: dict[int, bool] = {}  # descriptor -> whether it was a terminal before native_output_to_log piped it
 CONSOLE_TERMINAL_ENV = "GENSBI_SHARDING_CONSOLE_IS_TERMINAL"  # "1"/"0": the console a local process's stderr reaches
 #: ``extra=`` of a message every process of a job logs alike (read from the config or a checkpoint): process 0 says
 #: it on the console, the others in their ``process_<i>.log`` only (else a 4-process job showed it four times).
@@ -173,7 +157,9 @@ def is_terminal(fd: int = 2) -> bool:
     """Whether the console's descriptor ``fd`` is a terminal (while ``native_output_to_log`` pipes it: as it was;
     a ``distributed=local`` process's stderr: as its parent's console is, ``CONSOLE_TERMINAL_ENV``)."""
     inherited = os.environ.get(CONSOLE_TERMINAL_ENV) if fd == 2 else None
-    return inherited == "1" if inherited is not None else _terminal[fd] if fd in _terminal else os.isatty(fd)
+    if inherited is not None:
+        return inherited == "1"
+    return PIPED_TERMINALS[fd] if fd in PIPED_TERMINALS else os.isatty(fd)
 
 
 def tagged(level: str, text: str) -> str:
@@ -217,84 +203,3 @@ def quiet_console(cfg: Any) -> Iterator[None]:
         stack.enter_context(late_writes_to_log())  # a failed checkpoint save's late callbacks: launch.log only
         stack.enter_context(native_output_to_log())
         yield
-
-
-@contextlib.contextmanager
-def native_output_to_log(prefixes: Sequence[bytes] = NOISY_NATIVE_LINES, fds: Sequence[int] = (1, 2),
-                         logger: str = NATIVE) -> Iterator[None]:
-    """Take lines starting with ``prefixes``, and XLA's C++ log lines, out of this process's stdout and stderr.
-
-    C++ libraries (Gloo, XLA) write to file descriptors 1 and 2 directly, past Python's
-    ``sys.stdout``, so each descriptor is pointed at a pipe; a thread passes every other byte
-    on to the real descriptor as it arrives (progress bars included) and logs the matching
-    lines to ``logger`` (launch.log only). The first XLA warning also gets one console line
-    (logger ``gensbi_sharding``), so nothing it says goes unnoticed. On exit the descriptors
-    are restored and the threads drained of this process's output (``native_pump``: bounded, and a
-    process started meanwhile still holding a pipe is not waited for).
-    """
-    warned: list[bool] = []
-    NOTES.clear()  # a job's own: a sweep's next job may leave its model axis busy
-    with contextlib.ExitStack() as stack:
-        for fd in fds:
-            stack.enter_context(_lines_of(fd, tuple(prefixes), logging.getLogger(logger), warned))
-        yield
-
-
-def _may_become_native(pending: bytes) -> bool:
-    """Whether a partial line could still turn out to be a C++ log line (held back until its end)."""
-    return pending[:1] in (b"I", b"W") and len(pending) < 512 and b"]" not in pending
-
-
-@contextlib.contextmanager
-def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned: list[bool]) -> Iterator[None]:
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        saved = os.dup(fd)
-    except (OSError, ValueError):  # no such descriptor (e.g. a test runner's capture): nothing to take
-        yield
-        return
-    read_end, write_end = os.pipe()
-    _terminal[fd] = os.isatty(saved)
-    os.dup2(write_end, fd)
-    os.close(write_end)
-
-    after_noisy = [False]  # the last line was a noisy one: a bare number next is the tail of a torn one
-
-    def forward(data: bytes) -> None:
-        kept = []
-        for line in data.splitlines(keepends=True):
-            bare = line.lstrip(b"\r")
-            piece = DIGITS.sub(b"0", bare.strip())  # a bare number is one only right after a piece
-            noisy = prefixes == NOISY_NATIVE_LINES and (b"peer ranks" in bare or (after_noisy[0] and BARE_NUMBER.match(
-                bare)) or (re.search(rb"[A-Za-z]", piece) is not None and piece in GLOO_LINE))
-            after_noisy[0] = bool(bare.startswith(prefixes) or noisy)
-            if bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare) or noisy:
-                text = line.decode(errors="replace").strip()
-                sink.info("%s", text)
-                if (bare.startswith(b"W") and not warned and NATIVE_LOG_LINE.match(bare)
-                        and not any(quiet in bare for quiet in QUIET_NATIVE_WARNINGS)):
-                    warned.append(True)  # once per run: the message without its C++ header, cut short
-                    said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
-                    logging.getLogger("gensbi_sharding").warning(  # + its cause where the run said it (the hint)
-                        "XLA warned (all its lines are in %s): %s%s", job_log_name(), clipped(said, 100), note_for(bare))
-            else:
-                kept.append(line)
-        with contextlib.suppress(OSError):
-            os.write(saved, b"".join(kept))
-
-    def held(partial: bytes) -> bool:  # a partial line that may still become a noisy one: held back
-        return any(p.startswith(partial[:len(p)]) for p in prefixes) or _may_become_native(partial)
-
-    ended = threading.Event()
-    thread = threading.Thread(target=pump, args=(read_end, forward, held, ended), name=f"native-output-{fd}",
-                              daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        _terminal.pop(fd, None)
-        if end_and_wait(fd, saved, thread, ended):  # bounded; a worker process still holding the pipe: not waited
-            os.close(saved)
