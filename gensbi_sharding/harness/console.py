@@ -148,7 +148,8 @@ class ConsoleFilter(logging.Filter):
             self._activations.add(said)
         if record.name == "absl" and any(text in record.getMessage() for text in NOISY_MESSAGES):
             return False
-        if _process["index"] > 0 and getattr(record, "every_process", False) or getattr(record, "parent_reports", False):
+        if (_process["index"] > 0 and getattr(record, "every_process", False)
+                or getattr(record, "parent_reports", False)):
             return False
         return not (_process["index"] > 0 and record.levelno < logging.WARNING)
 

@@ -96,7 +96,8 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
                     from gensbi_sharding.harness.console import job_log_name  # (console imports this module)
 
                     logging.getLogger("gensbi_sharding").warning(  # + its cause where the run said it (the hint)
-                        "XLA warned (all its lines are in %s): %s%s", job_log_name(), clipped(said, 100), note_for(bare))
+                        "XLA warned (all its lines are in %s): %s%s", job_log_name(), clipped(said, 100),
+                        note_for(bare))
             else:
                 kept.append(line)
         with contextlib.suppress(OSError):
