@@ -32,7 +32,7 @@ from gensbi_sharding.harness.native_console import (  # noqa: F401 (re-exported:
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records", "stop_level", "job_log_name", "is_terminal",
+           "tag_process_records", "stop_level", "job_log_name", "is_terminal", "late_read_error",
            "CONSOLE_TERMINAL_ENV"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
@@ -148,10 +148,21 @@ class ConsoleFilter(logging.Filter):
             self._activations.add(said)
         if record.name == "absl" and any(text in record.getMessage() for text in NOISY_MESSAGES):
             return False
+        if late_read_error(record):
+            return False
         if (_process["index"] > 0 and getattr(record, "every_process", False)
                 or getattr(record, "parent_reports", False)):
             return False
         return not (_process["index"] > 0 and record.levelno < logging.WARNING)
+
+
+def late_read_error(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is asyncio's "Task exception was never retrieved" for a TensorStore read that failed with
+    its status (``ValueError('NOT_FOUND: ...')``): a damaged checkpoint's reads still under way when its refusal was
+    said, reported as the process ends (sample.py: now and then, below its one [ERROR] line); launch.log keeps them."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return (record.name == "asyncio" and record.getMessage().startswith("Task exception was never retrieved")
+            and re.match(r"[A-Z][A-Z_]+: ", str(exc)) is not None)
 
 
 def is_terminal(fd: int = 2) -> bool:

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, tagged
+from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, late_read_error, tagged
 from gensbi_sharding.harness.outputs import MAKE_ROOM
 
 __all__ = ["JobLogFile", "Console", "late_writes_to_log", "drop_late_callbacks", "errors_on_console", "console_fits"]
@@ -124,9 +124,13 @@ def drop_late_callbacks() -> None:
     under way raises, on TensorStore's threads, for a while after a damaged checkpoint's arrays failed to read
     (``checkpoint.step_damage`` before a run's folder: 38 tracebacks above a refusal's one line for experiment=quick's
     run); a job's own go to its log (``late_writes_to_log``). Any other unraisable error is printed. Was: installed by
-    the library's ``step_damage`` itself, a process global changed for good in any caller's process."""
+    the library's ``step_damage`` itself, a process global changed for good in any caller's process. Also asyncio's
+    "Task exception was never retrieved" for those reads (``console.late_read_error``), logged now and then as the
+    process ends (sample.py: 1 run in 8)."""
     previous = sys.unraisablehook
     sys.unraisablehook = lambda unraisable: None if _late_callback(unraisable) else previous(unraisable)
+    # and asyncio's "Task exception was never retrieved ... NOT_FOUND" for those reads, now and then as it ends
+    logging.getLogger("asyncio").addFilter(lambda record: not late_read_error(record))
 
 
 def _late_callback(unraisable: object) -> bool:
