@@ -27,6 +27,7 @@ from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_
 from gensbi_sharding.harness.rule_files import rule_file_problem
 from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
+from gensbi_sharding.harness.yaml_words import yes_no_word_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 
@@ -36,9 +37,9 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose
 OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
                    hydra_missing_problem, hydra_list_problem,
-                   config_file_problem, task_fixed_problem, command_sweep_problem, list_override_problem,
-                   model_key_problem, unknown_key_problem, hydra_key_problem, hydra_plugin_problem, mode_flags_problem,
-                   override_problem, dict_override_problem, rule_file_problem)
+                   config_file_problem, yes_no_word_problem, task_fixed_problem, command_sweep_problem,
+                   list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
+                   hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem, rule_file_problem)
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:

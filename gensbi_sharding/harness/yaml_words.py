@@ -1,0 +1,153 @@
+"""A yes/no word (``plot: yes``, ``on``, ``off``) in a config file the command reads, refused as on the command line.
+
+YAML 1.1, which Hydra's loader follows, reads a bare ``yes``/``no``/``on``/``off`` as true/false, and OmegaConf turns
+``y``/``n`` (quoted or not) into a yes/no field's true/false; the command line refuses all of these words
+(``eval.plot=yes``: "eval.plot is a yes/no: true or false (or 1 or 0), not 'yes'", ``override_types``). Was: a group
+file of one's own (``conf/eval/my_eval.yaml``) or a preset with ``plot: yes`` ran with it on, silently; a bare ``no``
+in a text setting ran with the text 'False'. ``yes_no_word_problem`` names the file, line, key and the fix.
+Pure Python until a file holds such a word: then the command's choices are composed once (which files it reads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import typing
+from pathlib import Path
+
+from gensbi_sharding.harness.config_files import file_version
+from gensbi_sharding.harness.groups import CONF
+from gensbi_sharding.harness.override_grammar import CommandLine
+
+__all__ = ["yes_no_word_problem", "yes_no_words"]
+
+#: YAML 1.1's words for true/false besides true/false themselves (its own spellings: ``yEs`` is text).
+YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
+#: What OmegaConf converts to a yes/no field's true/false, any case, that the command line refuses.
+OMEGACONF_WORDS = ("y", "yes", "on", "n", "no", "off")
+TRUE_WORDS = ("y", "yes", "on")
+
+
+@functools.lru_cache(maxsize=1024)
+def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
+    """Each ``(key path, word, line, bare)`` of the file's mappings whose value is one of ``OMEGACONF_WORDS``
+    (``defaults`` left out); read once per version of the file. A file YAML cannot read: none (``config_files``')."""
+    import yaml
+
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except Exception:
+        return ()
+    found = []
+
+    def walk(node: object, keys: tuple[str, ...]) -> None:
+        for key, value in getattr(node, "value", ()) if isinstance(node, yaml.MappingNode) else ():
+            name = (*keys, str(key.value))
+            if name == ("defaults",):
+                continue
+            if isinstance(value, yaml.MappingNode):
+                walk(value, name)
+            elif isinstance(value, yaml.ScalarNode) and value.value.lower() in OMEGACONF_WORDS:
+                found.append((name, value.value, value.start_mark.line + 1, value.style is None))
+
+    walk(root, ())
+    return tuple(found)
+
+
+def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
+    """``(key path, word, line, bare)`` of each yes/no word ``path`` sets (see ``_scalars``), its ``# @package``
+    header not applied."""
+    return _scalars(str(path), *file_version(path))
+
+
+def _field_type(dotted: tuple[str, ...]) -> object:
+    """The schema type of the setting at ``dotted`` (``("eval", "plot")``: bool), or None where no schema says."""
+    from gensbi_sharding.harness.config import Config, type_hints
+
+    schema: object = Config
+    for part in dotted:
+        if not dataclasses.is_dataclass(schema) or part not in type_hints(schema):
+            return None
+        schema = type_hints(schema)[part]
+    return schema
+
+
+def _package(path: Path, group: str) -> tuple[str, ...]:
+    """Where a group file's keys land: its ``# @package`` header's (``_global_``: the top), else its group's."""
+    header = re.search(r"^#\s*@package\s+(\S+)", path.read_text(encoding="utf-8", errors="replace"), re.M)
+    package = header.group(1) if header else group
+    package = group if package == "_group_" else "" if package == "_global_" else package
+    return tuple(p for p in package.split(".") if p)
+
+
+def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...]]] | None:
+    """The config files the command's first job reads, with the package each one's keys land in; None where its
+    choices do not compose (another check names why)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from gensbi_sharding.harness.command_defaults import command_jobs
+    from gensbi_sharding.harness.config import register_configs
+
+    jobs = command_jobs(command)
+    if not jobs:
+        return None
+    overrides, config_dir, config_name = jobs[0]
+    register_configs()
+    try:
+        if GlobalHydra.instance().is_initialized():
+            cfg = compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
+        else:
+            with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+                cfg = compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
+    except Exception:
+        return None
+    folders = [Path(s.path) for s in cfg.hydra.runtime.config_sources if s.schema == "file"]
+    read = [(Path(config_dir) / f"{config_name}.yaml", ())]
+    for choice, option in cfg.hydra.runtime.choices.items():
+        group, _, package = str(choice).partition("@")
+        if option is None or group.startswith("hydra/"):
+            continue
+        path = next((f / group / f"{option}.yaml" for f in folders if (f / group / f"{option}.yaml").is_file()), None)
+        if path is not None:
+            read.append((path, tuple(package.split(".")) if package else _package(path, group)))
+    return read
+
+
+def yes_no_word_problem(command: CommandLine) -> str | None:
+    """A yes/no word that a config file the command reads sets (``conf/eval/my_eval.yaml, line 3: plot: yes ...;
+    write plot: true there``); None where none does.
+
+    Parameters
+    ----------
+    command : CommandLine
+        The parsed command line (its search path says which folders hold config files).
+
+    Returns
+    -------
+    str or None
+        One line naming the file, line, setting, how it is read and the fix.
+    """
+    folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
+    if not any(yes_no_words(p) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
+               for p in f.glob(depth) if p.is_file()):
+        return None  # the common case: nothing composed
+    for path, package in _read_files(command) or []:
+        for keys, word, line, bare in yes_no_words(path):
+            full = (*package, *keys)
+            kind = _field_type(full)
+            flag = kind is bool or bool in typing.get_args(kind)
+            if not flag and not (bare and YAML_WORDS.fullmatch(word)):
+                continue  # text: a quoted 'yes' stays text, as y/n do
+            meant = "true" if word.lower() in TRUE_WORDS else "false"
+            said = f"{path}, line {line}: {keys[-1]}: {word} ({'.'.join(full)}) is a yes/no word"
+            if flag:
+                return (f"{said}, read as {meant}, which the command line refuses ({'.'.join(full)}={word}); "
+                        f"write {keys[-1]}: {meant} there")
+            # a text setting takes the word quoted (its true/false is refused too); one no schema types: either
+            either = f"{keys[-1]}: {meant} there for a yes/no, or " if kind is None else ""
+            return (f"{said}, which YAML reads as {meant}, not the text {word!r} the command line gives "
+                    f"({'.'.join(full)}={word}); write {either}{keys[-1]}: '{word}'{'' if either else ' there'} for "
+                    "the text")
+    return None
