@@ -14,7 +14,8 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
              ".venv/bin/python sample.py ... (make run creates .venv), or activate .venv.")
 
 if __name__ == "__main__":
-    from gensbi_sharding.harness.log_file import drop_late_callbacks
+    from gensbi_sharding.harness.log_file import console_fits, drop_late_callbacks
 
+    console_fits()  # a console without UTF-8 prints a non-ASCII run folder's name escaped, never an UnicodeEncodeError
     drop_late_callbacks()  # a damaged checkpoint's reads still under way: no tracebacks around its refusal
     sys.exit(main())

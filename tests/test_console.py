@@ -602,3 +602,17 @@ def test_a_jobs_never_retrieved_read_error_goes_to_its_log_file_only():
     other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", None,
                               (ValueError, ValueError("mine"), None))
     assert [console.ConsoleFilter().filter(r) for r in (read, other)] == [False, True]
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_a_console_without_utf8_prints_any_non_ascii_text_escaped(encoding):
+    # Was: console_fits fitted only consoles lacking '±': on a latin-1 one (which has it) a plain print of a run
+    # folder named '路' (sample.py's last line, a sweep table's path, Hydra's --cfg) raised UnicodeEncodeError.
+    code = ("from gensbi_sharding.harness.log_file import console_fits\nconsole_fits()\n"
+            "print('C2ST 0.97 \\u00b1 0.01 in /runs/r\\u00fcn\\u2014\\u8def')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LANG", "LC_CTYPE")}
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONIOENCODING": encoding},
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    plus_minus, u_umlaut = ("\u00b1".encode("latin-1"), b"\xfc") if encoding == "latin-1" else (b"+/-", b"\\xfc")
+    assert done.stdout == b"C2ST 0.97 " + plus_minus + b" 0.01 in /runs/r" + u_umlaut + b"n\\u2014\\u8def\n"

@@ -1028,3 +1028,22 @@ def test_a_run_from_before_the_ode_step_bound_is_named_as_the_run_s_not_as_a_fla
         "use 10-1,000); pass --ode-steps 1000")
     with pytest.raises(ValueError, match=r"the default of ode_steps, is above 10,000 .*; pass ode_steps=1000$"):
         sample_posterior(run, run / "x_o.npy")
+
+
+@pytest.mark.slow  # trains a run (the module's evaluated_run)
+def test_sample_py_on_a_latin1_console_names_a_non_ascii_run_folder_escaped(evaluated_run, observation_1, tmp_path):
+    # Was: PYTHONIOENCODING=latin-1 sample.py '<runs/rün—路>' x_o.npy wrote its samples, then its last line (the
+    # folder's name: '—' and '路' are not latin-1) raised UnicodeEncodeError: a traceback, exit 1.
+    import shutil
+    import subprocess
+    import sys
+
+    run = tmp_path / "r\u00fcn\u2014\u8def"
+    shutil.copytree(evaluated_run, run)
+    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LANG", "LC_CTYPE")}
+    proc = subprocess.run([sys.executable, str(REPO / "sample.py"), str(run), str(observation_1), "--num-samples",
+                           "16", "--out", str(tmp_path / "s.npz")], capture_output=True, timeout=300,
+                          env={**env, "PYTHONIOENCODING": "latin-1", "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert b" at x_o from " + str(tmp_path).encode() + b"/r\xfcn\\u2014\\u8def/checkpoints/" in proc.stdout, proc.stdout
+    assert np.load(tmp_path / "s.npz")["samples"].shape == (16, 2)

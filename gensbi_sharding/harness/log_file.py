@@ -81,16 +81,22 @@ def _fitted(err: UnicodeEncodeError) -> tuple[str, int]:
     return text.encode("ascii", "backslashreplace").decode("ascii"), err.end
 
 
+#: Text a console must print besides ASCII: a C2ST's ``±``, a dash, a CJK folder name, an emoji in a file name.
+WIDE_TEXT = "\u00b1\u2014\u8def\U0001f600"
+
+
 def console_fits() -> None:
-    """Give ``sys.stdout`` and ``sys.stderr`` the "gensbi_console" error handler where their encoding lacks ``±``
-    (``LC_ALL=C PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii``): a ``print`` of a C2ST (the sweep's summary table) raised
-    UnicodeEncodeError there, which Hydra turned into a warning in place of the table and the sweep's last line."""
+    """Give ``sys.stdout`` and ``sys.stderr`` the "gensbi_console" error handler where their encoding lacks any of
+    ``WIDE_TEXT`` (``LC_ALL=C PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii`` or ``latin-1``): a ``print`` of a C2ST (the
+    sweep's summary table) raised UnicodeEncodeError there, which Hydra turned into a warning in place of the table
+    and the sweep's last line; a latin-1 console, which has ``±``, still raised it for a run folder named ``路``
+    (sample.py's last line, a table's path, Hydra's ``--cfg``)."""
     import codecs
 
     codecs.register_error("gensbi_console", _fitted)
     for stream in (sys.stdout, sys.stderr):
         try:
-            "\u00b1".encode(stream.encoding or "utf-8")
+            WIDE_TEXT.encode(stream.encoding or "utf-8")
         except UnicodeEncodeError:
             stream.reconfigure(errors="gensbi_console")
         except (AttributeError, LookupError, ValueError):  # no text stream (replaced, closed), or an unknown codec
