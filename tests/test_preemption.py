@@ -1817,6 +1817,29 @@ def _two_processes_whose_sync_point_answers_at_check_3(monkeypatch) -> list:
     return asked
 
 
+@pytest.mark.parametrize("own", [signal.SIGINT, None])
+def test_the_runs_plain_stop_checks_stop_several_processes_together(monkeypatch, own):
+    # Was: the run's checks between its setup stages (run.py's watch.check(): after the mesh, the data, the model)
+    # stopped a process whose own signal came first (a terminal's Ctrl-C reaches each of distributed=local's
+    # processes) there, alone: the others went on into the next stage's collectives without it. Now every check asks
+    # the sync point, as check_together: all processes stop at its check (3 here), a process without a signal too.
+    from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+
+    asked = _two_processes_whose_sync_point_answers_at_check_3(monkeypatch)
+    watch = PreemptionWatch()
+    watch.signum = own  # this process's own Ctrl-C, recorded before the first check (or none came here)
+    watch.check()
+    watch.check()
+    assert asked == [1, 2]
+    with pytest.raises(Preempted) as stop:
+        watch.check()
+    assert asked == [1, 2, 3]
+    assert str(stop.value).startswith("interrupted by Ctrl-C (SIGINT)" if own else "preempted by SIGTERM")
+    with watch.at_step_boundaries():  # inside the training loop should_stop asks instead: a check asks nothing
+        watch.check()
+    assert asked == [1, 2, 3]
+
+
 def test_a_multi_process_c2st_asks_for_a_stop_between_chunks_of_ode_steps_all_processes_alike(monkeypatch):
     # Was: distributed=local's processes never asked between chunks (only a one-process run did), so a Ctrl-C during
     # a multi-process C2ST waited for the observation's whole integration (eval.ode_steps up to 2**31 - 1: hours).

@@ -142,18 +142,32 @@ class PreemptionWatch:
         return self.signum is not None
 
     def check(self) -> None:
-        """A safe point outside the training loop: stop here if a signal came.
+        """A safe point outside the training loop (the run's setup, between its stages): stop here if a signal came;
+        several processes stop together, at the check the sync point names (``check_together``). Was: a process whose
+        own signal came first (a terminal's Ctrl-C reaches each of ``distributed=local``'s processes) stopped alone,
+        the others going on into the next stage's collectives without it.
 
         Raises
         ------
         Preempted
             If a signal was received (naming the final checkpoint once training is done).
         """
-        if self.signum is not None and not self._deferred:
-            self.settle()
-            self.answered = True
-            raise (Preempted(self.signum, *self._trained, after_training=True) if self._trained
-                   else Preempted(self.signum))
+        if self._several():
+            self.check_together()
+        elif self.signum is not None and not self._deferred:
+            self._stop()
+
+    @staticmethod
+    def _several() -> bool:
+        import jax
+
+        return jax.distributed.is_initialized() and jax.process_count() > 1
+
+    def _stop(self) -> None:
+        self.settle()
+        self.answered = True
+        raise (Preempted(self.signum, *self._trained, after_training=True) if self._trained
+               else Preempted(self.signum))
 
     def check_together(self) -> None:
         """``check``, asked alike on every process (between chunks of ODE steps, before and after each observation's
@@ -166,14 +180,13 @@ class PreemptionWatch:
         Preempted
             As ``check``.
         """
-        import jax
-
         together = not self._deferred and self.stop_requested()
         if together and self.signum is None:
             self.signum = signal.SIGTERM  # the parent's Ctrl-C reaches distributed=local's processes as it: said alike
-        if together or not (jax.distributed.is_initialized() and jax.process_count() > 1):
-            self.check()  # several processes: at the sync point only, though a process's own signal (a terminal's
-            # Ctrl-C reaches each process) came before it (was: that process stopped alone, the others in the chunk)
+        # several processes: at the sync point only, though a process's own signal (a terminal's Ctrl-C reaches each
+        # process) came before it (was: that process stopped alone, the others in the chunk)
+        if (together or not self._several()) and self.signum is not None and not self._deferred:
+            self._stop()
 
     check_together.collective = True  # ``FlowSampler`` asks it between chunks on every process (a mark, not a call)
 
