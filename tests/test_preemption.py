@@ -1228,6 +1228,29 @@ def test_a_terminals_ctrl_c_of_a_local_job_says_each_thing_once(tmp_path, forks)
     assert "[process 1/2] received Ctrl-C" in process_1 and "[process 1/2] interrupted by Ctrl-C" in process_1
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_ctrl_c_reaching_one_local_process_during_setup_stops_both_at_the_same_stage(tmp_path, forks):
+    # Was: a Ctrl-C that reached process 1 alone while the run set up (its data) stopped it at its next check, alone;
+    # process 0 went on into the model's stage without it. Now both stop at the check the sync point names: the
+    # stages each process's log reached are the same, and the job ends (bounded) with both processes' exit codes.
+    out = tmp_path / "run"
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     f"hydra.run.dir={out}", cwd=tmp_path)
+    try:
+        children = _local_children(parent)
+        _wait_for(out / "process_1.log", "[3/7] data", parent)
+        os.kill(children[1], signal.SIGINT)
+        log = parent.communicate(timeout=240)[0]
+    finally:
+        parent.kill()
+    stages = [re.findall(r"\[(\d)/7\]", (out / f"process_{rank}.log").read_text()) for rank in (0, 1)]
+    assert stages[0] == stages[1], (stages, log[-3000:])
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] in ("interrupted", "preempted") and None not in metrics["process_exit_codes"], metrics
+
+
 def _local_children(parent, count: int = 2, timeout_s: float = 60) -> dict[int, int]:
     """Rank -> pid of the processes the ``distributed=local`` launch ``parent`` started, once all ``count`` are there."""
     deadline, found = time.monotonic() + timeout_s, {}
