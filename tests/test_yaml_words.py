@@ -37,3 +37,12 @@ def test_a_presets_off_and_a_bare_no_in_a_text_setting_are_refused(tmp_path):
         "the command line gives (train.resume=no); write resume: 'no' there for the text")
     preset.write_text(preset.read_text().replace("resume: no", "resume: 'no'"))  # the fix, as written
     assert "resume" not in (command_problem(command) or "")
+
+
+def test_a_sweeps_every_job_has_its_files_checked(tmp_path):
+    # Only the first job's files were read: -m eval=fine,mine ran mine's 'plot: yes' as true.
+    own_file(tmp_path, "eval/fine.yaml", "defaults:\n  - default\n  - _self_\nplot: false\n")
+    mine = own_file(tmp_path, "eval/mine.yaml", "defaults:\n  - default\n  - _self_\nnum_samples: 64\nplot: Yes\n")
+    problem = command_problem(["-m", f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", "eval=fine,mine"])
+    assert problem == (f"{mine}, line 5: plot: Yes (eval.plot) is a yes/no word, read as true, which the command "
+                       "line refuses (eval.plot=Yes); write plot: true there")

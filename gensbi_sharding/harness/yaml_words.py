@@ -81,19 +81,25 @@ def _package(path: Path, group: str) -> tuple[str, ...]:
     return tuple(p for p in package.split(".") if p)
 
 
-def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...]]] | None:
-    """The config files the command's first job reads, with the package each one's keys land in; None where its
-    choices do not compose (another check names why)."""
+def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...]]]:
+    """The config files the command's jobs read (each job of a sweep: ``-m eval=a,b`` reads both), with the package
+    each one's keys land in, in the jobs' order; a job whose choices do not compose reads none (another check names
+    why)."""
+    from gensbi_sharding.harness.command_defaults import command_jobs
+
+    read: list[tuple[Path, tuple[str, ...]]] = []
+    for job in command_jobs(command) or []:
+        read += [f for f in _job_files(*job) if f not in read]
+    return read
+
+
+def _job_files(overrides: tuple[str, ...], config_dir: str, config_name: str) -> list[tuple[Path, tuple[str, ...]]]:
+    """``_read_files`` of one job (``command_defaults.command_jobs``' job)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from gensbi_sharding.harness.command_defaults import command_jobs
     from gensbi_sharding.harness.config import register_configs
 
-    jobs = command_jobs(command)
-    if not jobs:
-        return None
-    overrides, config_dir, config_name = jobs[0]
     register_configs()
     try:
         if GlobalHydra.instance().is_initialized():
@@ -102,7 +108,7 @@ def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...]]] | No
             with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
                 cfg = compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
     except Exception:
-        return None
+        return []
     folders = [Path(s.path) for s in cfg.hydra.runtime.config_sources if s.schema == "file"]
     read = [(Path(config_dir) / f"{config_name}.yaml", ())]
     for choice, option in cfg.hydra.runtime.choices.items():
@@ -133,7 +139,7 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
     if not any(yes_no_words(p) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
                for p in f.glob(depth) if p.is_file()):
         return None  # the common case: nothing composed
-    for path, package in _read_files(command) or []:
+    for path, package in _read_files(command):
         for keys, word, line, bare in yes_no_words(path):
             full = (*package, *keys)
             kind = _field_type(full)
