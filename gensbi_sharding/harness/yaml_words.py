@@ -27,16 +27,21 @@ YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
 #: What OmegaConf converts to a yes/no field's true/false, any case, that the command line refuses.
 OMEGACONF_WORDS = ("y", "yes", "on", "n", "no", "off")
 TRUE_WORDS = ("y", "yes", "on")
+#: A value that may be one of them (``key: yes``, ``{plot: 'n'}``): only a file holding one is parsed.
+MAYBE_WORD = re.compile(r"""(?im):\s*['"]?(?:y|yes|n|no|on|off)['"]?\s*(?:[,}\]#]|$)""")
 
 
 @functools.lru_cache(maxsize=1024)
 def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
     """Each ``(key path, word, line, bare)`` of the file's mappings whose value is one of ``OMEGACONF_WORDS``
     (``defaults`` left out); read once per version of the file. A file YAML cannot read: none (``config_files``')."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    if not MAYBE_WORD.search(text):  # most files: YAML's parse of each cost a launch ~0.2 s
+        return ()
     import yaml
 
     try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8", errors="replace"))
+        root = yaml.compose(text)
     except Exception:
         return ()
     found = []
