@@ -81,6 +81,31 @@ def test_a_record_the_disk_refuses_is_one_error_line_and_no_completed_run(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_a_record_whose_error_txt_was_written_before_the_disk_filled_names_only_metrics_json(tmp_path, monkeypatch):
+    # launch.py experiment=quick hydra.run.dir=<a 300 KB tmpfs>: its posterior samples met the full disk, error.txt
+    # (1.5 KB) still fitted, metrics.json did not; the run said "this run's record (error.txt, metrics.json) could not
+    # be written ... its outcome is on this console only", then "error after 46.0 s; traceback in <run>/error.txt".
+    import errno
+    import os
+
+    from gensbi_sharding.harness import outputs
+
+    real = outputs.write_atomic
+
+    def full_after_error_txt(path, data, **kwargs):
+        if path.name == "error.txt":
+            return real(path, data, **kwargs)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(outputs, "write_atomic", full_after_error_txt)
+    problem = outputs.write_record(tmp_path, {"status": "error"}, "Traceback ...\nOSError: full\n")
+    assert problem == (f"this run's record (metrics.json) could not be written in {tmp_path} (No space left on device)"
+                       ": its outcome is on this console, its traceback in error.txt; free space there (or make it "
+                       "writable) before continuing the run")
+    assert (tmp_path / "error.txt").read_text() == "Traceback ...\nOSError: full\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["error.txt"]
+
+
 def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_the_folder_says_why_it_waits(
         tmp_path, monkeypatch):
     # Round 43: a run trained, saved step 20 and scored its C2ST, then its metrics.json met a full disk: "free space

@@ -137,9 +137,13 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
     """A run's record, ``error.txt`` (with ``traceback_text``) and ``metrics.json``, written in ``folder``; where the
     disk refuses (full, read-only), one line naming what was not written, why, and the fix; else None (was: Hydra's
     traceback of the OSError, the run's error unnamed and its folder without a record)."""
+    # The files not written, named: a disk that filled up between them kept error.txt (was: both named, and the
+    # run's final line then pointed at the error.txt the message had called unwritten).
+    unwritten = [*(["error.txt"] if traceback_text else []), "metrics.json"]
     try:
         if traceback_text:
             write_atomic(Path(folder) / "error.txt", traceback_text)
+            unwritten.remove("error.txt")
         write_json(Path(folder) / "metrics.json", metrics)
     except OSError as err:
         from gensbi_sharding.harness.sweep_hints import continue_command
@@ -147,8 +151,10 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
         # the default outputs/<date>/<time> a new folder, where train.resume=auto starts from step 0).
         then = (f", then continue it with {continue_command(folder)} (its checkpoints are kept)"
                 if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
-        return (f"this run's record ({'error.txt, ' if traceback_text else ''}metrics.json) could not be written in "
-                f"{folder} ({err.strerror or err}): its outcome is on this console only; {MAKE_ROOM}{then}")
+        said = ("on this console only" if unwritten[0] == "error.txt" or not traceback_text
+                else "on this console, its traceback in error.txt")
+        return (f"this run's record ({', '.join(unwritten)}) could not be written in {folder} ({err.strerror or err})"
+                f": its outcome is {said}; {MAKE_ROOM}{then}")
     return None
 
 
