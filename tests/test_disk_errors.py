@@ -204,3 +204,35 @@ def test_a_checkpoint_save_the_disk_refuses_names_the_command_once(tmp_path):
     later = save_failed(f"the latest complete checkpoint, {tmp_path / 'checkpoints' / '20'}, is kept: resume from it")
     assert failure_error(tmp_path, [], later) == (
         f"RuntimeError: {later}; once that is fixed, continue with: {continues}")
+
+
+def test_a_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_path, monkeypatch):
+    # (ulimit -f 8; python launch.py experiment=quick hydra.run.dir=<run>): a disk with room, the shell's file-size
+    # limit 8 KB; each refusal ("File too large", EFBIG) said "free space there (or make it writable)", which changes
+    # nothing, and a file the run wrote past it (posterior_samples.npz) was no disk refusal: no file named, no command.
+    import errno
+    import os
+    import resource
+
+    from gensbi_sharding.harness import outputs, stop_record
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, resource.RLIM_INFINITY))
+    too_large = OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(tmp_path / "posterior_samples.npz"))
+    fix = "raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f unlimited lifts it)"
+    assert outputs.room_fix(too_large) == fix
+    continues = f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg)"
+    assert stop_record.failure_error(tmp_path, [], too_large) == (
+        f"posterior_samples.npz could not be written in {tmp_path} (File too large), no partial file left; no "
+        f"checkpoint was saved: {fix}, then run it again with: {continues}")
+
+    def over_the_limit(path, data, **kwargs):
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(path))
+
+    monkeypatch.setattr(outputs, "write_atomic", over_the_limit)
+    assert outputs.write_record(tmp_path, {"status": "ok"}) == (
+        f"this run's record (metrics.json) could not be written in {tmp_path} (File too large): its outcome is on "
+        f"this console only; {fix} before continuing the run")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert outputs.room_fix(too_large) == ("the file is larger than that file system takes: write to a folder on "
+                                          "another disk")  # no limit of the process's: the file system's
+    assert outputs.room_fix(OSError(errno.ENOSPC, "No space left on device")) == outputs.MAKE_ROOM

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.hints import override_literal
-from gensbi_sharding.harness.outputs import MAKE_ROOM
+from gensbi_sharding.harness.outputs import room_fix
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
 __all__ = ["mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep", "stopped_sweep_line",
@@ -206,6 +206,6 @@ def summary_refused_line(sweep_dir: Path, err: OSError) -> None:
     code = ("from gensbi_sharding.harness.summary import refresh_sweep_summary as again; "
             f"again({json.dumps(str(jobs[0].parent) if jobs else '', ensure_ascii=False)})")
     print(tagged("ERROR", f"{err.filename or sweep_dir} could not be written ({err.strerror or err}): the sweep's "
-                 f"summary is not written, each job's outcome is kept in its folder's metrics.json; {MAKE_ROOM}, "
+                 f"summary is not written, each job's outcome is kept in its folder's metrics.json; {room_fix(err)}, "
                  f"then write the summary with: python -c {shlex.quote(code)}"),
           file=sys.stderr, flush=True)

@@ -17,11 +17,38 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "metrics_problem", "write_record", "read_record", "MAKE_ROOM"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "metrics_problem", "write_record", "read_record",
+           "MAKE_ROOM", "room_fix"]
 
 
 #: The fix every message about a refused write (a full disk, a read-only folder) names.
 MAKE_ROOM = "free space there (or make it writable)"
+
+
+def room_fix(err: OSError) -> str:
+    """The fix of a write ``err`` refused: ``MAKE_ROOM``; for a file over the process's file-size limit (``ulimit -f``:
+    "File too large"), raising that limit (was: "free space there (or make it writable)", on a disk with room).
+
+    Parameters
+    ----------
+    err : OSError
+        What the write raised (its ``errno``: ENOSPC, EROFS, EFBIG, ...).
+
+    Returns
+    -------
+    str
+        The fix, a phrase to follow a semicolon.
+    """
+    import errno
+    import resource
+
+    if err.errno != errno.EFBIG:
+        return MAKE_ROOM
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:  # no limit of the process's: the file system's own largest file
+        return "the file is larger than that file system takes: write to a folder on another disk"
+    return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} KB here; "
+            "ulimit -f unlimited lifts it)")
 
 
 def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
@@ -154,7 +181,7 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
         said = ("on this console only" if unwritten[0] == "error.txt" or not traceback_text
                 else "on this console, its traceback in error.txt")
         return (f"this run's record ({', '.join(unwritten)}) could not be written in {folder} ({err.strerror or err})"
-                f": its outcome is {said}; {MAKE_ROOM}{then}")
+                f": its outcome is {said}; {room_fix(err)}{then}")
     return None
 
 

@@ -21,7 +21,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
-from gensbi_sharding.harness.outputs import MAKE_ROOM
+from gensbi_sharding.harness.outputs import room_fix
 
 __all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight", "check_crashed", "folder_check_crashed"]
 
@@ -130,8 +130,8 @@ def folder_check_crashed(folder: Path, err: BaseException, config: Any) -> None:
     # run there whose disk was still full: its checkpoint, in that folder, was what the resume continued).
     if isinstance(err, OSError) and err.errno in DISK_REFUSALS:
         print(tagged("ERROR", f"{err.filename2 or err.filename or folder} could not be written ({err.strerror}) as "
-                     f"{folder} was checked before Hydra writes into it: its files are as they were; {MAKE_ROOM}, then "
-                     "run the same command again"), file=sys.stderr, flush=True)
+                     f"{folder} was checked before Hydra writes into it: its files are as they were; {room_fix(err)}, "
+                     "then run the same command again"), file=sys.stderr, flush=True)
         raise SystemExit(1)
     held = folder.is_dir() and any(folder.iterdir())
     then = (f"stopped before Hydra writes into {folder}, which holds files (an earlier run's?) it would overwrite; "

@@ -168,13 +168,15 @@ def exception_text(err: BaseException) -> str:
 
 
 #: What a disk says when it takes no more (full, over quota) or refuses writes (read-only, no permission).
-DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+#: A file over the file-size limit (``ulimit -f``: EFBIG, "File too large") is refused alike.
+DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
 
 def output_refused_error(out: Path, before: list[int], err: BaseException) -> str | None:
     """A run's error where the disk refused one of its files (``DISK_REFUSALS``; the file named by ``write_atomic``):
     that file, what is kept (the newest checkpoint, the scores so far) and the command that continues the run;
     None for any other failure (was: ``OSError: [Errno 28] No space left on device``, naming no file)."""
+    from gensbi_sharding.harness.outputs import room_fix
     from gensbi_sharding.harness.sweep_hints import continue_command
 
     if not isinstance(err, OSError) or err.errno not in DISK_REFUSALS or not err.filename:
@@ -186,7 +188,8 @@ def output_refused_error(out: Path, before: list[int], err: BaseException) -> st
     newest = Path(out) / "checkpoints" / str(steps[-1]) if steps else None
     kept = [f"checkpoint {newest}"] if newest is not None else []
     kept += ["the scores so far (c2st.csv)"] if path.name != "c2st.csv" and (Path(out) / "c2st.csv").is_file() else []
-    fix = "free space there" if err.errno in (errno.ENOSPC, errno.EDQUOT) else "make it writable"
+    fix = ("free space there" if err.errno in (errno.ENOSPC, errno.EDQUOT)
+           else room_fix(err) if err.errno == errno.EFBIG else "make it writable")
     return (f"{path.name} could not be written in {path.parent} ({err.strerror}), no partial file left; "
             f"{' and '.join(kept) + ' kept' if kept else 'no checkpoint was saved'}: {fix}, then "
             f"{'continue' if newest is not None else 'run it again'} with: {continue_command(out)}")
