@@ -140,6 +140,31 @@ def test_a_sweep_summary_the_disk_refuses_is_one_line_with_the_command_that_writ
     assert [(r["job"], r["rule"], r["status"]) for r in rows] == [("0", "fsdp", "ok"), ("1", "tensor", "ok")]
 
 
+def test_a_sweep_summary_the_disk_refuses_names_the_jobs_whose_record_it_refused_too(tmp_path, capsys, monkeypatch):
+    # launch.py -m experiment=quick seed=0,1 hydra.sweep.dir=<a 440 KB tmpfs>: job 0 ran, job 1's checkpoint, error.txt
+    # and metrics.json met the full disk, then the summary did: "each job's outcome is kept in its folder's
+    # metrics.json", job 1's folder holding none.
+    import errno
+    import os
+
+    from gensbi_sharding.harness import plots, summary
+
+    monkeypatch.setattr(plots, "plot_sweep", lambda rows, keys, path, dry_run=False: path)  # no matplotlib here
+    make_job(tmp_path, 0, ["experiment=quick", "seed=0"], {"train": {"steps": 20}})
+    (tmp_path / "1" / ".hydra").mkdir(parents=True)  # its record refused
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)},
+                                         "overrides": {"task": ["experiment=quick", "seed=0,1"]}}})
+
+    def full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(summary, "write_atomic", full)
+    SweepSummary().on_multirun_end(config)
+    assert ("the sweep's summary is not written, each job's outcome is kept in its folder's metrics.json, but for job "
+            "1, whose record the disk refused too (its error line above says how it ended); free space there (or "
+            "make it writable), then write the summary with: ") in capsys.readouterr().err
+
+
 def test_summary_columns_show_the_value_each_job_ran_with(tmp_path, monkeypatch):
     # Job 0 was trained further with train.steps=40; job 1 ran experiment=quick's 20: its cell was empty.
     from gensbi_sharding.harness import plots

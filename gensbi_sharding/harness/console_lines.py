@@ -203,9 +203,15 @@ def summary_refused_line(sweep_dir: Path, err: OSError) -> None:
     from gensbi_sharding.harness.console import tagged
 
     jobs = sorted(Path(sweep_dir).glob("*/metrics.json"))
+    # A job whose own record the full disk refused too (Hydra made its folder, .hydra in it): named, not said kept
+    # (was: "each job's outcome is kept in its folder's metrics.json" of a job folder holding none).
+    unrecorded = sorted((p.parent.name for p in Path(sweep_dir).glob("*/.hydra")
+                         if not (p.parent / "metrics.json").is_file()), key=lambda name: (len(name), name))
+    kept = "each job's outcome is kept in its folder's metrics.json" + (
+        f", but for job{'s' * (len(unrecorded) > 1)} {', '.join(unrecorded)}, whose record the disk refused too (its "
+        "error line above says how it ended)" if unrecorded else "")
     code = ("from gensbi_sharding.harness.summary import refresh_sweep_summary as again; "
             f"again({json.dumps(str(jobs[0].parent) if jobs else '', ensure_ascii=False)})")
     print(tagged("ERROR", f"{err.filename or sweep_dir} could not be written ({err.strerror or err}): the sweep's "
-                 f"summary is not written, each job's outcome is kept in its folder's metrics.json; {room_fix(err)}, "
-                 f"then write the summary with: python -c {shlex.quote(code)}"),
-          file=sys.stderr, flush=True)
+                 f"summary is not written, {kept}; {room_fix(err)}, then write the summary with: "
+                 f"python -c {shlex.quote(code)}"), file=sys.stderr, flush=True)
