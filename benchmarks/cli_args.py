@@ -218,17 +218,20 @@ def model_fits(parser: argparse.ArgumentParser, nbytes: int, flags: str, fix: st
                      f"{format_bytes(available)} available; {fix}")
 
 
-def run_bounded(command: list[str], *, timeout_s: float, what: str, **kwargs) -> subprocess.CompletedProcess:
+def run_bounded(command: list[str], *, timeout_s: float, what: str, least: float = 0,
+                **kwargs) -> subprocess.CompletedProcess:
     """``subprocess.run(command, **kwargs)``, waited for at most ``timeout_s`` seconds.
 
     A child past its time (a hang, or a machine far slower than the README's) is killed and named in one
-    line with ``--timeout`` and a larger value; Ctrl-C ends it too, in one line instead of a traceback.
+    line with ``--timeout`` and a larger value, at least ``least`` (the script's default: ``--timeout 1`` was
+    offered ``--timeout 4``, which stops a dry-run sweep of minutes again); Ctrl-C ends it too, in one line
+    instead of a traceback.
     """
     try:
         return subprocess.run(command, timeout=timeout_s, **kwargs)  # past it: killed, then waited for
     except subprocess.TimeoutExpired:
         raise SystemExit(f"{what} ran past --timeout {timeout_s:g} s and was stopped; on a slower or busier machine "
-                         f"pass a larger one, e.g. --timeout {timeout_s * 4:g}") from None
+                         f"pass a larger one, e.g. --timeout {max(timeout_s * 4, least):g}") from None
     except KeyboardInterrupt:
         print(f"{what}: stopped by Ctrl-C; nothing of it was kept", file=sys.stderr)
         raise SystemExit(130) from None  # 130, as any command Ctrl-C stops (was 1: a failure, to make or a script)

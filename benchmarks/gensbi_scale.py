@@ -39,6 +39,7 @@ from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
 RULES = ("replicated", "fsdp", "tensor")
 MODEL_AXES = (1, 2, 4, 8)
+TIMEOUT_S = 3600  # --timeout's default, the least a stopped run is offered
 
 
 def overrides() -> list[str]:
@@ -51,7 +52,7 @@ def table(args) -> None:
                f"rule={','.join(RULES)}", f"mesh.model_axis={','.join(map(str, MODEL_AXES))}",
                f"hydra.sweep.dir={hydra_value(out)}"]  # a TMPDIR Hydra's grammar reads back (spaces, parentheses)
         print("$", " ".join(cmd[1:]), flush=True)
-        proc = run_bounded(cmd, timeout_s=args.timeout, what="the dry-run sweep", cwd=out,
+        proc = run_bounded(cmd, timeout_s=args.timeout, least=TIMEOUT_S, what="the dry-run sweep", cwd=out,
                            env={**os.environ, "JAX_PLATFORMS": "cpu"}, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
         jobs = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*/metrics.json"))]
@@ -189,7 +190,8 @@ def init(args) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for way in ways:
         proc = run_bounded([sys.executable, "-c", CHILD.format(repo=str(REPO), way=way)], timeout_s=args.timeout,
-                           what=f"init, way {way}", cwd=REPO, capture_output=True, text=True, check=False)
+                           least=TIMEOUT_S, what=f"init, way {way}", cwd=REPO, capture_output=True, text=True,
+                           check=False)
         if proc.returncode:
             raise SystemExit(proc.stderr[-3000:])
         r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -203,7 +205,7 @@ def main() -> None:
     parser = new_parser(__doc__)
     parser.add_argument("what", choices=["table", "init"], help="table: the dry-run multirun; init: sharded init memory")
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
-    parser.add_argument("--timeout", type=count(example=3600), default=3600,
+    parser.add_argument("--timeout", type=count(example=TIMEOUT_S), default=TIMEOUT_S,
                         help="seconds the dry-run sweep (table), or each way (init), may run")
     args = parser.parse_args()
     if args.what == "table" and args.eager:

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cli_args import model_axis, model_fits, new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
 
 N_DEVICES = 8
+TIMEOUT_S = 1800  # --timeout's default, the least a stopped run is offered
 
 
 def child(args: argparse.Namespace) -> None:
@@ -113,8 +114,8 @@ def run_child(way: str, args: argparse.Namespace, save: str | None) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", way, "--width", str(args.width),
            "--depth", str(args.depth), "--mlp-ratio", str(args.mlp_ratio), "--rule", args.rule,
            "--model-axis", str(args.model_axis)] + (["--save", save] if save else [])
-    done = run_bounded(cmd, timeout_s=args.timeout, what=f"the {way} way", capture_output=True, text=True,
-                       check=False)
+    done = run_bounded(cmd, timeout_s=args.timeout, least=TIMEOUT_S, what=f"the {way} way", capture_output=True,
+                       text=True, check=False)
     if done.returncode:
         raise SystemExit(f"{way} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -137,7 +138,7 @@ def main() -> int:
     parser.add_argument("--model-axis", type=model_axis(N_DEVICES), default=1, help="size of the mesh's model axis")
     parser.add_argument("--repeats", type=positive_int, default=3, help="fresh processes per way; medians shown")
     parser.add_argument("--naive", action="store_true", help="also time one jit of the whole constructor")
-    parser.add_argument("--timeout", type=positive_int, default=1800,
+    parser.add_argument("--timeout", type=positive_int, default=TIMEOUT_S,
                         help="seconds each fresh process may run")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--save", help=argparse.SUPPRESS)

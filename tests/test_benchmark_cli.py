@@ -95,6 +95,24 @@ def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, wait
     assert seen == [waited] and f"ran past --timeout {waited} s" in str(stop.value)
 
 
+@pytest.mark.parametrize("script, argv, offered", [("gensbi_scale", ["table", "--timeout", "1"], 3600),
+                                                  ("gensbi_scale", ["init", "--timeout", "2000"], 8000),
+                                                  ("init", ["--timeout", "9", "--repeats", "1"], 1800)])
+def test_a_script_stopped_by_its_timeout_offers_one_no_shorter_than_its_default(monkeypatch, script, argv, offered):
+    # gensbi_scale.py table --timeout 1: "the dry-run sweep ran past --timeout 1 s and was stopped; ... e.g.
+    # --timeout 4", which, pasted, stops the sweep of minutes again; now at least the script's default.
+    module = load(script)
+
+    def child(command, **kwargs):
+        raise subprocess.TimeoutExpired(command, kwargs.get("timeout"))
+
+    monkeypatch.setattr(subprocess, "run", child)
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        module.main()
+    assert str(stop.value).endswith(f"pass a larger one, e.g. --timeout {offered}")
+
+
 def test_gensbi_scale_table_names_its_sweep_folder_as_hydra_reads_it_back(monkeypatch, tmp_path):
     # Was: hydra.sweep.dir=<its temporary folder> as it is: under a TMPDIR with a space or parentheses
     # ("/tmp/my tmp (1)") Hydra's grammar refused the sweep the script started (round 43).
