@@ -125,8 +125,13 @@ def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
     from gensbi_sharding.harness.sweep_hints import config_flags, job_command, search_path_of
 
     saved = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
-    if overrides is None or not OmegaConf.is_list(saved):
+    if overrides is None:
         return None
+    if not OmegaConf.is_list(saved):  # no record: the config its checkpoint saved (was: the short advice, any seed)
+        from gensbi_sharding.harness.checkpoint_settings import saved_settings_overrides
+
+        fixed = saved_settings_overrides(run_dir, overrides)
+        return None if fixed is None or fixed == list(overrides) else job_command(fixed, run_dir, multirun=multirun)
     hydra = getattr(read_record(Path(run_dir) / ".hydra" / "hydra.yaml"), "hydra", None)
     flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
         if OmegaConf.is_dict(hydra) else []

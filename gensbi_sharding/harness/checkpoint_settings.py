@@ -1,0 +1,131 @@
+"""The overrides that give a run's checkpoint its own settings, read from the config saved with the checkpoint.
+
+A stopped run's folder whose Hydra record (``.hydra/overrides.yaml``) is missing or unreadable still holds, in each
+checkpoint, the whole config that saved it. The advice that continues it there compares the typed command with that
+config (was: "rerun with train.resume=auto" whatever was typed, so ``seed=1`` over a seed-0 run continued the seed-0
+weights on seed 1's held-out pairs and draws).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["saved_settings_overrides", "FREE_KEYS"]
+
+#: Keys a continued run may set as it likes (the step to reach, where from): never compared.
+FREE_KEYS = ("train.steps", "train.resume")
+#: A section's field that names its group's option (``model=mlp``): set by that choice first, then leaf by leaf.
+_CHOICE = {"model": "name", "data": "name", "rule": "name", "mesh": "spec", "activation": "strategy",
+           "distributed": "mode"}
+
+
+def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str] | None:
+    """``overrides`` with each setting that differs from the config saved with ``run_dir``'s newest checkpoint
+    replaced by the saved value (a group's option first, e.g. ``model=transformer``, then ``key=value``), checked to
+    compose to that config (``train.steps`` and ``train.resume`` aside); None where no checkpoint's config can be
+    read or no command composes to it.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run's folder (``<run_dir>/checkpoints/<step>``).
+    overrides : sequence of str
+        The command's overrides as typed (Hydra's ``overrides.task``).
+
+    Returns
+    -------
+    list of str or None
+        ``overrides`` itself where it already composes to the saved settings.
+    """
+    from gensbi_sharding.harness.launch_record import step_folder_names
+
+    steps = step_folder_names(Path(run_dir))
+    if not steps:
+        return None
+    import logging
+
+    from gensbi_sharding.checkpoint import saved_config
+
+    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
+    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
+    try:
+        saved = _leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
+    except (OSError, ValueError, TypeError):  # FileNotFoundError too: a damaged step says nothing here
+        return None
+    finally:
+        absl.setLevel(level)
+    if not saved or (now := _composed(overrides)) is None:
+        return None
+    fixed = list(overrides)
+    for section, field in _CHOICE.items():  # a group's option: its leaves follow it
+        key, option = f"{section}.{field}", saved.get(f"{section}.{field}")
+        if key in now and now[key] != option and isinstance(option, str) and _has_option(section, option):
+            fixed = [*_without(fixed, section), f"{section}={option}"]
+    if fixed != list(overrides) and (now := _composed(fixed)) is None:
+        return None
+    from gensbi_sharding.harness.hints import override_literal
+
+    differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
+    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={override_literal(saved[k])}" for k in differ)]
+    if differ and ((now := _composed(fixed)) is None
+                   or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
+        return None
+    return fixed
+
+
+def _key(override: str) -> str:
+    """The key an override sets (``+``/``++``/``~`` prefixes dropped)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _without(overrides: Sequence[str], section: str) -> list[str]:
+    """``overrides`` less the choice of group ``section`` and its keys (the saved option and its values replace
+    them)."""
+    return [o for o in overrides if _key(o) != section and not _key(o).startswith(section + ".")]
+
+
+def _has_option(section: str, option: str) -> bool:
+    """Whether ``conf/<section>/<option>.yaml`` exists (a preset of one's own search path: set leaf by leaf)."""
+    from gensbi_sharding.harness.groups import CONF
+
+    return (Path(CONF) / section / f"{option}.yaml").is_file()
+
+
+def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"model.width": 32, ...}``: every leaf of a nested dict by its dotted key (lists are leaves)."""
+    if not isinstance(tree, dict):
+        return {prefix: tree} if prefix else {}
+    out: dict[str, Any] = {}
+    for name, value in tree.items():
+        out.update(_leaves(value, f"{prefix}.{name}" if prefix else str(name)))
+    return out
+
+
+def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
+    """The leaves of the config ``overrides`` compose to (its ``hydra`` section and ``hydra.*`` overrides aside),
+    inside Hydra's app as it runs (its config name and search path), else from ``conf/config.yaml``; None where it
+    does not compose (a hint is worth no failure)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.groups import CONF
+
+    register_configs()
+    name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None) if HydraConfig.initialized() else None
+    task = [o for o in overrides if not _key(o).startswith("hydra.")]
+    try:
+        if GlobalHydra.instance().is_initialized():
+            cfg = compose(name or "config", overrides=task)
+        else:
+            with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+                cfg = compose("config", overrides=task)
+        tree = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # noqa: BLE001 - any composition failure: no command is offered from it
+        return None
+    tree.pop("hydra", None)
+    return _leaves(tree)
