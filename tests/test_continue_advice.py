@@ -43,3 +43,44 @@ def test_continuing_a_run_without_its_record_carries_its_checkpoints_saved_setti
     with pytest.raises(FileExistsError) as err:  # the saved settings typed (more steps too): the short advice
         ensure_fresh(run, steps=40, overrides=["experiment=quick", "train.steps=40"])
     assert "launched with" not in str(err.value) and "train.resume=auto" in str(err.value)
+
+
+def test_continue_here_and_continue_them_all_commands_set_the_runs_x64_setting(tmp_path, monkeypatch):
+    # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.steps=16 hydra.run.dir=<a run stopped without it>' was
+    # told "rerun with train.resume=auto" (a sweep's job alike; with seed=1 typed, its own command bare), which pasted
+    # in the same shell was refused: "checkpoint ... was trained with JAX_ENABLE_X64 off ...". The train-further
+    # command carried the setting; now every continue command does.
+    import jax
+
+    from gensbi_sharding.harness.sweep_hints import job_command
+
+    on = bool(jax.config.jax_enable_x64)
+    prefix = "JAX_ENABLE_X64=1 " if not on else "env -u JAX_ENABLE_X64 "
+    sweep = tmp_path / "sweep"
+    run = sweep / "0"
+    saved_checkpoint(run, {"seed": 0}, {})
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=quick\n- seed=0\n")
+    for x64, lead in ((not on, prefix), (on, "")):  # the same setting: nothing (was: nothing either way)
+        write_json(run / "metrics.json", {"status": "interrupted", "final_step": 8, "jax_enable_x64": x64})
+        with pytest.raises(FileExistsError) as err:
+            ensure_fresh(run, steps=16, overrides=["experiment=quick", "seed=0", "train.steps=16"])
+        said = str(err.value).split("; ", 1)[1]
+        assert said == (f"continue it in this folder: {prefix}python launch.py experiment=quick seed=0 train.steps=16 "
+                        f"train.resume=auto hydra.run.dir={run}, or choose another hydra.run.dir" if lead else
+                        "rerun with train.resume=auto to continue it in this folder, or choose another hydra.run.dir")
+        with pytest.raises(FileExistsError) as err:  # another seed typed: its own settings, led alike
+            ensure_fresh(run, steps=16, overrides=["experiment=quick", "seed=1", "train.steps=16"])
+        assert (f"with the settings it was launched with: {lead}python launch.py experiment=quick seed=0 "
+                f"train.resume=auto hydra.run.dir={run}, or") in str(err.value)
+        monkeypatch.setattr("sys.argv", ["launch.py", "-m", "experiment=quick", "seed=0,1"])
+        with pytest.raises(FileExistsError) as err:  # a sweep none of whose jobs completed: the sweep's command
+            ensure_fresh(run, steps=16, overrides=["experiment=quick", "seed=0"], multirun=True)
+        assert (f"continue it with the rest of the sweep in its folder: {prefix}python launch.py -m experiment=quick "
+                f"seed=0,1 train.resume=auto hydra.sweep.dir={sweep}, or choose" in str(err.value)) == bool(lead)
+        # each job's own command (a sweep holding a completed job continues them one by one)
+        assert job_command(["experiment=quick", "seed=0"], run, multirun=True) == (
+            f"{lead}python launch.py experiment=quick seed=0 train.resume=auto hydra.mode=RUN hydra.run.dir={run}")
+    args = shlex.split(f"{prefix}python launch.py -m experiment=quick seed=0,1 train.resume=auto")
+    assert command_problem(args[args.index("launch.py") + 1:]) is None
+

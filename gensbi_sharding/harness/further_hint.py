@@ -6,11 +6,13 @@ Split from ``sweep_hints`` (which was at the 300-line cap) unchanged.
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.resume_settings import continue_prefix
 from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, with_search_path
 
 __all__ = ["train_further_hint", "saved_overrides", "rerun_hint", "stopped_hint"]
@@ -92,24 +94,40 @@ def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -
     return [*(o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))), *map(str, saved)]
 
 
-def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multirun: bool) -> str:
+def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multirun: bool,
+               steps: int | None = None) -> str:
     """"rerun with <its train.resume> to <again> in this folder" (``resume_command.folder_resume``): the command's own
     plus that override; where the command's settings are not those of the launch the folder's record holds (but
     ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
     <its command>" (``sweep_hints.job_command``). Was: 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>' was told
-    "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws."""
+    "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws.
+    Where this process's ``JAX_ENABLE_X64`` is not the run's (``resume_settings.continue_prefix``, to ``steps``), the
+    whole command, led by the setting that continues it (a sweep's job: the sweep's, ``sweep_again``; was:
+    "rerun with train.resume=auto", refused pasted in the same shell)."""
     from gensbi_sharding.harness.resume_command import folder_resume
+    from gensbi_sharding.harness.sweep_hints import job_command
 
     said = f"rerun with {folder_resume(run_dir)} to {again} in this folder"
-    own = _own_command(run_dir, overrides, multirun)
+    own, env = _own_command(run_dir, overrides, multirun), continue_prefix(run_dir, steps, overrides)
+    if own is None and env:  # a sweep's job: the whole sweep's command, as the user typed it, led by the setting
+        from gensbi_sharding.harness.sweep_continue import sweep_again
+
+        if whole := sweep_again(Path(run_dir).parent, sys.argv, env) if multirun else "":
+            return f"{again} with the rest of the sweep in its folder: {whole}"
+        return f"{again} in this folder: {job_command(overrides or (), run_dir, multirun=multirun)}"
     return said if own is None else f"{again} in this folder with the settings it was launched with: {own}"
 
 
-def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str:
+def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool, steps: int | None = None) -> str:
     """"continue it here with the same command plus train.resume=auto", or where the command's settings are not
     those of the folder's record, "continue it here with the settings it was launched with: <its command>"
-    (``rerun_hint``'s rule; was: the same command's, a seed=1 typed over a killed seed=0 run's checkpoints)."""
+    (``rerun_hint``'s rule; was: the same command's, a seed=1 typed over a killed seed=0 run's checkpoints); the
+    whole command where ``JAX_ENABLE_X64`` must change (``rerun_hint``'s rule)."""
+    from gensbi_sharding.harness.sweep_hints import job_command
+
     own = _own_command(run_dir, overrides, multirun)
+    if own is None and continue_prefix(run_dir, steps, overrides):
+        return f"continue it here: {job_command(overrides or (), run_dir, multirun=multirun)}"
     return ("continue it here with the same command plus train.resume=auto" if own is None else
             f"continue it here with the settings it was launched with: {own}")
 

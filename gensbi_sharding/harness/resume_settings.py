@@ -9,7 +9,9 @@ Was: only in the run, so a refused ``train.resume=<run> model.width=32`` left a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -19,7 +21,7 @@ from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
 
-__all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "x64_prefix"]
+__all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "x64_prefix", "continue_prefix"]
 
 #: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
 #: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
@@ -176,3 +178,30 @@ def x64_prefix(step_dir: Path, steps: int) -> str:
     if (refused := _x64_refusal(step_dir, steps)) is None:
         return ""
     return "JAX_ENABLE_X64=1 " if "set JAX_ENABLE_X64=1 to train" in refused else "env -u JAX_ENABLE_X64 "
+
+
+def continue_prefix(run_dir: Any, steps: int | None = None, overrides: Sequence[str] | None = ()) -> str:
+    """``x64_prefix`` of a command that continues ``run_dir``'s newest checkpoint to ``train.steps=steps`` (None:
+    further than it), as the train-further command has it (was: none on the continue-here and sweep commands, which
+    pasted in the same shell were refused "trained with JAX_ENABLE_X64 off ..."); ``""`` where this process's setting
+    is the run's, it holds no checkpoint, or ``overrides`` is None (a run from Python, told in its own words).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run's folder (``<run_dir>/checkpoints/<step>``, its ``metrics.json``).
+    steps : int or None
+        The ``train.steps`` the command reaches.
+    overrides : sequence of str or None
+        The command's overrides; None: no command is printed.
+
+    Returns
+    -------
+    str
+        ``"env -u JAX_ENABLE_X64 "``, ``"JAX_ENABLE_X64=1 "`` or ``""``.
+    """
+    from gensbi_sharding.harness.launch_record import step_folder_names
+
+    if overrides is None or not (saved := step_folder_names(Path(run_dir))):
+        return ""
+    return x64_prefix(Path(run_dir) / "checkpoints" / str(saved[-1]), saved[-1] + 1 if steps is None else steps)

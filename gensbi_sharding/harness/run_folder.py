@@ -89,7 +89,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
         again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
         hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 rerun_hint(out_dir, again, overrides, multirun))  # its train.resume=<run> until saved; its settings
+                 rerun_hint(out_dir, again, overrides, multirun, steps))  # its train.resume=<run> until saved; its own
                 + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
@@ -104,8 +104,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
         from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
-                              f"could not be written); {stopped_hint(out_dir, overrides, multirun)}, or in a new folder "
-                              f"with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
+                              f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a new "
+                              f"folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous
 
 

@@ -17,7 +17,7 @@ from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
-__all__ = ["whole_sweep_hint", "stopped_between_jobs", "mark_not_started", "current_job_dir"]
+__all__ = ["whole_sweep_hint", "sweep_again", "stopped_between_jobs", "mark_not_started", "current_job_dir"]
 
 
 def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True) -> str:
@@ -60,6 +60,41 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     return f"to continue the whole sweep, {which}: " + " ".join(
         [command_for(), *map(shlex.quote, kept), "train.resume=auto",
          hydra_override("hydra.sweep.dir", run_dir.parent)])
+
+
+def sweep_again(sweep_dir: Any, argv: Sequence[str], env: str) -> str:
+    """The sweep's command as typed (``argv``, launch.py's), led by ``env`` (``resume_settings.continue_prefix``), with
+    ``train.resume=auto`` and ``hydra.sweep.dir=<sweep_dir>``: what continues every job of a sweep none of whose
+    jobs completed; "" where one did (its folder is then never rerun as a whole) or ``argv`` is not launch.py's.
+
+    Parameters
+    ----------
+    sweep_dir : path-like
+        ``hydra.sweep.dir``.
+    argv : sequence of str
+        ``sys.argv`` of the command that started the sweep.
+    env : str
+        What the command puts before ``python``.
+
+    Returns
+    -------
+    str
+    """
+    import json
+
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    def completed(metrics: Path) -> bool:
+        try:
+            return json.loads(metrics.read_text(encoding="utf-8")).get("status") == "ok"
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    if not argv or Path(argv[0]).name != "launch.py" or any(map(completed, Path(sweep_dir).glob("*/metrics.json"))):
+        return ""
+    kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
+    return " ".join([env + command_for(), *map(shlex.quote, kept), "train.resume=auto",
+                     hydra_override("hydra.sweep.dir", Path(sweep_dir).absolute())])
 
 
 def _rest_of_sweep(run_dir: Path, started: bool, reason: str | None = None) -> str:

@@ -97,14 +97,19 @@ def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> st
     -------
     str
         ``python launch.py <overrides> train.resume=auto [hydra.mode=RUN] hydra.run.dir=<run_dir>``, shell-quoted;
-        ``train.resume=<run>`` as the job had it while ``run_dir`` holds no checkpoint of its own.
+        ``train.resume=<run>`` as the job had it while ``run_dir`` holds no checkpoint of its own; led by
+        ``env -u JAX_ENABLE_X64`` or ``JAX_ENABLE_X64=1`` where this process's setting is not the run's
+        (``resume_settings.continue_prefix``).
     """
     from gensbi_sharding.harness.override_grammar import hydra_override
     from gensbi_sharding.harness.resume_command import resume_override
 
     kept = [o for o in with_search_path(overrides) if not o.startswith(("train.resume=", "hydra."))
             or o.startswith(SEARCH_PATH)]
-    return " ".join([command_for(), *map(shlex.quote, kept), shlex.quote(resume_override(overrides, run_dir)),
+    from gensbi_sharding.harness.resume_settings import continue_prefix  # the run's JAX_ENABLE_X64, or refused
+
+    return " ".join([continue_prefix(run_dir) + command_for(), *map(shlex.quote, kept),
+                     shlex.quote(resume_override(overrides, run_dir)),
                      *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", run_dir)])
 
 
