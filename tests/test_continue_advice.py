@@ -84,3 +84,21 @@ def test_continue_here_and_continue_them_all_commands_set_the_runs_x64_setting(t
     args = shlex.split(f"{prefix}python launch.py -m experiment=quick seed=0,1 train.resume=auto")
     assert command_problem(args[args.index("launch.py") + 1:]) is None
 
+
+def test_a_folder_whose_run_failed_before_saving_takes_the_next_command_whatever_its_train_resume(tmp_path):
+    # Was: a run refused in its folder before it saved anything ('... train.resume=<run a> hydra.run.dir=<f>', <run a>
+    # unreadable) left <f> usable only with that train.resume: the corrected command without it was refused "rerun
+    # with train.resume=<run a> to run it again", which repeated the refusal. Now any command runs there, the earlier
+    # attempt kept in its record (previous_attempts); a dry run still writes only into a fresh folder. A stopped one
+    # (interrupted, preempted) is still continued only by its own train.resume (test_continued_runs: its requeue).
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text(f"- experiment=quick\n- train.resume={tmp_path / 'a'}\n")
+    write_json(run / "metrics.json", {"status": "error", "error": "ConfigError: unreadable", "final_step": None})
+    for resume in (None, "auto", str(tmp_path / "b")):
+        assert ensure_fresh(run, resume=resume, overrides=["experiment=quick"])["error"] == "ConfigError: unreadable"
+    with pytest.raises(FileExistsError, match="a dry run writes only into a fresh folder"):
+        ensure_fresh(run, dry_run=True, overrides=["experiment=quick"])
+    saved_checkpoint(run, {"seed": 0}, {})  # something saved: continued, never overwritten
+    with pytest.raises(FileExistsError, match="; rerun with train.resume=auto to continue it in this folder, or "):
+        ensure_fresh(run, overrides=["experiment=quick", f"train.resume={tmp_path / 'a'}"])

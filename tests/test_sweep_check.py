@@ -234,10 +234,11 @@ def test_a_failed_jobs_folder_names_the_folder_setting_of_its_mode(tmp_path, mul
     from gensbi_sharding.harness.run_folder import ensure_fresh
 
     (tmp_path / "metrics.json").write_text(json.dumps({"status": "error", "error": "ConfigError: x"}))
+    (tmp_path / "checkpoints" / "8").mkdir(parents=True)  # with nothing saved, any command reruns there
     with pytest.raises(FileExistsError) as refused:
         ensure_fresh(tmp_path, multirun=multirun)
-    assert str(refused.value).endswith("rerun with train.resume=auto to run it again (it saved no checkpoint) in this "
-                                       f"folder, or choose another {named}")
+    assert str(refused.value).endswith(f"rerun with train.resume=auto to continue it in this folder, or choose another "
+                                       f"{named}")
 
 
 def test_a_refused_job_names_a_swept_float_compactly():

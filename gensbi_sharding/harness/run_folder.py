@@ -86,10 +86,10 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
     retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
                              or (previous is None or status in RESUMABLE) and requeued_step(out_dir, resume) is not None)
-    if previous is not None and not (resume_auto and status in RESUMABLE) and not retry:
-        again = "run it again (it saved no checkpoint)" if status == "error" and not has_checkpoints else "continue it"
-        hint = ((f"{again} by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 rerun_hint(out_dir, again, overrides, multirun, steps))  # its train.resume=<run> until saved; its own
+    if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
+            status == "error" and not has_checkpoints and not dry_run):  # failed, nothing saved: any command reruns
+        hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
+                 rerun_hint(out_dir, "continue it", overrides, multirun, steps))
                 + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
