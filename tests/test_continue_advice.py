@@ -102,3 +102,29 @@ def test_a_folder_whose_run_failed_before_saving_takes_the_next_command_whatever
     saved_checkpoint(run, {"seed": 0}, {})  # something saved: continued, never overwritten
     with pytest.raises(FileExistsError, match="; rerun with train.resume=auto to continue it in this folder, or "):
         ensure_fresh(run, overrides=["experiment=quick", f"train.resume={tmp_path / 'a'}"])
+
+
+def test_the_x64_refusal_of_a_setting_made_in_python_names_the_python_call(tmp_path, monkeypatch):
+    # Was: jax.config.update("jax_enable_x64", True) then run(cfg) with train.resume=<a run without it> was told
+    # "unset JAX_ENABLE_X64 to train it further", a variable never set; so, the variable set and overridden in Python,
+    # "set JAX_ENABLE_X64=1", already set. Now the call that sets it; the variable where the variable set it.
+    import jax
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.resume_settings import refuse_resume_settings, x64_prefix
+
+    on = bool(jax.config.jax_enable_x64)
+    run = tmp_path / "run"
+    step_dir = saved_checkpoint(run, OmegaConf.to_container(compose_tiny("mesh=none"), resolve=True), {}, step=3)
+    write_json(run / "metrics.json", {"status": "ok", "final_step": 3, "jax_enable_x64": not on})
+    now = compose_tiny("mesh=none", f"train.resume={run}", "train.steps=6")
+    monkeypatch.setenv("JAX_ENABLE_X64", "0" if on else "1")  # the variable says what the run had: Python overrode it
+    with pytest.raises(ConfigError) as refused:
+        refuse_resume_settings(step_dir, now)
+    assert (f"; call jax.config.update('jax_enable_x64', {not on}) before run(cfg) (this process set it from Python) "
+            f"to train it further, or start a new run without train.resume") in str(refused.value), refused.value
+    assert x64_prefix(step_dir, 6) == ("JAX_ENABLE_X64=1 " if not on else "env -u JAX_ENABLE_X64 ")
+    monkeypatch.setenv("JAX_ENABLE_X64", "1" if on else "0")  # set by the variable: the variable named, as before
+    with pytest.raises(ConfigError, match=f"; {'set JAX_ENABLE_X64=1' if not on else 'unset JAX_ENABLE_X64'} to "):
+        refuse_resume_settings(step_dir, now)

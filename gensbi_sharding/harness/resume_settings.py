@@ -141,16 +141,19 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
         saved, where = _saver_x64(record, int(step_dir.name))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else os.environ.get(
-        "JAX_ENABLE_X64", "").lower() in ("y", "yes", "t", "true", "on", "1")  # JAX's own reading of the variable
+    by_env = os.environ.get("JAX_ENABLE_X64", "").lower() in ("y", "yes", "t", "true", "on", "1")  # JAX's reading
+    on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else by_env
     if not isinstance(saved, bool) or saved == on:
         return None
     said = {True: "on", False: "off"}
+    # Set from Python (jax.config.update before run(cfg)) where the variable says otherwise: the variable is no fix
+    # there (was: "unset JAX_ENABLE_X64", which was never set)
+    fix = ('set JAX_ENABLE_X64=1' if saved else 'unset JAX_ENABLE_X64') if on == by_env else \
+        f"call jax.config.update('jax_enable_x64', {saved}) before run(cfg) (this process set it from Python)"
     return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({step_dir.parent.parent / 'metrics.json'}: "
             f"{where}jax_enable_x64 {str(saved).lower()}), this run has it {said[on]}: the task's simulations and "
             f"losses differ under it, so it would train on other data and judge its validation losses against the "
-            f"saved best on another set; {'set JAX_ENABLE_X64=1' if saved else 'unset JAX_ENABLE_X64'} to train it "
-            "further, or start a new run without train.resume")
+            f"saved best on another set; {fix} to train it further, or start a new run without train.resume")
 
 
 def _saver_x64(record: dict, step: int) -> tuple[object, str]:
@@ -177,7 +180,8 @@ def x64_prefix(step_dir: Path, steps: int) -> str:
     ``""`` where they agree (was: the train-further command a completed run's folder offers, refused when pasted)."""
     if (refused := _x64_refusal(step_dir, steps)) is None:
         return ""
-    return "JAX_ENABLE_X64=1 " if "set JAX_ENABLE_X64=1 to train" in refused else "env -u JAX_ENABLE_X64 "
+    on = refused.startswith("was trained with JAX_ENABLE_X64 on ")  # the run's (was: read from the fix's words)
+    return "JAX_ENABLE_X64=1 " if on else "env -u JAX_ENABLE_X64 "
 
 
 def continue_prefix(run_dir: Any, steps: int | None = None, overrides: Sequence[str] | None = ()) -> str:
