@@ -463,7 +463,7 @@ def test_a_continued_run_sets_its_earlier_attempts_outputs_aside_under_names_of_
     # stayed under the names this attempt writes, so a continuation with eval.enabled=false ended ok (c2st null) beside
     # them, and one scoring eval.observations=[3] beside the earlier observation 2's samples.
     from gensbi_sharding.harness.folder_lock import folder_problem
-    from gensbi_sharding.harness.local_children import refusals, stuck_errors
+    from gensbi_sharding.harness.child_errors import refusals, stuck_errors
     from gensbi_sharding.harness.run_folder import RunFolder
 
     for attempts in (0, 2):

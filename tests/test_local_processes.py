@@ -440,7 +440,7 @@ def test_a_child_keeps_its_process_log_whatever_logging_the_job_chose(tmp_path, 
     import logging
 
     from gensbi_sharding.harness.child_logging import LOG_FORMAT, keep_process_log
-    from gensbi_sharding.harness.local_children import refusals
+    from gensbi_sharding.harness.child_errors import refusals
 
     root, ours, path = logging.getLogger(), logging.getLogger("gensbi_sharding"), tmp_path / "process_1.log"
     before, own = (root.handlers[:], root.level), logging.StreamHandler(sys.stderr)
@@ -480,7 +480,7 @@ def test_a_child_keeps_its_process_log_whatever_logging_the_job_chose(tmp_path, 
 
 
 def test_refusals_alike_up_to_a_measured_figure_are_said_once(tmp_path):
-    from gensbi_sharding.harness.local_children import common_refusal, refusals
+    from gensbi_sharding.harness.child_errors import common_refusal, refusals
 
     fits = "ConfigError: the training state cannot fit: model=mlp needs at least 3200.4 GB, but {} GB is available"
     (tmp_path / "process_1.log").write_text(f"[t][gensbi_sharding][ERROR] - [process 1/2] {fits.format('22.2')}\n")
@@ -578,7 +578,7 @@ def test_every_model_group_suggestion_passes_the_batch_checks_that_follow(proces
 def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_path):
     # Was "local processes killed after distributed.run_timeout_s=60 s (exit codes [-9, -9])" alone: a save whose
     # commit failed on process 0 (its checkpoint folder turned read-only) left both waiting in Orbax's barriers.
-    from gensbi_sharding.harness.local_children import stuck_errors
+    from gensbi_sharding.harness.child_errors import stuck_errors
 
     (tmp_path / "process_0.log").write_text(
         "[t][absl][ERROR] - [process 0/2] [process=0] Failed to run 3 Handler Commit operations or the Commit "
@@ -595,7 +595,7 @@ def test_processes_the_run_bound_killed_name_the_error_they_were_stuck_on(tmp_pa
 def test_a_failed_process_without_a_log_refused_nothing_nor_another_process_s_refusal(tmp_path, monkeypatch):
     # Was: UnboundLocalError out of the parent for a process that failed with no process_<i>.log (its output went to
     # the console: no peer had died), and a later rank without one reported the rank before's refusal as its own.
-    from gensbi_sharding.harness.local_children import refusals
+    from gensbi_sharding.harness.child_errors import refusals
 
     assert refusals(tmp_path, [0, 1], None) == {}
     refused = "ConfigError: data.batch_size=64 does not fit"

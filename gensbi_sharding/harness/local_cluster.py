@@ -33,9 +33,9 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.child_logging import logging_overrides
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
-from gensbi_sharding.harness.local_children import (ChildOutput, common_refusal, continue_hint, file_stamp, free_port,
-                                                    model_group_problem, refusals, stuck_errors, watch_parent,
-                                                    without_device_count)
+from gensbi_sharding.harness.child_errors import common_refusal, refusals, stuck_errors
+from gensbi_sharding.harness.local_children import (ChildOutput, continue_hint, file_stamp, free_port,
+                                                    model_group_problem, watch_parent, without_device_count)
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
@@ -198,7 +198,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         log.warning("%s", metrics["error"])  # as a one-process run says its stop
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
-        found = refusals(out, codes, reported)  # refusals: said by this parent only (local_children.child_refusal)
+        found = refusals(out, codes, reported)  # refusals: said by this parent only (child_errors.child_refusal)
         if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
             metrics.update(status="error", error=refusal)
             return metrics

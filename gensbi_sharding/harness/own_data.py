@@ -184,7 +184,7 @@ def agreed_shards(make: Callable[[], list], name: str, *, num_simulations: int, 
     if refused := [(rank, text) for rank, text in enumerate(refusals) if text]:
         rank, text = refused[0]
         where = f" (process {rank} of {jax.process_count()}: its data shards)"
-        if text[0] == "C":  # every process says it alike: the parent names it once (local_children.common_refusal)
+        if text[0] == "C":  # every process says it alike: the parent names it once (child_errors.common_refusal)
             raise ConfigError(text[1:].split(": ", 1)[1] + where) from failure
         if failure is not None and rank == jax.process_index():
             raise failure

@@ -20,8 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness import (console, interrupt_hold, outputs, run_folder, launch_record, signal_hold,
                                      stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.checked_fix import validate_every
+from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
-from gensbi_sharding.harness.local_children import child_refusal
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
