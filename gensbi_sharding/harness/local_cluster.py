@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,13 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.child_logging import logging_overrides
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
-from gensbi_sharding.harness.child_errors import common_refusal, refusals, stuck_errors
+from gensbi_sharding.harness.child_errors import common_refusal, refusals
+from gensbi_sharding.harness.child_wait import DEATH_GRACE_S, STARTUP_DEATHS, STOPPED, failure_line, wait_children
 from gensbi_sharding.harness.local_children import (ChildOutput, continue_hint, file_stamp, free_port,
                                                     model_group_problem, watch_parent, without_device_count)
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
-from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED, PREEMPT_SIGNALS
+from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, PREEMPT_SIGNALS
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.sweep_continue import whole_sweep_hint
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, with_search_path
@@ -51,13 +51,6 @@ log = logging.getLogger("gensbi_sharding")
 _CHILD_KEYS = ("distributed.mode", "distributed.coordinator_address", "distributed.num_processes",
                "distributed.process_id", "distributed.local_processes", "devices.cpu_count",
                "hydra.run.dir", "hydra.job.name", "hydra.output_subdir", "hydra.mode")
-_DEATH_GRACE_S = 5  # beyond distributed.heartbeat_s, for the survivors to notice a dead peer
-_PREEMPT_GRACE_S = 120  # for the children to reach a step boundary and checkpoint after a signal
-_STOPPED = (EXIT_PREEMPTED, EXIT_INTERRUPTED)  # a child that checkpointed and stopped for a signal
-_FORWARDED = (*PREEMPT_SIGNALS, signal.SIGINT)  # what ends a child still starting up (no handler yet) for a stop
-# A child ended by a stop it had no handler for: it was still starting up, before its run (after it its watch ignores
-# them, run.py), so it never reached the coordinator, and none of the others got past it.
-_STARTUP_DEATHS = tuple(-s for s in _FORWARDED)
 
 
 def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[str, Any]:
@@ -147,8 +140,9 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         if len(children) == n:  # launch.log holds only this parent's lines: where the run's own account goes
             log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each); each logs to "
                      "process_<i>.log in %s", n, port, cpu // n, out)
-        codes, first_dead, lag = _wait(children, cfg.distributed.run_timeout_s,
-                                       cfg.distributed.heartbeat_s + _DEATH_GRACE_S, signalled, time_up, output.quiet)
+        codes, first_dead, lag = wait_children(children, cfg.distributed.run_timeout_s,
+                                               cfg.distributed.heartbeat_s + DEATH_GRACE_S, signalled, time_up,
+                                               output.quiet)
     finally:  # Ctrl-C here: no child outlives the parent
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -170,7 +164,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     metrics["process_exit_codes"] = codes
     if codes and all(code == 0 for code in codes):  # none: stopped before the first started (below)
         metrics.setdefault("status", "error")
-    elif codes and all(code in (0, *_STOPPED) for code in codes):
+    elif codes and all(code in (0, *STOPPED) for code in codes):
         interrupted = signal.SIGINT in signalled or EXIT_INTERRUPTED in codes
         metrics["status"] = "interrupted" if interrupted else "preempted"
         metrics["stop_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
@@ -181,11 +175,11 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
             # On the console too: the processes' "continue with" repeats the bound that stopped them.
             log.warning("when you continue, raise distributed.run_timeout_s (e.g. distributed.run_timeout_s=%d): "
                         "with %s s every attempt stops there again", 2 * bound, bound)
-    elif signalled and not written and (not codes or any(code in _STARTUP_DEATHS for code in codes)) and all(
-            code in (0, *_STOPPED, *_STARTUP_DEATHS, -signal.SIGKILL) for code in codes):
+    elif signalled and not written and (not codes or any(code in STARTUP_DEATHS for code in codes)) and all(
+            code in (0, *STOPPED, *STARTUP_DEATHS, -signal.SIGKILL) for code in codes):
         # The stop ended processes still starting up (no handler yet), or came before any started; the others, waiting
-        # at the coordinator for them, were killed at once (_wait): none trained. Was: "process 1 of 2 died (killed
-        # by SIGTERM)" 15 s later when one of them had started its run.
+        # at the coordinator for them, were killed at once (wait_children): none trained. Was: "process 1 of 2 died
+        # (killed by SIGTERM)" 15 s later when one of them had started its run.
         interrupted, bound = signal.SIGINT in signalled and not timed_out, cfg.distributed.run_timeout_s
         stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
                 if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # was "preempted by SIGTERM"
@@ -205,7 +199,8 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         # One killed from outside: the command that reruns or continues it, unless process 0's error names it (was
         # none where process 0 reported "Gloo AllGather failed: ... Connection closed by peer" and nothing was saved)
         killed = first_dead is not None and codes[first_dead] < 0 and "with: " not in (reported or "")
-        metrics.update(status="error", first_failed_process=first_dead, error=_failure(codes, first_dead, lag, cfg, out)
+        metrics.update(status="error", first_failed_process=first_dead,
+                       error=failure_line(codes, first_dead, lag, cfg, out)
                        + (f"; process 0 reported: {reported}" if reported else "")
                        + (continue_hint(out, again=True) if killed or not reported else "")
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
@@ -237,62 +232,6 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: An
     elif metrics["status"] in ("preempted", "interrupted") and (whole := whole_sweep_hint(out, sys.argv)):
         log.info("%s", whole)
     return None
-
-
-def _wait(children: list[subprocess.Popen], timeout_s: float, grace_s: float, signalled: list[int],
-          time_up: Any = None, on_death: Any = None) -> tuple[list[int], int | None, float | None]:
-    """Exit codes, the rank that failed first (None if none) and how long the rest took after it.
-
-    ``on_death(ranks)``, when one fails: the ranks still running (XLA's teardown of them is noise).
-
-    At ``timeout_s``, with no child dead and no signal received, ``time_up()`` (once) asks the children
-    to stop as a preemption does; they get the preemption's grace to checkpoint, then are killed.
-    """
-    deadline, first_dead, died_at, preempt_bound = time.monotonic() + timeout_s, None, None, False
-    while time.monotonic() < deadline or (time_up is not None and first_dead is None and not signalled):
-        if time.monotonic() >= deadline:
-            time_up()
-            time_up, deadline, preempt_bound = None, time.monotonic() + _PREEMPT_GRACE_S, True
-        codes = [child.poll() for child in children]
-        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, *_STOPPED)]
-        if failed and first_dead is None:
-            # Several seen at once: one killed by a signal died; the others noticed it, and XLA ends those by SIGABRT,
-            # within one poll when a collective fails at once (was: "process 0 died (killed by SIGABRT)" for a kill -9).
-            first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, codes[rank] == -signal.SIGABRT, rank))
-            died_at = time.monotonic()
-            deadline = min(deadline, died_at + grace_s)
-            if on_death is not None:
-                on_death([rank for rank, code in enumerate(codes) if code is None])
-        if signalled and not preempt_bound:
-            deadline, preempt_bound = min(deadline, time.monotonic() + _PREEMPT_GRACE_S), True
-        if all(code is not None for code in codes):
-            return codes, first_dead, (time.monotonic() - died_at if died_at else None)
-        if signalled and any(code in _STARTUP_DEATHS for code in codes):  # none joined: the rest, at the coordinator
-            for child in children:  # for it, hold nothing (was: ended as a dead peer's survivors, 15 s later)
-                if child.poll() is None:
-                    child.kill()
-            return [child.wait() for child in children], first_dead, None
-        time.sleep(0.1)
-    for child in children:
-        if child.poll() is None:
-            child.kill()
-    log.error("local processes did not finish within the bound; killed the rest")
-    codes = [child.wait() for child in children]  # a killed child reports -9
-    return codes, first_dead, (time.monotonic() - died_at if died_at else None)
-
-
-def _failure(codes: list[int], first_dead: int | None, lag: float | None, cfg: DictConfig, out: Path) -> str:
-    def how(code):  # exit code 0: it finished its part (process 0 failed, say, writing what only it writes)
-        return ("ended (exit code 0)" if code == 0 else f"died (killed by {signal.Signals(-code).name})" if code < 0
-                else f"failed (exit code {code})")
-
-    if first_dead is None:  # nobody failed on their own: the run bound killed them (stuck, if they logged why)
-        return (f"local processes killed after distributed.run_timeout_s={cfg.distributed.run_timeout_s} s "
-                f"(exit codes {codes}){stuck_errors(out, len(codes))}")
-    others = [f"process {rank} {how(code)}" for rank, code in enumerate(codes) if rank != first_dead]
-    return (f"process {first_dead} of {len(codes)} {how(codes[first_dead])}; the others ended "
-            f"{lag:.1f} s later (bound: distributed.heartbeat_s={cfg.distributed.heartbeat_s} + "
-            f"{_DEATH_GRACE_S} s): {', '.join(others)}")
 
 
 def _key(override: str) -> str:
