@@ -16,8 +16,8 @@ from faults_helpers import run_tiny, saved_checkpoint
 from library_helpers import lose_step_metadata, steps_with_the_newest_unconfirmed
 from gensbi_sharding.harness import own_observation, state
 from gensbi_sharding.harness.memory_check import check_draw_fits
-from gensbi_sharding.harness.observation_input import far_from_training
-from gensbi_sharding.harness.own_observation import check_observation, load_observation, main, sample_posterior
+from gensbi_sharding.harness.observation_input import check_observation, far_from_training
+from gensbi_sharding.harness.own_observation import load_observation, main, sample_posterior
 
 
 @pytest.fixture(scope="module")
