@@ -45,6 +45,29 @@ def test_continuing_a_run_without_its_record_carries_its_checkpoints_saved_setti
     assert "launched with" not in str(err.value) and "train.resume=auto" in str(err.value)
 
 
+def test_continuing_a_run_of_ones_own_preset_without_its_record_carries_its_checkpoints_saved_settings(tmp_path):
+    # Was: 'launch.py hydra.searchpath=[file://my_conf] model=small experiment=quick seed=1 hydra.run.dir=<a stopped
+    # seed=0 run of it, its overrides.yaml lost>' was told "rerun with train.resume=auto" (the search path dropped
+    # from the composition, model=small composed to nothing), which pasted continued the seed-0 weights on seed 1's
+    # held-out pairs and draws; now the saved settings, the search path kept.
+    (tmp_path / "my_conf" / "model").mkdir(parents=True)
+    (tmp_path / "my_conf" / "model" / "small.yaml").write_text("defaults:\n  - mlp\n  - _self_\nwidth: 8\n")
+    search = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
+    run = tmp_path / "run"
+    config = under_command([search, "model=small", "experiment=quick", "seed=0"],
+                           lambda cfg: OmegaConf.to_container(cfg, resolve=True))
+    saved_checkpoint(run, config, {})
+    write_json(run / "metrics.json", {"status": "interrupted", "final_step": 8})
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, overrides=[search, "model=small", "experiment=quick", "seed=1"])
+    printed = str(err.value).split("with the settings it was launched with: ")[1].split(", or ")[0]
+    assert printed == (f"python launch.py {shlex.quote(search)} model=small experiment=quick seed=0 train.resume=auto "
+                       f"hydra.run.dir={run}")
+    args = shlex.split(printed)[2:]
+    assert command_problem(args) is None
+    assert under_command(args, lambda cfg: (cfg.seed, cfg.model.width)) == (0, 8)
+
+
 def test_continue_here_and_continue_them_all_commands_set_the_runs_x64_setting(tmp_path, monkeypatch):
     # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.steps=16 hydra.run.dir=<a run stopped without it>' was
     # told "rerun with train.resume=auto" (a sweep's job alike; with seed=1 typed, its own command bare), which pasted

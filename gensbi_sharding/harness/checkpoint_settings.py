@@ -104,9 +104,9 @@ def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
-    """The leaves of the config ``overrides`` compose to (its ``hydra`` section and ``hydra.*`` overrides aside),
-    inside Hydra's app as it runs (its config name and search path), else from ``conf/config.yaml``; None where it
-    does not compose (a hint is worth no failure)."""
+    """The leaves of the config ``overrides`` compose to (its ``hydra`` section and ``hydra.*`` overrides aside, but
+    ``hydra.searchpath=``, where a preset of one's own is found), inside Hydra's app as it runs (its config name and
+    search path), else from ``conf/config.yaml``; None where it does not compose (a hint is worth no failure)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
@@ -117,7 +117,11 @@ def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
 
     register_configs()
     name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None) if HydraConfig.initialized() else None
-    task = [o for o in overrides if not _key(o).startswith("hydra.")]
+    from gensbi_sharding.harness.sweep_hints import SEARCH_PATH
+
+    # the search path is read from the overrides at each composition (was: dropped with the other hydra.* ones, so
+    # 'hydra.searchpath=[file://my_conf] model=small seed=1' composed to nothing: "rerun with train.resume=auto")
+    task = [o for o in overrides if not _key(o).startswith("hydra.") or _key(o) + "=" == SEARCH_PATH]
     try:
         if GlobalHydra.instance().is_initialized():
             cfg = compose(name or "config", overrides=task)
