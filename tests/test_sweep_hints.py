@@ -491,3 +491,41 @@ def test_the_unfinished_jobs_script_runs_the_python_that_ran_the_sweep(tmp_path,
     done = subprocess.run(["bash", str(tmp_path / "sweep" / "continue_unfinished.sh")], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
     assert (done.returncode, (checkout / "calls").read_text().splitlines()) == (0, [sys.executable] * 4), done.stderr
+
+
+def test_the_unfinished_jobs_script_of_jobs_of_the_other_x64_setting_runs_each_under_it(tmp_path, monkeypatch):
+    # Was: the script's lines swapped the first six characters of each command for the sweep's Python, so a command
+    # led by the runs' JAX_ENABLE_X64 ('env -u JAX_ENABLE_X64 python launch.py ...', since ca7e7da) became
+    # '<python> JAX_ENABLE_X64 python launch.py ...' (no such file: no job ran) and 'JAX_ENABLE_X64=1 python ...'
+    # became '<python>_ENABLE_X64=1 python ...' (no such command). Now the prefix stays and the Python follows it.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import jax
+
+    from gensbi_sharding.harness import paste_command
+
+    on = bool(jax.config.jax_enable_x64)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "launch.py").write_text("import os, sys\nwith open('calls', 'a') as f:\n"
+                                        "    f.write(os.environ.get('JAX_ENABLE_X64', '-') + ' ' + sys.argv[1] + '\\n')\n")
+    monkeypatch.setattr(paste_command, "CHECKOUT", checkout)
+    monkeypatch.chdir(checkout)
+    sweep = tmp_path / "sweep"
+    runs = finished_sweep(sweep, [[f"train.steps={n}"] for n in range(2, 8)])
+    for run in runs[1:]:  # job 0 completed, the 5 others preempted at step 1 under the other setting
+        (run / "checkpoints" / "1").mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps({"status": "preempted", "final_step": 1,
+                                                      "jax_enable_x64": not on}))
+    hint = unfinished_jobs_hint(runs, ("preempted",), [[f"train.steps={n}"] for n in range(2, 8)], sweep_dir=sweep)
+    lead = "env -u JAX_ENABLE_X64 " if on else "JAX_ENABLE_X64=1 "
+    assert f"(5 commands, one per line; the first: {lead}python launch.py train.steps=3 " in hint, hint
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    done = subprocess.run(["bash", str(sweep / "continue_unfinished.sh")], capture_output=True, text=True, timeout=60,
+                          env={**env, **({"JAX_ENABLE_X64": "1"} if on else {})})
+    assert done.returncode == 0, done.stderr
+    assert (checkout / "calls").read_text().splitlines() == [f"{'-' if on else '1'} train.steps={n}"
+                                                             for n in range(3, 8)], sys.executable

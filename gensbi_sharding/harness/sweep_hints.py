@@ -209,14 +209,21 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
 
         # `bash <sweep>/continue_unfinished.sh` from another folder ran each `python launch.py` and relative
         # folder there (can't open file); a job stopped by Ctrl-C exits 130, so bash started the next; and its bare
-        # `python`, without the venv activated, was the system's (No module named 'jax'): now the sweep's own
+        # `python`, without the venv activated, was the system's (No module named 'jax'): now the sweep's own, after
+        # the JAX_ENABLE_X64 that leads a command (was: its first six characters replaced, 'env -u' among them)
         try:
             script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, _SCRIPT_HEAD.format(PYTHON, shlex.quote(str(
-                user_folder()))) + "\n".join(PYTHON + c[len("python"):] for c in commands) + "\n")
+                user_folder()))) + "\n".join(_with_python(c) for c in commands) + "\n")
         except OSError:  # a full or read-only sweep folder: the commands inline (was: the OSError, the refusal lost)
             return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
     return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
+
+
+def _with_python(command: str) -> str:
+    """``command`` (``job_command``'s) with its ``python`` made the sweep's own, ``PYTHON``, any prefix kept."""
+    lead, _, rest = command.partition("python ")  # a prefix: "env -u JAX_ENABLE_X64 " or "JAX_ENABLE_X64=1 "
+    return f"{lead}{PYTHON} {rest}"
 
 
 def shared_folder_problem(subdir: Any, jobs: int, sweep_dir: Any) -> str | None:
