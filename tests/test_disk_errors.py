@@ -236,3 +236,29 @@ def test_a_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_pat
     assert outputs.room_fix(too_large) == ("the file is larger than that file system takes: write to a folder on "
                                           "another disk")  # no limit of the process's: the file system's
     assert outputs.room_fix(OSError(errno.ENOSPC, "No space left on device")) == outputs.MAKE_ROOM
+
+
+def test_a_file_size_limit_that_is_also_the_hard_limit_is_not_told_to_be_lifted_in_that_shell(monkeypatch):
+    # Was: 'ulimit -f 8' typed in a user's bash (which sets the soft and the hard limit), then launch.py: "... (ulimit
+    # -f: 8 KB here; ulimit -f unlimited lifts it)", which pasted in that shell was refused: "ulimit: file size: cannot
+    # modify limit: Operation not permitted". Now a new shell is named there, and 'ulimit -f hard' below a higher one.
+    import errno
+    import os
+    import resource
+    import subprocess
+
+    from gensbi_sharding.harness import outputs
+
+    too_large = OSError(errno.EFBIG, os.strerror(errno.EFBIG), "posterior_samples.npz")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, 8192))
+    assert outputs.room_fix(too_large) == (
+        "run it from a new shell: this one's file-size limit (8 KB) is its hard limit too, which only root raises "
+        "(bash's ulimit -f <N> sets both); where a new shell has it too, ask the administrator")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, 65536))
+    said = outputs.room_fix(too_large)
+    assert said == ("raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f hard raises "
+                    "it to its hard limit, 64 KB)")
+    pasted = said.split("; ")[1].split(" raises")[0]  # the command, pasted in a bash of those limits
+    done = subprocess.run(["bash", "-c", f"ulimit -Sf 8 && ulimit -Hf 64 && {pasted} && ulimit -Sf"],
+                          capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout.strip()) == (0, "64"), done.stderr

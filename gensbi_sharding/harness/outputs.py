@@ -27,7 +27,9 @@ MAKE_ROOM = "free space there (or make it writable)"
 
 def room_fix(err: OSError) -> str:
     """The fix of a write ``err`` refused: ``MAKE_ROOM``; for a file over the process's file-size limit (``ulimit -f``:
-    "File too large"), raising that limit (was: "free space there (or make it writable)", on a disk with room).
+    "File too large"), raising that limit (was: "free space there (or make it writable)", on a disk with room), as far
+    as its hard limit lets a user: bash's ``ulimit -f 8`` sets both, so "ulimit -f unlimited", pasted in that shell,
+    was refused ("cannot modify limit: Operation not permitted").
 
     Parameters
     ----------
@@ -44,11 +46,17 @@ def room_fix(err: OSError) -> str:
 
     if err.errno != errno.EFBIG:
         return MAKE_ROOM
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    limit, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     if limit == resource.RLIM_INFINITY:  # no limit of the process's: the file system's own largest file
         return "the file is larger than that file system takes: write to a folder on another disk"
-    return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} KB here; "
-            "ulimit -f unlimited lifts it)")
+    if hard == resource.RLIM_INFINITY:
+        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} KB here; "
+                "ulimit -f unlimited lifts it)")
+    if limit < hard:  # a user may raise it up to the hard limit, not past it
+        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} KB here; "
+                f"ulimit -f hard raises it to its hard limit, {hard // 1024:,} KB)")
+    return (f"run it from a new shell: this one's file-size limit ({limit // 1024:,} KB) is its hard limit too, which "
+            "only root raises (bash's ulimit -f <N> sets both); where a new shell has it too, ask the administrator")
 
 
 def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
