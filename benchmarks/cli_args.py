@@ -14,7 +14,8 @@ from pathlib import Path
 
 def missing_dependency_line(error: ModuleNotFoundError) -> str | None:
     """The one line for a module the script needs that the Python running it lacks (the system one instead of the
-    project's .venv, or .venv without the gensbi extra); None for another error, or a missing module of this checkout."""
+    project's .venv, or .venv without the gensbi extra); None for another error, or a missing module of this
+    checkout."""
     top = (error.name or "").split(".")[0]
     here = Path(__file__).resolve().parent
     if not top or top in ("gensbi_sharding", "benchmarks") or (here / f"{top}.py").exists():
@@ -150,7 +151,8 @@ def model_axis(devices: int) -> Callable[[str], int]:
         value = positive_int(text)
         if devices % value:
             divisors = [d for d in range(1, devices + 1) if devices % d == 0]
-            raise argparse.ArgumentTypeError(f"{value} does not divide the {devices} device{'s' * (devices != 1)}; choose one of {divisors}")
+            raise argparse.ArgumentTypeError(f"{value} does not divide the {devices} device{'s' * (devices != 1)}; "
+                                             f"choose one of {divisors}")
         return value
 
     parse.__name__ = "model_axis"

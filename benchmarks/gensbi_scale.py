@@ -148,7 +148,8 @@ from gensbi_sharding.harness.models.flux1 import make_flux1
 from gensbi_sharding import init_sharded, make_mesh, shard_model
 warnings.simplefilter("ignore")
 mesh = make_mesh(model_axis=1)
-jax.block_until_ready(jax.device_put(jax.numpy.ones(8), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))))
+spread = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+jax.block_until_ready(jax.device_put(jax.numpy.ones(8), spread))
 import gensbi.models.flux1.model  # imported before the baseline, as the harness has it by then
 import threading
 import numpy as np
@@ -178,7 +179,8 @@ done.set()
 sampler.join()
 print(json.dumps({{"baseline": baseline, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                    "wall_s": wall_s, "cpu_s": cpu_s, "fullest": fullest[0],
-                   "model_bytes": sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(nnx.state(model, nnx.Param)))}}))
+                   "model_bytes": sum(x.size * x.dtype.itemsize
+                                      for x in jax.tree.leaves(nnx.state(model, nnx.Param)))}}))
 """
 
 
@@ -203,7 +205,8 @@ def init(args) -> None:
 
 def main() -> None:
     parser = new_parser(__doc__)
-    parser.add_argument("what", choices=["table", "init"], help="table: the dry-run multirun; init: sharded init memory")
+    parser.add_argument("what", choices=["table", "init"],
+                        help="table: the dry-run multirun; init: sharded init memory")
     parser.add_argument("--eager", action="store_true", help="init: also eager construction + shard_model")
     parser.add_argument("--timeout", type=count(example=TIMEOUT_S), default=TIMEOUT_S,
                         help="seconds the dry-run sweep (table), or each way (init), may run")

@@ -90,7 +90,8 @@ def test_no_docs_page_states_other_line_counts():
 #: state.py, more in hints.py, devices.py, preemption.py, stop_watchdog.py and console.py); a module joins once it is
 #: wrapped.
 WRAPPED = ("step_items", "state", "hints", "override_words", "devices", "cpu_count", "preemption", "stop_watchdog",
-           "console", "native_console")
+           "console", "native_console", "further_hint", "resume_settings", "sweep_hints", "console_lines", "outputs",
+           "checkpoint_settings")
 
 
 def test_wrapped_modules_keep_their_lines_within_120_characters():

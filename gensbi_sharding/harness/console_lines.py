@@ -17,8 +17,8 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.outputs import room_fix
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
-__all__ = ["mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep", "stopped_sweep_line",
-           "completed_jobs_lead", "summary_refused_line"]
+__all__ = ["mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep",
+           "stopped_sweep_line", "completed_jobs_lead", "summary_refused_line"]
 
 log = logging.getLogger("gensbi_sharding.harness.run")
 
@@ -73,7 +73,8 @@ def model_step_line(cfg: Any, rule_name: str, mesh: Any) -> str:
     adamw += [f"weight decay {train.weight_decay:g}"] if train.weight_decay else []
     ema = f"EMA decay {train.ema_decay:g}" if train.ema_decay > 0 else "no EMA"
     init = cfg.model.init if mesh is not None else "eager (no mesh)"
-    return f"[4/7] model + optimizer: {cfg.model.name}, rule {rule_name!r}, init={init}, AdamW({', '.join(adamw)}), {ema}"
+    return (f"[4/7] model + optimizer: {cfg.model.name}, rule {rule_name!r}, init={init}, AdamW({', '.join(adamw)}), "
+            f"{ema}")
 
 
 def log_c2st_mean(metrics: dict[str, Any]) -> None:
@@ -189,8 +190,9 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         return ""
     named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")
     refused = next((job.name for job in job_dirs if refusal.startswith(str(Path(job)) + "/")), None)
-    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: {len(done)} of its {(n := max(jobs, len(done)) if jobs else len(job_dirs))} job{'s' * (n != 1)} complete ({named}); "
-            + (f"job {refused}: " if refused else ""))
+    n = max(jobs, len(done)) if jobs else len(job_dirs)
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: {len(done)} of its {n} job{'s' * (n != 1)} complete "
+            f"({named}); " + (f"job {refused}: " if refused else ""))
 
 
 def summary_refused_line(sweep_dir: Path, err: OSError) -> None:

@@ -80,7 +80,8 @@ def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -
     """The overrides of the launch that saved ``run_dir``'s step ``step`` (its Hydra record, ``launch_record.
     saving_record``), led by the search path and config flags of ``overrides``; ``overrides`` where no record says.
     Was: the refused command's own, so ``launch.py experiment=quick seed=1 hydra.run.dir=<a seed=0 run>`` was told
-    to train it further with ``seed=1 ... train.resume=<run>``: other held-out pairs and draws, early stopping afresh."""
+    to train it further with ``seed=1 ... train.resume=<run>``: other held-out pairs and draws, early stopping
+    afresh."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.launch_record import saving_record

@@ -36,8 +36,9 @@ def damaged_here(reason: str, step_dir: Path) -> FileNotFoundError:
     """The refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works there:
     the library's "resume from another step folder" or "start without it" named no command the folder's run takes (was:
     run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again). The older
-    steps it would pick next are checked as ``step_items`` checks them, their arrays' metadata too (was: their config and
-    meta items only, so "it resumes from step 4" of a step 4 whose arrays were gone, refused by the restore in turn)."""
+    steps it would pick next are checked as ``step_items`` checks them, their arrays' metadata too (was: their config
+    and meta items only, so "it resumes from step 4" of a step 4 whose arrays were gone, refused by the restore in
+    turn)."""
     import re
 
     from gensbi_sharding.checkpoint import committed_steps

@@ -144,7 +144,8 @@ def continue_command(run_dir: Any) -> str:
 
 
 def hydra_job_overrides() -> tuple[list[str] | None, bool]:
-    """The running Hydra job's overrides (``overrides.task``) and whether it is a multirun's; (None, False) outside one."""
+    """The running Hydra job's overrides (``overrides.task``) and whether it is a multirun's; (None, False) outside
+    one."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
