@@ -68,6 +68,24 @@ def test_continuing_a_run_of_ones_own_preset_without_its_record_carries_its_chec
     assert under_command(args, lambda cfg: (cfg.seed, cfg.model.width)) == (0, 8)
 
 
+def test_continuing_a_run_without_its_record_writes_a_saved_text_hydra_reads_back(tmp_path):
+    # Was: a saved text Hydra's grammar reads otherwise ('distributed.coordinator_address=[fe80::1]:1234', typed
+    # quoted) was written bare, its command composed to nothing, and 'launch.py experiment=quick seed=1 hydra.run.dir=
+    # <that stopped seed=0 run, overrides.yaml lost>' was told "rerun with train.resume=auto" (the seed-0 weights on
+    # seed 1's pairs); now it is quoted for Hydra, as the run's folder is.
+    run = tmp_path / "run"
+    address = "distributed.coordinator_address='[fe80::1]:1234'"
+    config = under_command(["experiment=quick", "seed=0", address],
+                           lambda cfg: OmegaConf.to_container(cfg, resolve=True))
+    saved_checkpoint(run, config, {})
+    write_json(run / "metrics.json", {"status": "interrupted", "final_step": 8})
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, overrides=["experiment=quick", "seed=1"])
+    printed = str(err.value).split("with the settings it was launched with: ")[1].split(", or ")[0]
+    args = shlex.split(printed)[2:]
+    assert under_command(args, lambda cfg: (cfg.seed, cfg.distributed.coordinator_address)) == (0, "[fe80::1]:1234")
+
+
 def test_continue_here_and_continue_them_all_commands_set_the_runs_x64_setting(tmp_path, monkeypatch):
     # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.steps=16 hydra.run.dir=<a run stopped without it>' was
     # told "rerun with train.resume=auto" (a sweep's job alike; with seed=1 typed, its own command bare), which pasted

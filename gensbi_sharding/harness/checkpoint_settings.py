@@ -65,14 +65,23 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
             fixed = [*_without(fixed, section), f"{section}={option}"]
     if fixed != list(overrides) and (now := _composed(fixed)) is None:
         return None
-    from gensbi_sharding.harness.hints import override_literal
-
     differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
-    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={override_literal(saved[k])}" for k in differ)]
+    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
     if differ and ((now := _composed(fixed)) is None
                    or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
         return None
     return fixed
+
+
+def _literal(value: Any) -> str:
+    """``value`` as typed after ``key=``, a text quoted where Hydra's grammar would read it otherwise (was: bare, so
+    ``[fe80::1]:1234`` or ``a,b`` composed to nothing and no command was offered; ``'true'`` read back a bool)."""
+    from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(map(_literal, value)) + "]"
+    return hydra_value(value) if isinstance(value, str) and value else override_literal(value)
 
 
 def _key(override: str) -> str:
