@@ -217,7 +217,11 @@ class CheckpointWriter:
             raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
                             f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)")
+            # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on
+            raw = getattr(key, "dtype", None) == np.uint32 and getattr(key, "ndim", 0) >= 1
+            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
+                "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
+                if raw else ""))
         return checked_json(info, "info", "e.g. {'best_step': 3}")
 
     def steps(self) -> list[int]:

@@ -1111,3 +1111,21 @@ def test_an_int_key_or_missing_value_inside_a_hydra_list_is_named_as_in_a_plain_
                                          r"value \(an override l\[0\]=\.\.\.\) or drop it"):
         CheckpointWriter(tmp_path / "checkpoints", config=OmegaConf.create({"l": ["???"]}))
     assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("as_numpy", [False, True])
+def test_a_raw_uint32_key_is_refused_naming_wrap_key_data_which_then_saves_its_stream(tmp_path, devices, as_numpy):
+    # Was: save(step, state, jax.random.PRNGKey(0)) said only "must be a typed JAX PRNG key, e.g. jax.random.key(0)",
+    # whose fix starts another random stream; wrapping the raw data keeps the caller's.
+    raw = jax.random.PRNGKey(7)
+    raw = np.asarray(raw) if as_numpy else raw
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ck", async_save=False) as writer:
+        with pytest.raises(TypeError) as err:
+            writer.save(1, state, raw)
+        fix = str(err.value).rsplit("pass ", 1)[1]
+        assert str(err.value).endswith("; this one is raw uint32 key data (jax.random.PRNGKey's): pass "
+                                       "jax.random.wrap_key_data(key)"), str(err.value)
+        assert writer.save(1, state, eval(fix, {"jax": jax, "key": raw}))  # the fix, as written
+    restored = restore(tmp_path / "ck", abstract_state_for(nnx.Linear(2, 2, rngs=nnx.Rngs(1)), None))
+    assert np.array_equal(jax.random.key_data(restored.key), np.asarray(raw))
