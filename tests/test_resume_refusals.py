@@ -998,10 +998,11 @@ def test_the_check_before_a_resumes_folder_reads_no_array_data(tmp_path, monkeyp
 
 @pytest.mark.slow  # end-to-end runs (run_tiny: the saved run, two refused resumes, the fix followed)
 def test_a_resume_of_a_step_whose_array_data_alone_is_lost_is_refused_with_a_fix_its_folder_takes(tmp_path, devices):
-    # The check before the folder reads no array data (checkpoint.step_damage): a data file deleted by hand is found by
-    # the run's restore. Was, there: "...; no other step folder is complete: start without it", but the same command
-    # without train.resume was then refused the folder its refusal was recorded in ("rerun with train.resume=<run>");
-    # under train.resume=auto, the library's "resume from another step folder" where the folder's own run is the fix.
+    # run_tiny calls run(cfg) itself, past launch.py's check before the folder (checkpoint.step_damage, which names a
+    # data file deleted by hand by the sizes the arrays' B+tree records): here the run's own restore finds it. Was:
+    # "...; no other step folder is complete: start without it", but the same command without train.resume was then
+    # refused the folder its refusal was recorded in ("rerun with train.resume=<run>"); under train.resume=auto,
+    # the library's "resume from another step folder" where the folder's own run is the fix.
     assert run_tiny(tmp_path / "run", "train.ema_decay=0")["status"] == "ok"
     for f in (tmp_path / "run" / "checkpoints" / "8" / "arrays").glob("ocdbt.process_*/d/*"):
         f.unlink()
