@@ -46,3 +46,34 @@ def test_a_sweeps_every_job_has_its_files_checked(tmp_path):
     problem = command_problem(["-m", f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", "eval=fine,mine"])
     assert problem == (f"{mine}, line 5: plot: Yes (eval.plot) is a yes/no word, read as true, which the command "
                        "line refuses (eval.plot=Yes); write plot: true there")
+
+
+def test_a_models_own_yes_no_setting_is_typed_by_that_models_schema(tmp_path):
+    # Was: model settings typed by the base ModelConfig, which has no qkv_bias: flux1's 'qkv_bias: no' was told
+    # "not the text 'no' ...; write qkv_bias: false there for a yes/no, or qkv_bias: 'no' for the text" (a bool), and
+    # a quoted 'yes' (OmegaConf: true; model.qkv_bias=yes refused) passed.
+    mine = own_file(tmp_path, "model/myflux.yaml", "defaults:\n  - flux1\n  - _self_\nqkv_bias: 'yes'\n")
+    command = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", "model=myflux"]
+    assert command_problem(command) == (
+        f"{mine}, line 4: qkv_bias: yes (model.qkv_bias) is a yes/no word, read as true, which the command line "
+        "refuses (model.qkv_bias=yes); write qkv_bias: true there")
+    mine.write_text(mine.read_text().replace("qkv_bias: 'yes'", "qkv_bias: no"))
+    assert command_problem(command) == (
+        f"{mine}, line 4: qkv_bias: no (model.qkv_bias) is a yes/no word, read as false, which the command line "
+        "refuses (model.qkv_bias=no); write qkv_bias: false there")
+    mine.write_text(mine.read_text().replace("qkv_bias: no", "qkv_bias: false"))  # the fix, as written
+    assert command_problem(command) is None
+
+
+def test_hydras_own_yes_no_setting_in_a_preset_is_not_refused_its_text_one_is(tmp_path):
+    # Was: 'hydra: {job: {chdir: no}}' in one's preset was refused as text ("write chdir: false there for a yes/no,
+    # or chdir: 'no' for the text"), though hydra.job.chdir is Hydra's yes/no and reads no as false, as the command
+    # line's hydra.job.chdir=no does.
+    preset = own_file(tmp_path, "experiment/mine.yaml",
+                      "# @package _global_\ndefaults:\n  - quick\nhydra:\n  job:\n    chdir: no\n")
+    command = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine"]
+    assert command_problem(command) is None and command_problem(["experiment=quick", "hydra.job.chdir=no"]) is None
+    preset.write_text(preset.read_text() + "    name: off\n")  # a text setting of Hydra's: YAML's false, 'False'
+    assert command_problem(command) == (
+        f"{preset}, line 7: name: off (hydra.job.name) is a yes/no word, which YAML reads as false, not the text "
+        "'off' the command line gives (hydra.job.name=off); write name: 'off' there for the text")

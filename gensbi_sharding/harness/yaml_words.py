@@ -66,12 +66,18 @@ def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ..
     return _scalars(str(path), *file_version(path))
 
 
-def _field_type(dotted: tuple[str, ...]) -> object:
-    """The schema type of the setting at ``dotted`` (``("eval", "plot")``: bool), or None where no schema says."""
-    from gensbi_sharding.harness.config import Config, type_hints
+def _field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
+    """The schema type of the setting at ``dotted`` (``("eval", "plot")``: bool), or None where no schema says; a
+    ``model`` setting by the job's model's schema (``model``, its name: flux1's ``qkv_bias`` is a bool, which the
+    base ``ModelConfig`` lacks), a ``hydra`` one by Hydra's own (``hydra.conf.HydraConf``)."""
+    from hydra.conf import HydraConf
 
-    schema: object = Config
-    for part in dotted:
+    from gensbi_sharding.harness.config import Config, type_hints
+    from gensbi_sharding.harness.override_keys import model_schemas
+
+    roots = {"hydra": HydraConf, "model": model_schemas().get(model)}
+    schema, parts = (roots[dotted[0]], dotted[1:]) if dotted and dotted[0] in roots else (Config, dotted)
+    for part in parts:
         if not dataclasses.is_dataclass(schema) or part not in type_hints(schema):
             return None
         schema = type_hints(schema)[part]
@@ -86,22 +92,24 @@ def _package(path: Path, group: str) -> tuple[str, ...]:
     return tuple(p for p in package.split(".") if p)
 
 
-def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...]]]:
+def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...], str | None]]:
     """The config files the command's jobs read (each job of a sweep: ``-m eval=a,b`` reads both), with the package
-    each one's keys land in, in the jobs' order; a job whose choices do not compose reads none (another check names
-    why)."""
+    each one's keys land in and the job's model, in the jobs' order; a job whose choices do not compose reads none
+    (another check names why)."""
     from gensbi_sharding.harness.command_defaults import command_jobs
 
-    read: list[tuple[Path, tuple[str, ...]]] = []
+    read: list[tuple[Path, tuple[str, ...], str | None]] = []
     for job in command_jobs(command) or []:
         read += [f for f in _job_files(*job) if f not in read]
     return read
 
 
-def _job_files(overrides: tuple[str, ...], config_dir: str, config_name: str) -> list[tuple[Path, tuple[str, ...]]]:
+def _job_files(overrides: tuple[str, ...], config_dir: str,
+               config_name: str) -> list[tuple[Path, tuple[str, ...], str | None]]:
     """``_read_files`` of one job (``command_defaults.command_jobs``' job)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.config import register_configs
 
@@ -115,14 +123,15 @@ def _job_files(overrides: tuple[str, ...], config_dir: str, config_name: str) ->
     except Exception:
         return []
     folders = [Path(s.path) for s in cfg.hydra.runtime.config_sources if s.schema == "file"]
-    read = [(Path(config_dir) / f"{config_name}.yaml", ())]
+    model = OmegaConf.select(cfg, "model.name", default=None, throw_on_resolution_failure=False)  # its schema
+    read = [(Path(config_dir) / f"{config_name}.yaml", (), model)]
     for choice, option in cfg.hydra.runtime.choices.items():
         group, _, package = str(choice).partition("@")
         if option is None or group.startswith("hydra/"):
             continue
         path = next((f / group / f"{option}.yaml" for f in folders if (f / group / f"{option}.yaml").is_file()), None)
         if path is not None:
-            read.append((path, tuple(package.split(".")) if package else _package(path, group)))
+            read.append((path, tuple(package.split(".")) if package else _package(path, group), model))
     return read
 
 
@@ -144,11 +153,13 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
     if not any(yes_no_words(p) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
                for p in f.glob(depth) if p.is_file()):
         return None  # the common case: nothing composed
-    for path, package in _read_files(command):
+    for path, package, model in _read_files(command):
         for keys, word, line, bare in yes_no_words(path):
             full = (*package, *keys)
-            kind = _field_type(full)
+            kind = _field_type(full, model)
             flag = kind is bool or bool in typing.get_args(kind)
+            if full[0] == "hydra" and (flag or kind is None):
+                continue  # Hydra's yes/no (hydra.job.chdir=no on the command line: false too), or a plugin's to type
             if not flag and not (bare and YAML_WORDS.fullmatch(word)):
                 continue  # text: a quoted 'yes' stays text, as y/n do
             meant = "true" if word.lower() in TRUE_WORDS else "false"
