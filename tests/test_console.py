@@ -604,6 +604,16 @@ def test_a_jobs_never_retrieved_read_error_goes_to_its_log_file_only():
     assert [console.ConsoleFilter().filter(r) for r in (read, other)] == [False, True]
 
 
+@pytest.mark.parametrize("error", [ValueError("HTTP: 503 from the simulator's server"),
+                                   RuntimeError("CUDA: out of memory")])
+def test_another_tasks_never_retrieved_error_led_by_a_capital_word_stays_on_the_console(error):
+    # Was: any error text led by a capital word and a colon was dropped as a damaged checkpoint's late read, e.g. a
+    # user's own task's ValueError('HTTP: 503 ...'). Now only one led by a status code (TensorStore's NOT_FOUND) is.
+    record = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", None,
+                               (type(error), error, None))
+    assert console.ConsoleFilter().filter(record) is True
+
+
 @pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
 def test_a_console_without_utf8_prints_any_non_ascii_text_escaped(encoding):
     # Was: console_fits fitted only consoles lacking '±': on a latin-1 one (which has it) a plain print of a run

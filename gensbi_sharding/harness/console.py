@@ -156,13 +156,19 @@ class ConsoleFilter(logging.Filter):
         return not (_process["index"] > 0 and record.levelno < logging.WARNING)
 
 
+#: The start of a TensorStore error's text: its status code (absl's names), as in ValueError('NOT_FOUND: ...').
+STATUS_TEXT = re.compile(r"(CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|"
+                         r"PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|"
+                         r"INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): ")
+
+
 def late_read_error(record: logging.LogRecord) -> bool:
     """Whether ``record`` is asyncio's "Task exception was never retrieved" for a TensorStore read that failed with
     its status (``ValueError('NOT_FOUND: ...')``): a damaged checkpoint's reads still under way when its refusal was
     said, reported as the process ends (sample.py: now and then, below its one [ERROR] line); launch.log keeps them."""
     exc = record.exc_info[1] if record.exc_info else None
     return (record.name == "asyncio" and record.getMessage().startswith("Task exception was never retrieved")
-            and re.match(r"[A-Z][A-Z_]+: ", str(exc)) is not None)
+            and STATUS_TEXT.match(str(exc)) is not None)
 
 
 def is_terminal(fd: int = 2) -> bool:
