@@ -1251,6 +1251,38 @@ def test_a_ctrl_c_reaching_one_local_process_during_setup_stops_both_at_the_same
     assert metrics["status"] in ("interrupted", "preempted") and None not in metrics["process_exit_codes"], metrics
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_ctrl_c_reaching_one_local_process_while_it_waits_for_the_other_stops_both(tmp_path, forks):
+    # Was: a Ctrl-C that reached process 0 while it waited at [1/7] for process 1 to join (its handler ran before JAX's
+    # preemption service took SIGTERM) was never told to that service; every check of several processes asks its
+    # sync point alone, so neither process ever stopped: the job trained on (train.steps=100000). Now the first
+    # check tells the service: both stop at the same stage, the job ends with both processes' exit codes.
+    out = tmp_path / "run"
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     f"hydra.run.dir={out}", cwd=tmp_path)
+    ranks = {}
+    try:
+        ranks = _local_children(parent)
+        os.kill(ranks[1], signal.SIGSTOP)  # process 1 held still in its start-up: process 0 waits for it
+        _wait_for(out / "process_0.log", "[1/7] devices", parent)
+        time.sleep(1)
+        os.kill(ranks[0], signal.SIGINT)
+        time.sleep(1)
+        os.kill(ranks[1], signal.SIGCONT)
+        log = parent.communicate(timeout=180)[0]
+    finally:
+        for pid in ranks.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        parent.kill()
+    stages = [re.findall(r"\[(\d)/7\]", (out / f"process_{rank}.log").read_text()) for rank in (0, 1)]
+    assert stages[0] == stages[1] and "7" not in stages[0], (stages, log[-3000:])
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] in ("interrupted", "preempted") and None not in metrics["process_exit_codes"], metrics
+
+
 def _local_children(parent, count: int = 2, timeout_s: float = 60) -> dict[int, int]:
     """Rank -> pid of the processes the ``distributed=local`` launch ``parent`` started, once all ``count`` are there."""
     deadline, found = time.monotonic() + timeout_s, {}
@@ -1837,6 +1869,7 @@ def _two_processes_whose_sync_point_answers_at_check_3(monkeypatch) -> list:
     monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or n == 3)
+    monkeypatch.setattr(signal, "raise_signal", lambda signum: None)  # telling JAX's service: simulated, not sent
     return asked
 
 
@@ -1861,6 +1894,33 @@ def test_the_runs_plain_stop_checks_stop_several_processes_together(monkeypatch,
     with watch.at_step_boundaries():  # inside the training loop should_stop asks instead: a check asks nothing
         watch.check()
     assert asked == [1, 2, 3]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_that_came_before_jaxs_preemption_service_started_is_told_to_it(monkeypatch, signum):
+    # Was: a signal recorded before jax.distributed.initialize (held since launch.py's start, or during [1/7]: the
+    # handler passes it on to JAX's service only once it runs) never reached that service, and since every check of
+    # several processes asks the sync point alone, no process ever stopped for it: the run trained on. Now the first
+    # check after the start tells the service (SIGTERM, once): all processes stop at the check it names (3 here).
+    from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+
+    told, asked = [], []
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: False)
+    watch = PreemptionWatch()
+    watch._handle(signum, None)  # before the service started: recorded only
+    _two_processes_whose_sync_point_answers_at_check_3(monkeypatch)
+    from jax.experimental import multihost_utils
+
+    monkeypatch.setattr(signal, "raise_signal", told.append)
+    monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point",
+                        lambda n: asked.append(n) or (told == [signal.SIGTERM] and n == 3))
+    watch.check()
+    assert told == [signal.SIGTERM]  # told at the first check, once
+    watch.check()
+    with pytest.raises(Preempted) as stop:
+        watch.check()
+    assert asked == [1, 2, 3] and told == [signal.SIGTERM]
+    assert str(stop.value).startswith("interrupted by Ctrl-C" if signum == signal.SIGINT else "preempted by SIGTERM")
 
 
 def test_a_multi_process_c2st_asks_for_a_stop_between_chunks_of_ode_steps_all_processes_alike(monkeypatch):

@@ -89,6 +89,7 @@ class PreemptionWatch:
         self._deferred = False
         self._previous: dict[int, Any] = {}
         self._checks = 0  # stop checks so far: the sequence every process runs alike
+        self._told = False  # whether a check told JAX's preemption service of this process's signal
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
         self.stop_lock, self.settled, self.watchdog = threading.Lock(), False, None  # settle(); a StopWatchdog
         # The last step boundary (step, time.monotonic()), the longest time between two, whether a stop was answered:
@@ -137,6 +138,12 @@ class PreemptionWatch:
         if jax.distributed.is_initialized() and jax.process_count() > 1:
             from jax.experimental import multihost_utils
 
+            if self.signum is not None and not self._told:  # it may have come before the service took SIGTERM
+                # (held since launch.py's start, or while [1/7] waited for the other processes, where the handler's
+                # SIGTERM reached this handler again): told once more now, else no sync point came (a second one is
+                # a no-op to the service)
+                self._told = True
+                signal.raise_signal(signal.SIGTERM)
             return multihost_utils.reached_preemption_sync_point(self._checks)
         self.answered = self.answered or self.signum is not None
         return self.signum is not None
