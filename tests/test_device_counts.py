@@ -202,3 +202,30 @@ def test_a_flag_xla_does_not_know_leaves_a_log_naming_it_and_a_folder_the_next_r
     lock = FolderLock(out)
     lock.acquire()
     lock.release()
+
+
+def test_a_count_fix_with_both_variables_set_alike_passes_when_pasted(monkeypatch):
+    # Was: JAX_NUM_CPU_DEVICES=2048 with XLA_FLAGS' count 2048 too was told 'set JAX_NUM_CPU_DEVICES=1024', and a
+    # batch the 3 devices do not split 'or JAX_NUM_CPU_DEVICES=2 (data-parallel size 2)': pasted, XLA_FLAGS' old
+    # count stayed, refused as "the environment sets two device counts that disagree". Now the count leaves XLA_FLAGS.
+    from gensbi_sharding.harness.hints import device_alternatives
+
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    for count, dump in ((2048, "--xla_dump_to=/tmp/d "), (3, "")):
+        both = {**base, "JAX_NUM_CPU_DEVICES": str(count), "XLA_FLAGS": f"{dump}--xla_force_host_platform_device_count"
+                f"={count}"}
+        if count > 1024:
+            with pytest.raises(ConfigError) as err:
+                resolve_cpu_count(None, both)
+            fix = re.search(r"; set (.+?) or fewer", str(err.value)).group(1)
+        else:
+            monkeypatch.setattr(os, "environ", both)
+            said = device_alternatives(6, shards=1, train_rows=60, devices=3, axis=1, source="JAX_NUM_CPU_DEVICES")
+            monkeypatch.undo()
+            fix = re.search(r".* or (.+?) \(data-parallel size 2\)$", said).group(1)
+        pasted = subprocess.run(["bash", "-c", f"{fix} printenv JAX_NUM_CPU_DEVICES XLA_FLAGS"], env=both,
+                                capture_output=True, text=True, timeout=60).stdout.splitlines()
+        want = 1024 if count > 1024 else 2
+        assert pasted == [str(want), dump.strip()], (fix, pasted)
+        assert resolve_cpu_count(None, {"JAX_NUM_CPU_DEVICES": pasted[0], "XLA_FLAGS": pasted[1]}) == (
+            want, "JAX_NUM_CPU_DEVICES")

@@ -89,12 +89,16 @@ def count_setting(source: str, environ: Mapping[str, str] | None = None) -> str:
 
     ``XLA_FLAGS``' other flags (``environ``'s, default ``os.environ``) are kept, shell-quoted, before the count: was
     ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` for ``XLA_FLAGS="--xla_dump_to=/tmp/d
-    --xla_force_host_platform_device_count=3"``, which pasted dropped the dump flag.
+    --xla_force_host_platform_device_count=3"``, which pasted dropped the dump flag. With both variables set alike,
+    the count leaves ``XLA_FLAGS`` (``XLA_FLAGS=--xla_dump_to=/tmp/d JAX_NUM_CPU_DEVICES=``): was
+    ``JAX_NUM_CPU_DEVICES=``, which pasted beside the other's old count was refused as two counts that disagree.
     """
-    if source != "XLA_FLAGS":
-        return "devices.cpu_count=" if source == "default" else f"{source}="
     flags = (os.environ if environ is None else environ).get("XLA_FLAGS", "")
     others = re.sub(r"--xla_force_host_platform_device_count=\S*", "", flags).split()
+    if source == "JAX_NUM_CPU_DEVICES" and _XLA_COUNT.search(flags):  # both set, alike: a new count in one alone
+        return f"XLA_FLAGS={shlex.quote(' '.join(others))} JAX_NUM_CPU_DEVICES="  # is refused as a disagreement
+    if source != "XLA_FLAGS":
+        return "devices.cpu_count=" if source == "default" else f"{source}="
     # quoted up to the count, which follows unquoted: `XLA_FLAGS='--a=1 '--xla_..._count=2` is one shell word
     return f"XLA_FLAGS={shlex.quote(' '.join(others) + ' ') if others else ''}--xla_force_host_platform_device_count="
 
