@@ -9,9 +9,9 @@ record with its time and logger. What is kept off the console:
 - third-party noise: Orbax's notes on reading a checkpoint folder (``NOISY_MESSAGES``),
   scikit-learn's ``ConvergenceWarning`` (C2ST's classifier), captured from
   Python's warnings by ``warnings_to_log``, Gloo's ``[Gloo] Rank ...`` lines and the C++ log
-  lines of XLA at INFO and WARNING level (``NATIVE_LOG_LINE``, e.g. the SPMD partitioner's
+  lines of XLA at INFO and WARNING level (``native_console.NATIVE_LOG_LINE``, e.g. the SPMD partitioner's
   "Involuntary full rematerialization"), which C++ code writes straight to the process's
-  stdout/stderr and ``native_output_to_log`` takes from there (the console gets one line saying
+  stdout/stderr and ``native_console.native_output_to_log`` takes from there (the console gets one line saying
   that XLA warned, and where to read it; its errors still show);
 - in a multi-process job, the info lines of every process but process 0 (they all run the
   same steps); their warnings and errors still show.
@@ -26,11 +26,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from gensbi_sharding.harness.native_console import (  # noqa: F401 (re-exported: the console's native lines)
-    GLOO_LINE, NATIVE, NATIVE_LOG_LINE, NOISY_NATIVE_LINES, PIPED_TERMINALS, QUIET_NATIVE_WARNINGS,
-    native_output_to_log)
+from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, native_output_to_log
 
-__all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "NOISY_NATIVE_LINES", "ConsoleFilter", "ConsoleFormatter",
+__all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
            "tag_process_records", "stop_level", "job_log_name", "is_terminal", "late_read_error",
            "CONSOLE_TERMINAL_ENV"]

@@ -13,7 +13,7 @@ from typing import Any
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.harness.cpu_count import count_setting  # noqa: F401 (re-exported: sweep_check's)
 from gensbi_sharding.harness.override_words import (  # noqa: F401 (re-exported)
-    GENSBI_NAMES, closest_name, override_literal, overrides_named)
+    closest_name, override_literal, overrides_named)
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
 

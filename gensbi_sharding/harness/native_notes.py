@@ -1,6 +1,6 @@
 """Words the console's line for an XLA warning ends with, where the run itself said what causes it.
 
-A job's first XLA warning gets one console line (``console.native_output_to_log``). Flux1 under ``rule=fsdp
+A job's first XLA warning gets one console line (``native_console.native_output_to_log``). Flux1 under ``rule=fsdp
 mesh.model_axis=2`` gets the SPMD partitioner's "Involuntary full rematerialization" in its backward pass, caused by
 the idle model axis (``mesh.model_axis=1`` and ``rule=tensor`` give none). The idle axis's hint is said before the step
 compiles, so it cannot know whether XLA will warn (``model=mlp`` there: no warning); the warning's line names the hint

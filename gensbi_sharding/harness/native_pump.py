@@ -1,4 +1,4 @@
-"""The thread that passes a piped descriptor's bytes on (``console.native_output_to_log``), and its bounded end.
+"""The thread that passes a piped descriptor's bytes on (``native_console.native_output_to_log``), and its bounded end.
 
 On exit the descriptor is restored, and the job waits until its pump has passed on all that this process wrote: until
 it reads ``END``, written through the pipe last. It waited for the pipe's end of file instead, which never came while a

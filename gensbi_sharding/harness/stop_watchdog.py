@@ -202,6 +202,6 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
     finally:
         logging.shutdown()  # launch.log and the console complete: os._exit runs no exit hooks
         sys.stdout.flush(), sys.stderr.flush()
-        time.sleep(0.5)  # the threads that pass the console's lines on (console.native_output_to_log) pass these
+        time.sleep(0.5)  # the threads that pass the console's lines on (native_console.native_output_to_log) pass these
         remove_owner_notes()  # a sweep's, or Hydra's callback's of this folder: os._exit skips atexit's removal
         os._exit(EXIT_PREEMPTED)  # the main thread is held in XLA or a setup step: only the process can end
