@@ -7,6 +7,7 @@ harness nor JAX's internals (``jax._src``, ``jax.extend``) or ``ctypes``.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,20 @@ def test_the_library_imports_no_name_it_never_uses(name):
               and node.module != "__future__" for alias in node.names
               if (alias.asname or alias.name) not in read | exported]
     assert unused == [], f"{name} imports {unused} and never reads them"
+
+
+def test_every_third_party_package_the_library_imports_is_a_declared_dependency():
+    # Was: checkpoint_damage imported tensorstore (its public ocdbt.dump, which older releases lack) with no line in
+    # pyproject.toml: only orbax-checkpoint's unpinned requirement brought it, at any version.
+    import importlib.metadata
+    import sys
+    import tomllib
+
+    declared = {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() for d in tomllib.loads(
+        (ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    imported = {module.split(".")[0] for name in LIBRARY
+                for module, _, _ in imports(MODULES[name], top_level_only=False)}
+    third_party = sorted(m for m in imported if m not in sys.stdlib_module_names and m != PACKAGE)
+    distributions = importlib.metadata.packages_distributions()
+    missing = [m for m in third_party if not {d.lower() for d in distributions.get(m, [m])} & declared]
+    assert third_party and missing == [], f"imported by the library, not declared in pyproject.toml: {missing}"
