@@ -145,8 +145,9 @@ class CheckpointWriter:
         Raises
         ------
         ValueError
-            ``step`` not an integer >= 0 after every step on disk, ``info`` no JSON data, or a NumPy value its placed
-            dtype cannot hold (nothing is written).
+            ``step`` not an integer >= 0 after every step on disk, ``info`` no JSON data, a NumPy value its placed
+            dtype cannot hold, or, in a job of several processes, ``key`` on this process's devices alone (nothing is
+            written).
         RuntimeError
             The writer closed, the previous save failed, or an array of ``state`` deleted (donated).
         TypeError
@@ -222,6 +223,12 @@ class CheckpointWriter:
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
                 "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
                 if raw else ""))
+        if jax.process_count() > 1 and key.is_fully_addressable:  # was Orbax's "Cannot serialize host local ..."
+            raise ValueError(
+                f"key={key!r:.60} is on this process's devices alone, and a job of {jax.process_count()} processes "
+                "saves one key for all; place it on the mesh, replicated, alike on every process: key = "
+                "jax.random.wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
+                "partition=jax.sharding.PartitionSpec(), mesh=mesh))")
         return checked_json(info, "info", "e.g. {'best_step': 3}")
 
     def steps(self) -> list[int]:

@@ -262,8 +262,39 @@ def case_commit_fails(p: int) -> dict:
     return {"error": error, "seconds": seconds, "steps": committed_steps(folder), "folder": str(folder)}
 
 
+def case_local_key(p: int) -> dict:
+    """CheckpointWriter.save of a key on this process's devices alone (jax.random.key(0)): the refusal, then its fix
+    evaluated as written, which saves (was: Orbax's "Cannot serialize host local jax.Array ... Consider using
+    fully_replicated_host_local_array_to_global_array in orbax/checkpoint/utils.py")."""
+    import shutil
+    import tempfile
+
+    import jax
+    from jax.experimental import multihost_utils
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    import gensbi_sharding
+    from gensbi_sharding.checkpoint import CheckpointWriter, committed_steps
+
+    folder = Path(tempfile.gettempdir()) / f"gensbi_local_key_{PORT[0]}"
+    if p == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+    multihost_utils.sync_global_devices("local_key: a fresh folder")
+    mesh = gensbi_sharding.make_mesh()
+    state = {"w": jax.make_array_from_callback((4,), NamedSharding(mesh, P()), lambda i: np.ones(4, np.float32)[i])}
+    key, said = jax.random.key(0), None
+    with CheckpointWriter(folder, async_save=False) as writer:
+        try:
+            writer.save(1, state, key)
+        except ValueError as err:
+            said = str(err)
+        fix = said.rsplit("key = ", 1)[1] if said and "key = " in said else "key"
+        writer.save(1, state, eval(fix, {"jax": jax, "gensbi_sharding": gensbi_sharding, "key": key, "mesh": mesh}))
+    return {"said": said, "steps": committed_steps(folder), "folder": str(folder)}
+
+
 CASES = {"describe": case_describe, "unchecked": case_unchecked, "model_axis_first": case_model_axis_first,
-         "placement": case_placement, "uneven": case_uneven,
+         "placement": case_placement, "uneven": case_uneven, "local_key": case_local_key,
          **{f"mismatch_{kind}": mismatch(kind) for kind in ("rows", "dtype", "tree", "trailing", "local")},
          "worker_dies": dies(1), "coordinator_dies": dies(0), "commit_fails": case_commit_fails}
 PORT = [None]  # the group's coordinator port, the same in every process: names the shared checkpoint folder

@@ -216,7 +216,7 @@ def _launch_once(cases: list[str], num_processes: int) -> dict[str, tuple[list[d
 def groups():
     """The module's process groups (``placement`` and the cases that fail), launched at once: ~1.5 s of CPU per
     group less (one forking process), and the failing groups' waits for their bounds overlap."""
-    return launch_all(["placement", "worker_dies", "coordinator_dies", "uneven", "commit_fails"])
+    return launch_all(["placement", "worker_dies", "coordinator_dies", "uneven", "commit_fails", "local_key"])
 
 
 @pytest.fixture(scope="module")
@@ -380,3 +380,21 @@ def test_failed_commit_ends_every_process_within_seconds(groups):
         assert result["steps"] == [1] and result["seconds"] < 30, result
     assert "PermissionError: [Errno 1] Operation not permitted" in runs[0]["result"]["error"]
     assert "TimeoutError" in runs[1]["result"]["error"] and "within 3 s" in runs[1]["result"]["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_key_on_one_processs_devices_is_refused_naming_a_fix_that_saves(groups):
+    # Was: writer.save(step, state, jax.random.key(0)) in a job of 2 processes ended in Orbax's "Cannot serialize
+    # host local jax.Array ... Consider using fully_replicated_host_local_array_to_global_array in
+    # orbax/checkpoint/utils.py" (a private module's function). Now one line naming the placement that saves.
+    runs = groups["local_key"]
+    shutil.rmtree(runs[0]["result"]["folder"] if runs[0]["result"] else "/nonexistent", ignore_errors=True)
+    for p, run in enumerate(runs):
+        assert run["rc"] == 0 and run["result"] is not None, f"process {p}: {run['stderr'][-3000:]}"
+        said = run["result"]["said"]
+        assert said and said.endswith("is on this process's devices alone, and a job of 2 processes saves one key for "
+                                      "all; place it on the mesh, replicated, alike on every process: key = jax.random."
+                                      "wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
+                                      "partition=jax.sharding.PartitionSpec(), mesh=mesh))"), said
+        assert run["result"]["steps"] == [1]  # the fix, evaluated as written, saved
