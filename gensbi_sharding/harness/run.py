@@ -33,6 +33,18 @@ __all__ = ["run"]
 log = logging.getLogger("gensbi_sharding")
 
 
+def jobs_share_jax() -> bool:
+    """Whether JAX already joins several processes as a job starts (a multirun's later jobs, explicit or auto mode).
+
+    There every process makes the same stop checks, in the same order: a check asks JAX's preemption sync point,
+    which numbers them (was: process 0 alone checked at the folder's claim, one check ahead of the others, so on a
+    stop it would halt a check earlier than they do). Before JAX starts a check is the process's own.
+    """
+    import jax
+
+    return jax.distributed.is_initialized() and jax.process_count() > 1
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
     for noisy in ("jax", "absl"):  # backend probing and Orbax's notes: noise in every process, a local parent's too
@@ -54,7 +66,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             watch_parent()
             if folder.owner:
                 folder.claim()
-                watch.check()  # a signal held since launch.py's start (signal_hold): recorded in the folder now
+            if folder.owner or jobs_share_jax():  # a signal held since launch.py's start (signal_hold): recorded now
+                watch.check()  # several processes: each asks JAX's sync point, whose count they must share
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
                 validate_every(cfg)
                 failure = run_local_job(cfg, out, metrics, watch)
