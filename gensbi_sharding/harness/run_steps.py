@@ -196,6 +196,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
         run_report.log_c2st_mean(metrics)  # one observation: its own line above said it
+    else:  # said, not left out: was, the console went from [5/7] to [7/7] without a word
+        log.info("[6/7] sample + C2ST: skipped (eval.enabled=false; c2st null)")
 
     metrics.update(job_peak_metrics(peak_before, peak_bytes_in_use()))  # GPU/TPU: the allocator's; None on CPU
     if metrics["device_peak_bytes"] is not None:
