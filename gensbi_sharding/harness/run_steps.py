@@ -83,7 +83,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh))  # the resolved mesh, as the user asked for it
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
-                   process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh))
+                   process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh),
+                   devices_used=mesh.devices.size if mesh else 1)  # device_count: those JAX sees (8 for mesh=none)
 
     if cfg.dry_run:
         watch.check()
