@@ -305,7 +305,7 @@ def test_a_sweep_job_refused_for_its_interpolation_reports_no_bogus_time(tmp_pat
 
 
 @pytest.mark.slow  # two tiny runs
-def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog):
+def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog, monkeypatch):
     # Was: JAX_ENABLE_X64 set in the shell trained other losses and C2ST than the same run without it, and neither
     # the console nor metrics.json said so: two runs of one config disagreed with nothing to tell them apart.
     import logging
@@ -316,6 +316,7 @@ def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog):
 
     caplog.set_level(logging.WARNING, logger="gensbi_sharding")
     plain = run_tiny(tmp_path / "plain", "eval.enabled=false")
+    monkeypatch.setenv("JAX_ENABLE_X64", "1")  # set in the shell: JAX read it at import, so set it here too
     jax.config.update("jax_enable_x64", True)
     try:
         x64 = run_tiny(tmp_path / "x64", "eval.enabled=false")

@@ -21,6 +21,7 @@ from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line,
 from gensbi_sharding.harness.placement_hints import idle_model_axis_hint, left_whole, splits_nothing_hint
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
+from gensbi_sharding.harness.x64_words import x64_by_variable, x64_fix
 
 __all__ = ["annotations_of", "placement_block", "variable_table", "final_line", "state_figures", "report_placement",
            "mesh_step_line", "model_step_line", "log_c2st_mean", "x64_warning"]
@@ -34,8 +35,10 @@ def x64_warning() -> bool:
     import jax
 
     if on := bool(jax.config.jax_enable_x64):
-        log.warning("JAX_ENABLE_X64 is on: JAX computes in 64 bits where it can, so this run's losses and C2ST differ "
-                    "from the same run's without it (metrics.json: jax_enable_x64); unset JAX_ENABLE_X64 to compare")
+        # Set from Python, the variable unset: the fix is the Python call (was: "unset JAX_ENABLE_X64", never set)
+        said = "JAX_ENABLE_X64 is on" if x64_by_variable() else "jax_enable_x64 is on (set from Python)"
+        log.warning("%s: JAX computes in 64 bits where it can, so this run's losses and C2ST differ from the same "
+                    "run's without it (metrics.json: jax_enable_x64); %s to compare", said, x64_fix(False))
     return on
 
 

@@ -1,0 +1,42 @@
+"""How this process came to compute in 64 bits, and the fix that fits it: the variable, or a call from Python.
+
+The same rule as the x64 refusal of a resume (``resume_settings``): where JAX's setting is the one
+``JAX_ENABLE_X64`` gives, the variable is the fix; where it differs, the process set it from Python
+(``jax.config.update('jax_enable_x64', ...)`` before ``run(cfg)``), and only that call changes it.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["x64_by_variable", "x64_fix"]
+
+#: The values JAX reads as true in ``JAX_ENABLE_X64``.
+TRUE_WORDS = ("y", "yes", "t", "true", "on", "1")
+
+
+def x64_by_variable() -> bool:
+    """Whether ``JAX_ENABLE_X64`` asks for 64 bits, as JAX reads the variable."""
+    return os.environ.get("JAX_ENABLE_X64", "").lower() in TRUE_WORDS
+
+
+def x64_fix(wanted: bool) -> str:
+    """What the user does to get ``jax_enable_x64`` ``wanted`` in this process's setting.
+
+    Parameters
+    ----------
+    wanted : bool
+        The setting the fix gives.
+
+    Returns
+    -------
+    str
+        ``"set JAX_ENABLE_X64=1"`` or ``"unset JAX_ENABLE_X64"`` where the variable gave JAX its present setting;
+        else ``"call jax.config.update('jax_enable_x64', <wanted>) before run(cfg) (this process set it from
+        Python)"``: the variable is no fix there (was: "unset JAX_ENABLE_X64" for a variable never set).
+    """
+    import jax
+
+    if bool(jax.config.jax_enable_x64) == x64_by_variable():
+        return "set JAX_ENABLE_X64=1" if wanted else "unset JAX_ENABLE_X64"
+    return f"call jax.config.update('jax_enable_x64', {wanted}) before run(cfg) (this process set it from Python)"
