@@ -20,15 +20,15 @@ from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
+from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.launch_record import keep_record, record_python_run, settle_record, step_folder_names
-from gensbi_sharding.harness.outputs import read_metrics, read_record, write_record
+from gensbi_sharding.harness.launch_record import keep_record, record_python_run, settle_record
+from gensbi_sharding.harness.outputs import read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.resume_command import auto_problem, holds_checkpoint, requeued_step
+from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
 from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of, shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
@@ -43,70 +43,12 @@ TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_
 #: Where an attempt ran and how far it got: a run continued under another rule or mesh says which steps ran where.
 ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "final_step", "jax_enable_x64")
 
-#: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
-RESUMABLE, _DIR = ("preempted", "interrupted", "error"), {False: "hydra.run.dir", True: "hydra.sweep.dir"}
-
 
 def output_dir(cfg: DictConfig) -> Path:
     """The job's output folder: Hydra's, made absolute whatever ``hydra.job.chdir`` says."""
     if HydraConfig.initialized():
         return Path(HydraConfig.get().runtime.output_dir).absolute()
     return Path(cfg.get("output_dir") or "outputs/run").absolute()
-
-
-def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
-                 dry_run: bool = False, steps: int | None = None, overrides: list[str] | None = None,
-                 multirun: bool = False, resume: str | None = None) -> dict | None:
-    """Refuse to run into a folder that holds another run's results.
-
-    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status in ``RESUMABLE`` (preempted,
-    interrupted, error), or left checkpoints without metrics (killed), may be continued: the same command, requeued.
-    With ``resume_from`` (``train.resume=<another folder>``) such a folder without a complete checkpoint of its own
-    is retried (a mistyped path corrected; auto there: ``resume_command.auto_problem``), or with one that continued
-    ``resume`` (``requeued_step``: requeued), the command's ``train.resume`` (which sets either flag). A ``dry_run``
-    continues nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal
-    names the command that trains it further into a new folder (``train_further_hint``: ``steps``, the
-    ``train.steps`` asked for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
-
-    Returns
-    -------
-    dict or None
-        The earlier attempt's metrics when continuing one; None for a fresh folder.
-
-    Raises
-    ------
-    FileExistsError
-        Naming the folder, its metrics.json or checkpoints, and the override to use.
-    """
-    out_dir = Path(out_dir)
-    resume_auto = (resume_auto or resume == "auto") and not dry_run  # a dry run continues nothing
-    resume_from = (resume_from or resume not in (None, "", "auto")) and not dry_run
-    previous = read_metrics(metrics) if (metrics := out_dir / "metrics.json").exists() else None
-    status = (previous or {}).get("status", "unknown")
-    has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
-    retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
-                             or (previous is None or status in RESUMABLE) and requeued_step(out_dir, resume) is not None)
-    if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
-            status == "error" and not has_checkpoints and not dry_run):  # failed, nothing saved: any command reruns
-        hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 rerun_hint(out_dir, "continue it", overrides, multirun, steps))
-                + f", or choose another {_DIR[multirun]}"
-                if status in RESUMABLE and not dry_run else "choose another "
-                + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
-                + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
-                   train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps, overrides,
-                                      multirun=multirun, stopped_early=bool(previous.get("stopped_early")))))
-        raise FileExistsError(f"{metrics} already exists (status {status}): this folder holds an earlier run's "
-                              f"outputs, which are never overwritten; {hint}")
-    if dry_run and has_checkpoints:
-        raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
-                              "folder: choose another hydra.run.dir for the dry run")
-    if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
-        from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
-        raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
-                              f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a new "
-                              f"folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
-    return previous
 
 
 class RunFolder:

@@ -1,0 +1,71 @@
+"""Refusing a folder that holds another run's results: ``ensure_fresh``, and the statuses ``train.resume=auto``
+continues (``RESUMABLE``). Moved from ``run_folder``, which claims the folder with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
+from gensbi_sharding.harness.launch_record import step_folder_names
+from gensbi_sharding.harness.outputs import read_metrics
+from gensbi_sharding.harness.resume_command import holds_checkpoint, requeued_step
+
+__all__ = ["ensure_fresh", "RESUMABLE"]
+
+#: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
+RESUMABLE, _DIR = ("preempted", "interrupted", "error"), {False: "hydra.run.dir", True: "hydra.sweep.dir"}
+
+
+def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
+                 dry_run: bool = False, steps: int | None = None, overrides: list[str] | None = None,
+                 multirun: bool = False, resume: str | None = None) -> dict | None:
+    """Refuse to run into a folder that holds another run's results.
+
+    With ``resume_auto`` (``train.resume=auto``) a folder whose run ended with a status in ``RESUMABLE`` (preempted,
+    interrupted, error), or left checkpoints without metrics (killed), may be continued: the same command, requeued.
+    With ``resume_from`` (``train.resume=<another folder>``) such a folder without a complete checkpoint of its own
+    is retried (a mistyped path corrected; auto there: ``resume_command.auto_problem``), or with one that continued
+    ``resume`` (``requeued_step``: requeued), the command's ``train.resume`` (which sets either flag). A ``dry_run``
+    continues nothing: it is refused any folder that holds a run's metrics or checkpoints. A completed run's refusal
+    names the command that trains it further into a new folder (``train_further_hint``: ``steps``, the
+    ``train.steps`` asked for, the command's ``overrides``); ``multirun``: a job, hydra.sweep.dir named.
+
+    Returns
+    -------
+    dict or None
+        The earlier attempt's metrics when continuing one; None for a fresh folder.
+
+    Raises
+    ------
+    FileExistsError
+        Naming the folder, its metrics.json or checkpoints, and the override to use.
+    """
+    out_dir = Path(out_dir)
+    resume_auto = (resume_auto or resume == "auto") and not dry_run  # a dry run continues nothing
+    resume_from = (resume_from or resume not in (None, "", "auto")) and not dry_run
+    previous = read_metrics(metrics) if (metrics := out_dir / "metrics.json").exists() else None
+    status = (previous or {}).get("status", "unknown")
+    has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
+    retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
+                             or (previous is None or status in RESUMABLE) and requeued_step(out_dir, resume) is not None)
+    if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
+            status == "error" and not has_checkpoints and not dry_run):  # failed, nothing saved: any command reruns
+        hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
+                 rerun_hint(out_dir, "continue it", overrides, multirun, steps))
+                + f", or choose another {_DIR[multirun]}"
+                if status in RESUMABLE and not dry_run else "choose another "
+                + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
+                + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
+                   train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps, overrides,
+                                      multirun=multirun, stopped_early=bool(previous.get("stopped_early")))))
+        raise FileExistsError(f"{metrics} already exists (status {status}): this folder holds an earlier run's "
+                              f"outputs, which are never overwritten; {hint}")
+    if dry_run and has_checkpoints:
+        raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
+                              "folder: choose another hydra.run.dir for the dry run")
+    if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
+        from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
+        raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
+                              f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a new "
+                              f"folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
+    return previous
