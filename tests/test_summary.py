@@ -645,3 +645,27 @@ def test_a_swept_group_is_one_column_not_two_of_the_same_values(tmp_path):
     with open(write_summary(tmp_path, declared=["data", "model"]).csv_path, newline="") as f:
         header = next(csv.reader(f))
     assert "model.name" in header and "data.name" not in header
+
+
+def test_a_job_that_ran_and_lost_its_record_is_not_listed_as_not_run(tmp_path):
+    # Was: a disk that refused job 1's metrics.json (a 440k tmpfs) left its folder with Hydra's record and its log,
+    # and the rebuilt summary listed it "not run", as a job never started. Now what is known: it started, no record.
+    from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["experiment=quick", "seed=0,1,2"]}}}),
+                   tmp_path / "multirun.yaml")
+    make_job(tmp_path, 0, ["experiment=quick", "seed=0"], **ok_metrics(3016, 0.02, 0.6))
+    make_job(tmp_path, 1, ["experiment=quick", "seed=1"], status="error")
+    (tmp_path / "1" / "metrics.json").unlink()  # refused by the disk
+    (tmp_path / "1" / ".run.lock").touch()  # its run claimed the folder: left by every run, empty
+    (tmp_path / "1" / "launch.log").write_text("[1/7] devices: cpu_count=8\n")
+    (tmp_path / "2" / ".hydra").mkdir(parents=True)  # made by Hydra for a job the sweep stopped before: not run
+    OmegaConf.save(OmegaConf.create(["experiment=quick", "seed=2"]), tmp_path / "2" / ".hydra" / "overrides.yaml")
+    summary = refresh_sweep_summary(tmp_path / "0")
+    rows = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
+    assert [(row["job"], row["seed"], row["status"]) for row in rows] == [("0", "0", "ok"), ("1", "1", "no record"),
+                                                                          ("2", "2", "not run")]
+    assert rows[1]["error"] == (f"it started ({tmp_path / '1'}) but left no metrics.json: its record was refused by "
+                                "the disk, it was killed, or it is still running; "
+                                f"{tmp_path / '1' / 'launch.log'} says how far it got")
+    assert len(summary.rows) == 3 and "| no record" in summary.text

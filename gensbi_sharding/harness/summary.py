@@ -35,7 +35,8 @@ from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLU
                                                       provenance_columns, ranked_heading)
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, job_folders, job_order,
                                                 sweep_jobs)
-from gensbi_sharding.harness.sweep_rows import declared_sweeps, not_run_rows, summary_rows, swept_keys
+from gensbi_sharding.harness.sweep_rows import (NO_RECORD, declared_sweeps, not_run_rows, summary_rows, swept_keys,
+                                               unrecorded_rows)
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "key_cell", "markdown_table", "write_summary",
@@ -87,10 +88,11 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     """Write ``sweep_summary.csv/.md/.png`` for the jobs under ``sweep_dir``; None if there are none.
 
     ``all_jobs`` (``sweep_plan.sweep_jobs``): every job the sweep declared; those that never
-    started get a ``not run`` row, named by its folder in ``folders`` (``sweep_plan.job_folders``).
+    started get a ``not run`` row, named by its folder in ``folders`` (``sweep_plan.job_folders``); those that
+    started and left no ``metrics.json`` a ``no record`` row (``sweep_rows.unrecorded_rows``).
     """
     sweep_dir = Path(sweep_dir)
-    rows = summary_rows(sweep_dir)
+    rows = summary_rows(sweep_dir) + unrecorded_rows(sweep_dir, folders)  # a job started without a record: ran
     if not rows:
         return None
     order = job_order(folders)  # by job number: a job not run may sit between others
@@ -98,7 +100,8 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     for row in rows:  # -m train.resume=<a>,<b>: which run each job continued (was: no column, the rows read alike)
         row["overrides"].update(declared_resume(all_jobs, folders, row["job"], declared, sweep_dir))
     keys = swept_keys(rows, declared)
-    dry = all(row["dry_run"] for row in rows if row["metrics"].get("status") != "not run")
+    known = [row for row in rows if row["metrics"].get("status") not in ("not run", NO_RECORD)]  # what each job was
+    dry = bool(known) and all(row["dry_run"] for row in known)
     columns = DRY_RUN_COLUMNS if dry else TRAIN_COLUMNS
     # status and error stay the last two columns, as before the provenance columns (read by position from the end)
     csv_columns = [*columns[:-2], *provenance_columns(keys, rows), *columns[-2:]]  # none repeating a swept key

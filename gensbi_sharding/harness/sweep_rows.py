@@ -8,11 +8,15 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from gensbi_sharding.harness.folder_lock import FolderLock
 from gensbi_sharding.harness.outputs import read_metrics, read_record
 from gensbi_sharding.harness.summary_columns import differing_settings
 from gensbi_sharding.harness.sweep_plan import folder_of, job_configuration, never_started
 
-__all__ = ["summary_rows", "declared_sweeps", "swept_keys", "not_run_rows"]
+__all__ = ["summary_rows", "declared_sweeps", "swept_keys", "not_run_rows", "unrecorded_rows", "NO_RECORD"]
+
+#: The status of a job that started (Hydra recorded it in its folder) and left no metrics.json.
+NO_RECORD = "no record"
 
 
 def _override_key(override: str) -> str:
@@ -93,3 +97,26 @@ def not_run_rows(rows: Sequence[dict[str, Any]], all_jobs: Sequence[Sequence[str
              "overrides": {k: v for k, v in (o.split("=", 1) for o in map(str, job) if "=" in o)
                            if _override_key(k) not in _NOT_CONFIGURATION and not k.startswith("hydra.")}}
             for number, job in never_started(all_jobs, ran, folders)]
+
+
+def unrecorded_rows(sweep_dir: Path, folders: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Rows (``status: no record``) for the job folders whose run started and left no ``metrics.json``.
+
+    A job's run claims its folder first (``FolderLock``: its empty lock file stays, and an empty file is made on a
+    full disk too): such a folder ran, and its record was lost (a full or read-only disk refused it, or the process
+    was killed) or is still to come (a job running beside this one). Was: counted with the jobs never started,
+    ``not run``. A folder Hydra made for a job the sweep stopped before (``.hydra/`` only) stays ``not run``.
+    ``folders``: the sweep's job folders, where known (``sweep_plan.job_folders``); else every folder of the sweep.
+    """
+    rows = []
+    for lock in sorted(Path(sweep_dir).glob(f"*/{FolderLock.LOCK}")):
+        job = lock.parent
+        if (job / "metrics.json").exists() or (folders is not None and job.name not in folders):
+            continue
+        log = job / "launch.log"
+        error = (f"it started ({job}) but left no metrics.json: its record was refused by the disk, it was killed, "
+                 "or it is still running" + (f"; {log} says how far it got" if log.is_file() and log.stat().st_size
+                                             else ""))
+        rows.append({"job": job.name, "overrides": _job_overrides(job), "metrics": {"status": NO_RECORD,
+                     "error": error}, "dry_run": False, "choices": _job_choices(job)})
+    return rows
