@@ -23,3 +23,52 @@ def test_each_process_of_a_later_multirun_job_asks_the_sync_point_alike(tmp_path
         run_module.run(compose_tiny(f"distributed.mode={mode}", f"distributed.process_id={process}",
                                     output_dir=tmp_path / "run"))
     assert asked[0] == asked[1] == [1]
+
+
+# Two jobs of one process each, as a multirun runs them in explicit mode: JAX started in the first, already joined
+# as the second begins. Every sync-point question is recorded with its step id.
+_WORKER = """
+import json, sys
+from jax.experimental import multihost_utils
+sys.path.insert(0, {tests!r})
+from faults_helpers import compose_tiny
+from gensbi_sharding.harness.run import run
+
+asked, ask = [], multihost_utils.reached_preemption_sync_point
+multihost_utils.reached_preemption_sync_point = lambda n: asked.append(n) or ask(n)
+process = int(sys.argv[1])
+for job in (0, 1):
+    metrics = run(compose_tiny("dry_run=true", "distributed.mode=explicit", "distributed.num_processes=2",
+                               f"distributed.process_id={{process}}", "distributed.coordinator_address={address}",
+                               "distributed.timeout_s=60", output_dir={out!r} + f"/{{job}}"))
+    assert metrics["status"] == "ok", metrics.get("error")
+print("ASKED", json.dumps(asked), flush=True)
+"""
+
+
+@pytest.mark.slow  # two processes of two dry runs each (about a minute on a busy 2-core machine)
+def test_two_processes_of_an_explicit_multirun_ask_the_sync_point_alike(tmp_path):
+    import json
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = _WORKER.format(tests=str(Path(__file__).parent), address=f"127.0.0.1:{port}", out=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(process)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for process in (0, 1)]
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=300)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    asked = [json.loads(next(line for line in out.splitlines() if line.startswith("ASKED "))[6:])
+             if "ASKED " in out else out[-3000:] for out in outputs]
+    assert asked[0] == asked[1] and asked[0], asked  # was: process 0 one question more, from the second job on
