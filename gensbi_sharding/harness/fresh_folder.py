@@ -47,7 +47,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     status = (previous or {}).get("status", "unknown")
     has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
     retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
-                             or (previous is None or status in RESUMABLE) and requeued_step(out_dir, resume) is not None)
+                             or (previous is None or status in RESUMABLE)
+                             and requeued_step(out_dir, resume) is not None)
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
             status == "error" and not has_checkpoints and not dry_run):  # failed, nothing saved: any command reruns
         hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
@@ -66,6 +67,6 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
         from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
-                              f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a new "
-                              f"folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
+                              f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a "
+                              f"new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous

@@ -29,7 +29,8 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of, shared_folder_problem, unfinished_jobs_hint)
+from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
+                                                 shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 
@@ -187,9 +188,11 @@ class RefuseCompletedRun(Callback):
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 folders = job_folders(config, jobs := every_job(config))
-                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder) or foreign_runs_problem(folder, folders)
-                           or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder) or OmegaConf.select(
-                               config, "train.resume", default=None) == "auto" and moved_jobs_problem(folder, jobs, folders))
+                resumed = OmegaConf.select(config, "train.resume", default=None) == "auto"
+                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder)
+                           or foreign_runs_problem(folder, folders)
+                           or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder)
+                           or resumed and moved_jobs_problem(folder, jobs, folders))
             if problem:
                 raise ConfigError(problem)
             (lock := FolderLock(folder)).acquire()
@@ -214,7 +217,8 @@ class RefuseCompletedRun(Callback):
                     folder, jobs := every_job(config), folders := job_folders(config, jobs))):  # its completed counted
                 moved = moved_folders(folder, jobs, folders)  # no job of this sweep: said, never counted complete
                 err = next((w for n, w in moved.items() if str(err).startswith(f"{folder / n}/")), err)
-                lead = completed_jobs_lead(folder, [r for r in runs if r.name not in moved], str(err), len(jobs), folders)
+                lead = completed_jobs_lead(folder, [r for r in runs if r.name not in moved], str(err), len(jobs),
+                                           folders)
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
             print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors

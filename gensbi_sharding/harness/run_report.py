@@ -58,7 +58,8 @@ def placement_block(report: Any, *, rule_name: str, param_count: int, param_byte
     """The console's few lines about placement (the full table: ``variable_table``); ``others``: the model's
     variables that are not parameters (path -> bytes), counted apart from them and named from 1 % of their size;
     ``ema_bytes``, ``best_bytes``: per device, the EMA and the copy of the best weights early stopping keeps."""
-    model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/")) - sum((others := others or {}).values())
+    others = others or {}
+    model_bytes = sum(v.nbytes for v in report.variables if v.path.startswith("model/")) - sum(others.values())
     opt_total = sum(v.nbytes for v in report.variables if v.path.startswith("optimizer/"))
     if report.mesh is None:
         lines = [f"no mesh (mesh=none): one device, nothing placed; {format_count(param_count)} parameters"]
@@ -127,7 +128,8 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
         best = metrics.get("best_weights_bytes_per_device")  # held beside the step; an older folder lacks it
         return (f"dry run done in {wall}: {format_bytes(metrics.get('step_memory_bytes_per_device'))} per device"
                 + (f" (+ {format_bytes(best)} of best weights kept for early stopping)" if best else "") + ", "
-                f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step per device; outputs in {out}")
+                f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step per device; "
+                f"outputs in {out}")
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
         c2st += f" over {(n := len(metrics.get('c2st_observations') or []))} observation{'s' * (n != 1)}"

@@ -180,7 +180,8 @@ class SweepSummary(Callback):
             return
         statuses = [row["metrics"].get("status") for row in summary.rows]
         started = getattr(self, "_started", None)
-        print(f"\nSweep summary ({len(summary.rows)} job{'s' * (len(summary.rows) != 1)}{status_counts(statuses)}), as in {summary.md_path.name}:\n"
+        jobs = f"{len(summary.rows)} job{'s' * (len(summary.rows) != 1)}{status_counts(statuses)}"
+        print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n"
               f"{summary.text}\n" + sweep_end_line(statuses, None if started is None else time.monotonic() - started,
                                                    sweep_dir, summary.png_path is not None), flush=True)
 
