@@ -665,7 +665,6 @@ def test_a_job_that_ran_and_lost_its_record_is_not_listed_as_not_run(tmp_path):
     rows = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
     assert [(row["job"], row["seed"], row["status"]) for row in rows] == [("0", "0", "ok"), ("1", "1", "no record"),
                                                                           ("2", "2", "not run")]
-    assert rows[1]["error"] == (f"it started ({tmp_path / '1'}) but left no metrics.json: its record was refused by "
-                                "the disk, it was killed, or it is still running; "
-                                f"{tmp_path / '1' / 'launch.log'} says how far it got")
+    assert rows[1]["error"] == ("it started but left no metrics.json: the disk refused it, the job was killed, or it "
+                                f"still runs; {tmp_path / '1' / 'launch.log'} says how far it got")
     assert len(summary.rows) == 3 and "| no record" in summary.text

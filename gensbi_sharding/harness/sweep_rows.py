@@ -113,10 +113,9 @@ def unrecorded_rows(sweep_dir: Path, folders: Sequence[str] | None = None) -> li
         job = lock.parent
         if (job / "metrics.json").exists() or (folders is not None and job.name not in folders):
             continue
-        log = job / "launch.log"
-        error = (f"it started ({job}) but left no metrics.json: its record was refused by the disk, it was killed, "
-                 "or it is still running" + (f"; {log} says how far it got" if log.is_file() and log.stat().st_size
-                                             else ""))
+        log = job / "launch.log"  # the reasons first: the summary's table cuts a long error
+        error = ("it started but left no metrics.json: the disk refused it, the job was killed, or it still runs; "
+                 + (f"{log} says how far it got" if log.is_file() and log.stat().st_size else f"its folder: {job}"))
         rows.append({"job": job.name, "overrides": _job_overrides(job), "metrics": {"status": NO_RECORD,
                      "error": error}, "dry_run": False, "choices": _job_choices(job)})
     return rows
