@@ -15,7 +15,7 @@ from gensbi_sharding.harness.sweep_plan import folder_of, job_configuration, nev
 
 __all__ = ["summary_rows", "declared_sweeps", "swept_keys", "not_run_rows", "unrecorded_rows", "NO_RECORD"]
 
-#: The status of a job that started (Hydra recorded it in its folder) and left no metrics.json.
+#: The status of a job whose run started (it claimed its folder: ``unrecorded_rows``) and left no metrics.json.
 NO_RECORD = "no record"
 
 
