@@ -412,6 +412,44 @@ def test_a_log_file_the_disk_refuses_is_named_once_on_the_console(tmp_path, caps
         "here are on this console only; free space there (or make it writable)\n")
 
 
+def test_a_log_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_path, capsys, monkeypatch):
+    # (ulimit -f 8; launch.py ...) said "... (File too large): ...; free space there (or make it writable)", which
+    # changes nothing on a disk with room; now the file-size limit's fix (outputs.room_fix), as the run's other files.
+    import errno
+    import resource
+
+    from gensbi_sharding.harness.log_file import JobLogFile
+
+    handler = JobLogFile(tmp_path / "launch.log")
+    handler.stream.close()
+
+    class OverLimit:
+        def write(self, text):
+            raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    handler.stream = OverLimit()
+    logger = logging.getLogger("test_console.over_limit")
+    logger.propagate, logger.level = False, logging.INFO
+    logger.addHandler(handler)
+    real = resource.getrlimit  # the limit read, not set: a real one would refuse pytest's own output past 8 KB
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (
+        (8 * 1024, resource.RLIM_INFINITY) if which == resource.RLIMIT_FSIZE else real(which)))
+    try:
+        logger.info("line")
+    finally:
+        logger.removeHandler(handler)
+    assert capsys.readouterr().err == (
+        f"[ERROR] {tmp_path / 'launch.log'} could not be written (File too large): this job's log lines from here are "
+        "on this console only; raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f "
+        "unlimited lifts it)\n")
+
+
 def test_a_failed_saves_late_callbacks_go_to_the_log_file_once(monkeypatch, caplog):
     # Round 43: a checkpoint save on a full disk (a 6 MB tmpfs, train.steps=40 train.checkpoint_every=20) printed 36
     # to 208 tracebacks ending "RuntimeError: Event loop is closed" around the run's own error line: tensorstore's

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 
 from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, late_read_error, tagged
-from gensbi_sharding.harness.outputs import MAKE_ROOM
+from gensbi_sharding.harness.outputs import room_fix
 
 __all__ = ["JobLogFile", "Console", "late_writes_to_log", "drop_late_callbacks", "errors_on_console", "console_fits"]
 
@@ -39,9 +39,10 @@ class JobLogFile(logging.FileHandler):
             return
         if not self.refused:
             self.refused = True
-            try:
-                sys.stderr.write(tagged("ERROR", f"{self.baseFilename} could not be written ({err.strerror or err}): "
-                                        f"this job's log lines from here are on this console only; {MAKE_ROOM}") + "\n")
+            try:  # room_fix: a file over the file-size limit (ulimit -f) names that limit, as the run's other files do
+                said = (f"{self.baseFilename} could not be written ({err.strerror or err}): this job's log lines from "
+                        f"here are on this console only; {room_fix(err)}")
+                sys.stderr.write(tagged("ERROR", said) + "\n")
                 sys.stderr.flush()
             except (OSError, ValueError):  # the console gone too (a closed pipe): nothing left to tell
                 pass
