@@ -72,7 +72,7 @@ try:
     from omegaconf import DictConfig
 
     from gensbi_sharding.harness.config import register_configs
-    from gensbi_sharding.harness.console import quiet_console
+    from gensbi_sharding.harness.console import quiet_console, tagged
     from gensbi_sharding.harness.command_checks import command_problem, shown_config_problem
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
@@ -102,7 +102,7 @@ try:
     if __name__ == "__main__":
         drop_late_callbacks()  # a damaged checkpoint's reads still under way: no tracebacks around a refusal
         if problem := command_problem(sys.argv[1:]):
-            sys.exit(f"[ERROR] {problem}")
+            sys.exit(tagged("ERROR", problem))  # the run's refusals read the same (no class name)
     register_configs()
     if __name__ == "__main__" and not os.environ.get(CHILD_ENV):  # a local child's signals are its parent's to pass on
         hold_preemption_signals(EARLY_SIGNALS)  # until a run's watch takes one over: answered, never a silent kill
@@ -164,8 +164,7 @@ if __name__ == "__main__":
         logging.disable(logging.NOTSET)
         if problem:
             sys.stdout.flush()
-            print(f"[ERROR] a run of the config shown is refused: {problem.removeprefix('ConfigError: ')}",
-                  file=sys.stderr)
+            print(tagged("ERROR", f"a run of the config shown is refused: {problem}"), file=sys.stderr)
             failed_jobs.append(problem)
     except BrokenPipeError:  # the console's reader left (`--help | head`): the rest unread (was: a traceback)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit goes nowhere too

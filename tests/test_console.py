@@ -152,7 +152,9 @@ def test_an_error_gets_one_tag_on_the_console_in_launch_log_and_from_the_folder_
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert metrics["status"] == "error" and len(errors) == 1
     assert metrics["error"].startswith("ConfigError: mesh.model_axis=3: 8 devices are not divisible")
-    assert console.ConsoleFormatter("%(message)s").format(errors[0]) == f"[ERROR] {metrics['error']}"
+    # The console says the refusal without its class name (console.tagged), as the command's checks do
+    assert console.ConsoleFormatter("%(message)s").format(errors[0]) == (
+        f"[ERROR] {metrics['error'].removeprefix('ConfigError: ')}")
     file_format = OmegaConf.load(CONF / "hydra" / "job_logging" / "gensbi.yaml").formatters.file.format
     assert logging.Formatter(file_format).format(errors[0]).endswith(f"[gensbi_sharding][ERROR] - {metrics['error']}")
 
@@ -179,7 +181,7 @@ def test_a_failed_run_under_disabled_job_logging_still_says_its_error_once_on_st
         metrics = run_tiny(tmp_path / "run", "mesh.model_axis=3")
     out, err = capfd.readouterr()
     assert metrics["status"] == "error" and out == ""
-    assert err == f"[ERROR] {metrics['error']}\n" and "mesh.model_axis=3" in err
+    assert err == f"[ERROR] {metrics['error'].removeprefix('ConfigError: ')}\n" and "mesh.model_axis=3" in err
     assert ours.disabled and not ours.handlers  # the config in place again once the job ended
     # A config whose console shows the errors (conf/hydra/job_logging/gensbi.yaml's): nothing said twice.
     monkeypatch.setattr(ours, "disabled", False)
@@ -448,6 +450,18 @@ def test_a_log_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp
         f"[ERROR] {tmp_path / 'launch.log'} could not be written (File too large): this job's log lines from here are "
         "on this console only; raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f "
         "unlimited lifts it)\n")
+
+
+def test_a_refusal_reads_the_same_whichever_check_found_it():
+    # Was: "[ERROR] ConfigError: mesh.model_axis=3: ..." (the run's check) but "[ERROR] train.steps=1.5: ..." (the
+    # command's): the class name on some refusals only. Now none carries it, a sweep's job lines neither.
+    launch = Path(__file__).resolve().parents[1] / "launch.py"
+    for override in ("mesh.model_axis=3", "train.steps=1.5"):
+        ran = subprocess.run([sys.executable, str(launch), override], capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 1 and ran.stderr.startswith(f"[ERROR] {override}: "), ran.stderr
+        assert "ConfigError" not in ran.stderr, ran.stderr
+    assert console.tagged("ERROR", "2 settings are refused:\n  job 1 (seed=-1): ConfigError: seed=-1 must be >= 0") == (
+        "[ERROR] 2 settings are refused:\n  job 1 (seed=-1): seed=-1 must be >= 0")
 
 
 def test_a_failed_saves_late_callbacks_go_to_the_log_file_once(monkeypatch, caplog):

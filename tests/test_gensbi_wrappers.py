@@ -142,7 +142,7 @@ def test_simformer_dim_theta_that_is_no_token_count_is_refused_when_wrapped(dim_
 
 @pytest.mark.slow  # launch.py processes (forked from one that imported the harness)
 def test_a_dry_run_of_pos1d_ids_is_refused_in_one_line_before_any_folder(tmp_path):
-    # Was: "[dry run] compile one train step ...", then "[ERROR] ConfigError: model=flux1 cannot be traced ..." and
+    # Was: "[dry run] compile one train step ...", then "[ERROR] model=flux1 cannot be traced ..." and
     # "traceback in outputs/<date>/<time>/error.txt": a run folder made (.hydra/, launch.log, error.txt) for a dry run
     # the config alone refuses, with or without a mesh.
     import os
@@ -161,7 +161,7 @@ def test_a_dry_run_of_pos1d_ids_is_refused_in_one_line_before_any_folder(tmp_pat
     for proc, run in zip(procs, runs):
         assert proc.returncode == 1, proc.stderr
         assert (proc.stdout + proc.stderr).strip().splitlines() == [
-            "[ERROR] ConfigError: model.id_embedding_strategy=[pos1d,absolute] with dry_run=true: GenSBI's pos1d id "
+            "[ERROR] model.id_embedding_strategy=[pos1d,absolute] with dry_run=true: GenSBI's pos1d id "
             "embedding sizes its table with jnp.maximum inside the constructor, which the dry run's trace (it allocates "
             "nothing) cannot evaluate, so this model has no dry run; drop dry_run=true and train it with "
             "model.init=eager; e.g. model.id_embedding_strategy=[absolute,absolute]"]

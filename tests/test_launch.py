@@ -335,7 +335,7 @@ def test_a_sweep_one_of_whose_jobs_is_refused_runs_none_and_names_each(shared_la
     fix = "8 devices are not divisible by model_axis=3; set mesh.model_axis=2 (divisors of 8: [1, 2, 4, 8])"
     assert proc.stderr == ("[ERROR] this sweep's config is refused for 4 of the 12 jobs, before any job ran (nothing "
                            "was written); fix or drop the values named, then run the sweep again:\n" + "".join(
-                               f"  job {3 * i} (rule={rule} mesh.model_axis=3): ConfigError: mesh.model_axis=3: {fix}\n"
+                               f"  job {3 * i} (rule={rule} mesh.model_axis=3): mesh.model_axis=3: {fix}\n"
                                for i, rule in enumerate(RULES)))
     assert list(root.iterdir()) == []  # no sweep folder, lock or multirun.yaml
 

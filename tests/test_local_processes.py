@@ -396,7 +396,7 @@ def test_a_batch_the_processes_cannot_split_is_refused_before_any_folder(refused
     uneven, tmp_path = refused["uneven"]
     assert uneven.returncode == 1 and not (tmp_path / "uneven").exists()
     assert uneven.stderr == (
-        "[ERROR] ConfigError: data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 "
+        "[ERROR] data.batch_size=66 cannot be used: the global batch size 66 must be a multiple of 4 "
         "(it is split over 2 data shards (one per process) and over the data-parallel size 4); set "
         "data.batch_size=64; or keep data.batch_size=66 on another mesh: mesh.model_axis=4 (data-parallel size 2) "
         "or devices.cpu_count=4 (data-parallel size 2)\n"), uneven.stderr
@@ -629,7 +629,7 @@ def test_no_mesh_in_a_job_of_several_processes_is_refused_before_training(refuse
     proc, tmp_path = refused[f"none-{dry_run}"]  # launched with f"dry_run={dry_run}"
     out = tmp_path / "none"
     assert proc.returncode == 1 and not out.exists()
-    assert ("[ERROR] ConfigError: mesh=none in a job of 2 processes: each process would train its own copy of the "
+    assert ("[ERROR] mesh=none in a job of 2 processes: each process would train its own copy of the "
             "model, unsynchronised; set mesh=auto (or mesh=dict) to train one model on every process's devices, or "
             "distributed=none for one process") in proc.stderr
 
@@ -643,7 +643,7 @@ def test_a_model_axis_wider_than_one_process_names_the_override_that_fits(refuse
     proc, tmp_path = refused["wide"]
     out = tmp_path / "wide"
     assert proc.returncode != 0 and not out.exists()
-    assert ("ConfigError: mesh.model_axis=8: each of the 2 processes holds 4 devices; 4 devices are not divisible by "
+    assert ("[ERROR] mesh.model_axis=8: each of the 2 processes holds 4 devices; 4 devices are not divisible by "
             "model_axis=8; set mesh.model_axis=4; a model group stays inside one process (divisors of 4: "
             "[1, 2, 4])") in proc.stderr
 

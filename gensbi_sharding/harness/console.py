@@ -31,7 +31,7 @@ from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, nati
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
            "tag_process_records", "stop_level", "job_log_name", "is_terminal", "late_read_error",
-           "CONSOLE_TERMINAL_ENV"]
+           "CONSOLE_TERMINAL_ENV", "REFUSAL_CLASS"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -178,9 +178,31 @@ def is_terminal(fd: int = 2) -> bool:
     return PIPED_TERMINALS[fd] if fd in PIPED_TERMINALS else os.isatty(fd)
 
 
+#: The class name a refusal of the user's input carries in ``metrics.json`` and launch.log (``config.ConfigError``),
+#: which ``local_children`` reads back there; never said on the console.
+REFUSAL_CLASS = "ConfigError: "
+
+
 def tagged(level: str, text: str) -> str:
-    """``[ERROR] text``: the one tag a console line gets for its level (messages carry none of their own)."""
-    return f"[{level}] {text}"
+    """``[ERROR] text``: the one tag a console line gets for its level (messages carry none of their own).
+
+    A refusal of the user's input reads the same wherever it was found: the command's checks said
+    "[ERROR] train.steps=1.5: ...", the run's "[ERROR] ConfigError: mesh.model_axis=3: ...". Now no line, nor a sweep's
+    job line within it ("job 1 (seed=-1): ..."), carries the class name.
+
+    Parameters
+    ----------
+    level : str
+        E.g. ``"ERROR"``, ``"WARNING"``.
+    text : str
+        The message, one line or several.
+
+    Returns
+    -------
+    str
+        E.g. ``"[ERROR] mesh.model_axis=3: 8 devices are not divisible by model_axis=3; set mesh.model_axis=2 ..."``.
+    """
+    return f"[{level}] {text.replace(REFUSAL_CLASS, '')}"
 
 
 class ConsoleFormatter(logging.Formatter):
