@@ -452,6 +452,40 @@ def test_a_log_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp
         "unlimited lifts it)\n")
 
 
+def test_orbaxs_wait_for_the_previous_save_is_said_once_on_the_console_and_every_time_in_launch_log(tmp_path,
+                                                                                                     capsys):
+    # Was: "Waiting for previous save to complete took 1.2 seconds. If this number is high, consider checkpointing
+    # less frequently." on the console at every save (8 lines for train.checkpoint_every=5 train.steps=400 under load).
+    # The console handler and the log file as the job logging config makes them (not dictConfig: it would close
+    # pytest's own handlers).
+    from gensbi_sharding.harness.log_file import JobLogFile
+
+    config = OmegaConf.load(CONF / "hydra" / "job_logging" / "gensbi.yaml")
+    shown = logging.StreamHandler(sys.stdout)
+    shown.addFilter(console.ConsoleFilter(verbose=False))
+    shown.setFormatter(console.ConsoleFormatter(config.formatters.console.format))
+    kept = JobLogFile(tmp_path / "launch.log")
+    kept.setFormatter(logging.Formatter(config.formatters.file.format))
+    absl = logging.getLogger("absl")
+    before = absl.propagate, absl.level
+    absl.propagate, absl.level = False, logging.INFO
+    absl.addHandler(shown)
+    absl.addHandler(kept)
+    try:
+        for seconds in (1.25, 2.5, 1.5):  # as orbax.checkpoint.CheckpointManager.save logs it
+            absl.warning("Waiting for previous save to complete took %f seconds. If this number is high, consider "
+                         "checkpointing less frequently.", seconds)
+    finally:
+        absl.removeHandler(shown)
+        absl.removeHandler(kept)
+        kept.close()
+        absl.propagate, absl.level = before
+    out = capsys.readouterr().out
+    assert out == ("[WARNING] a checkpoint save waited 1.2 s for the previous one to finish, training held meanwhile "
+                   "(said once; every wait is in launch.log): a larger train.checkpoint_every saves less often\n"), out
+    assert (tmp_path / "launch.log").read_text().count("Waiting for previous save to complete took") == 3
+
+
 def test_a_refusal_reads_the_same_whichever_check_found_it():
     # Was: "[ERROR] ConfigError: mesh.model_axis=3: ..." (the run's check) but "[ERROR] train.steps=1.5: ..." (the
     # command's): the class name on some refusals only. Now none carries it, a sweep's job lines neither.

@@ -31,7 +31,7 @@ from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, nati
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
            "tag_process_records", "stop_level", "job_log_name", "is_terminal", "late_read_error",
-           "CONSOLE_TERMINAL_ENV", "REFUSAL_CLASS"]
+           "CONSOLE_TERMINAL_ENV", "REFUSAL_CLASS", "SAVE_WAIT", "SAVE_WAIT_SAID"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
 NOISY_WARNINGS = ("ConvergenceWarning",)  # warning categories kept out of the console
@@ -44,6 +44,12 @@ NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is
                   # all: the run's own error line names it, and the checkpoint that continues it; launch.log keeps them
                   "_SignalingThread.run() raised an exception", "Handler Commit operations or the Commit callback",
                   "Save Finalize thread (save_finalize) failed")
+
+#: Orbax's note at a save that waited over a second for the one before (logger "absl"): once a job on the console, in
+#: words naming the setting (``SAVE_WAIT_SAID``); every one in launch.log (was: the console's at every save, 8 lines)
+SAVE_WAIT = "Waiting for previous save to complete took"
+SAVE_WAIT_SAID = ("a checkpoint save waited {:.1f} s for the previous one to finish, training held meanwhile (said "
+                  "once; every wait is in launch.log): a larger train.checkpoint_every saves less often")
 
 _process = {"index": 0, "count": 1}
 CONSOLE_TERMINAL_ENV = "GENSBI_SHARDING_CONSOLE_IS_TERMINAL"  # "1"/"0": the console a local process's stderr reaches
@@ -130,7 +136,7 @@ class ConsoleFilter(logging.Filter):
 
     def __init__(self, verbose: bool = False) -> None:
         super().__init__()
-        self.verbose, self._activations = bool(verbose), set()
+        self.verbose, self._activations, self._save_waits = bool(verbose), set(), 0
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name == DETAILS or record.name.startswith(DETAILS + "."):
@@ -146,6 +152,9 @@ class ConsoleFilter(logging.Filter):
             self._activations.add(said)
         if record.name == "absl" and any(text in record.getMessage() for text in NOISY_MESSAGES):
             return False
+        if record.name == "absl" and str(record.msg).startswith(SAVE_WAIT):  # ConsoleFormatter words it
+            self._save_waits += 1
+            return self._save_waits == 1
         if late_read_error(record):
             return False
         if (_process["index"] > 0 and getattr(record, "every_process", False)
@@ -209,6 +218,8 @@ class ConsoleFormatter(logging.Formatter):
     """Info as the bare message; warnings and errors tagged ``[WARNING]`` / ``[ERROR]`` (``tagged``)."""
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.name == "absl" and str(record.msg).startswith(SAVE_WAIT) and record.args:
+            return tagged(record.levelname, SAVE_WAIT_SAID.format(float(record.args[0])))  # launch.log: Orbax's
         text = super().format(record)
         if record.name == "py.warnings":  # was also the code line that warned, and a blank one (launch.log keeps them)
             text = _SOURCE_LINE.sub("", text).rstrip()
