@@ -217,7 +217,7 @@ def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_p
     with pytest.raises(FileNotFoundError, match=r"observation file '.*nope.npy' does not exist .*numpy.save"):
         sample_posterior(tmp_path / "no_run", tmp_path / "nope.npy")
     (tmp_path / "notes.txt").write_text("1 2")
-    with pytest.raises(ValueError, match=r"not a .npy file \(text\?.*np.save\('x_o.npy', np.loadtxt\('.*notes.txt'\)\)"):
+    with pytest.raises(ValueError, match=r"not a .npy file \(text\?.*np.save\('.*notes_x_o.npy', np.loadtxt\('.*notes.txt'\)\)"):
         load_observation(tmp_path / "notes.txt")
     (tmp_path / "x.csv").write_text("0.5,-1\n")  # numpy's own message spoke of pickled data and allow_pickle
     with pytest.raises(ValueError, match=r"np.loadtxt\('.*x.csv', delimiter=','\)\)") as err:
@@ -647,11 +647,11 @@ def test_a_npz_archive_is_named_as_one_with_the_command_that_saves_its_array(tmp
         load_observation(tmp_path / "obs.npz")
     assert str(err.value) == (
         f"observation file {tmp_path / 'obs.npz'} is a .npz archive (its arrays: x), not a .npy file; save the "
-        f"observation once: python -c \"import numpy as np; np.save('x_o.npy', np.load('{tmp_path / 'obs.npz'}')['x'])\""
-        " and pass x_o.npy")
+        f"observation once: python -c \"import numpy as np; np.save('{tmp_path / 'obs_x_o.npy'}', "
+        f"np.load('{tmp_path / 'obs.npz'}')['x'])\" and pass {tmp_path / 'obs_x_o.npy'}")
     command = str(err.value).split('python -c "', 1)[1].split('"')[0]
-    exec(command.replace("'x_o.npy'", repr(str(tmp_path / "x_o.npy"))))  # the command it names does what it says
-    assert load_observation(tmp_path / "x_o.npy").tolist() == [0.1, -0.2]
+    exec(command)  # the command it names does what it says
+    assert load_observation(tmp_path / "obs_x_o.npy").tolist() == [0.1, -0.2]
     np.savez(tmp_path / "drawn.npz", samples=np.zeros((3, 2)), observation=np.array([0.5, 0.25]))  # sample.py's output
     with pytest.raises(ValueError, match=r"\(its arrays: samples, observation\), .*"
                                          r"np.load\('.*drawn.npz'\)\['observation'\]"):

@@ -5,6 +5,8 @@ the conversion command of a text observation."""
 import json
 import shutil
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
@@ -129,6 +131,7 @@ def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
     (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ValueError) as refused:
         load_observation(tmp_path / name)
-    command = str(refused.value).split('convert it once: python -c "')[1].removesuffix('" and pass x_o.npy')
+    saved = tmp_path / f"{Path(name).stem}_x_o.npy"  # beside it (was x_o.npy, in the folder the command ran from)
+    command = str(refused.value).split('convert it once: python -c "')[1].removesuffix(f'" and pass {saved}')
     subprocess.run([sys.executable, "-c", command], cwd=tmp_path, check=True, timeout=60, capture_output=True)
-    np.testing.assert_array_equal(np.load(tmp_path / "x_o.npy"), [0.5, -0.25])
+    np.testing.assert_array_equal(np.load(saved), [0.5, -0.25])

@@ -79,16 +79,39 @@ def test_a_printed_python_command_runs_whatever_the_observation_files_path_holds
     text.write_text("1,2\n")
     with pytest.raises(ValueError) as refused:
         load_observation(text)
-    command = str(refused.value).split("convert it once: ")[1].removesuffix(" and pass x_o.npy")
+    command, saved = str(refused.value).split("convert it once: ")[1].split(" and pass ")
     words = shlex.split(command)
-    assert words[:2] == ["python", "-c"]
+    assert words[:2] == ["python", "-c"] and shlex.split(saved) == [str(tmp_path / "it's $HOME_x_o.npy")]
     subprocess.run([sys.executable, "-c", words[2]], cwd=tmp_path, check=True, timeout=60)
-    np.testing.assert_array_equal(np.load(tmp_path / "x_o.npy"), [1.0, 2.0])
+    np.testing.assert_array_equal(np.load(tmp_path / "it's $HOME_x_o.npy"), [1.0, 2.0])
     plain = tmp_path / "x.csv"  # the command as it was where the shell leaves the path alone
     plain.write_text("1,2\n")
-    with pytest.raises(ValueError, match=(r"convert it once: python -c \"import numpy as np; np.save\('x_o.npy', "
-                                          rf"np.loadtxt\('{plain}', delimiter=','\)\)\" and pass x_o.npy")):
+    with pytest.raises(ValueError, match=(rf"convert it once: python -c \"import numpy as np; np.save\('{tmp_path}/"
+                                          rf"x_x_o.npy', np.loadtxt\('{plain}', delimiter=','\)\)\" and pass "
+                                          rf"{tmp_path}/x_x_o.npy")):
         load_observation(plain)
+
+
+def test_the_command_saving_a_runs_observation_writes_into_the_runs_folder_not_the_current_one(tmp_path):
+    # `sample.py <run> <run>/posterior_samples.npz` advised `python -c "...np.save('x_o.npy', ...)" and pass x_o.npy`:
+    # pasted in the checkout, it wrote x_o.npy there, then sample.py x_o_posterior.npz beside it (git status showed
+    # both). Now both go beside the archive: into the run's folder.
+    import shlex
+
+    from gensbi_sharding.harness.observation_input import load_observation
+    from gensbi_sharding.harness.sample_output import out_path
+
+    run, checkout = tmp_path / "outputs" / "run", tmp_path / "checkout"
+    run.mkdir(parents=True)
+    checkout.mkdir()
+    np.savez(run / "posterior_samples.npz", samples=np.zeros((3, 2)), observation=np.array([0.5, 0.25]))
+    with pytest.raises(ValueError) as refused:
+        load_observation(run / "posterior_samples.npz")
+    command, passed = str(refused.value).split("save the observation once: ")[1].split(" and pass ")
+    subprocess.run([sys.executable, "-c", shlex.split(command)[2]], cwd=checkout, check=True, timeout=60)
+    assert list(checkout.iterdir()) == [] and Path(passed) == run / "posterior_samples_x_o.npy"
+    assert load_observation(passed).tolist() == [0.5, 0.25]
+    assert out_path(None, Path(passed)).parent == run  # sample.py's default output: beside it too
 
 
 def test_the_own_observation_example_writes_under_outputs_not_the_checkouts_root(tmp_path):

@@ -56,6 +56,16 @@ def _text_keywords(path: Path) -> str:
     return (", delimiter=','" if path.suffix.lower() == ".csv" else "") + bom  # no row of numbers: as numpy reads
 
 
+def _saved_beside(path: Path) -> Path:
+    """The ``.npy`` file the conversion command of ``path`` writes: ``<stem>_x_o.npy`` beside it, never ``path``.
+
+    Was ``'x_o.npy'``: pasted, it wrote x_o.npy and then sample.py's x_o_posterior.npz into the folder the command ran
+    from, the checkout's root (git status showed both), for a run's ``posterior_samples.npz`` too. Beside it, both land
+    in the run's folder (or wherever the user keeps the file), as the README's "Both files go into outputs/" says.
+    """
+    return path.with_name(f"{path.stem}_x_o.npy")
+
+
 def load_observation(x_o: Any) -> np.ndarray:
     """``x_o`` as a float array: an array as given, or a path to a ``.npy`` file read with ``numpy.load``.
 
@@ -85,9 +95,11 @@ def load_observation(x_o: Any) -> np.ndarray:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
             # The path as Python and the shell read it back (was: inside '...' as is: a quote or $ broke the command)
-            convert = f"import numpy as np; np.save('x_o.npy', np.loadtxt({os.fspath(path)!r}{_text_keywords(path)}))"
+            saved = _saved_beside(path)
+            convert = (f"import numpy as np; np.save({os.fspath(saved)!r}, np.loadtxt({os.fspath(path)!r}"
+                       f"{_text_keywords(path)}))")
             raise ValueError(f"observation file {path} is not a .npy file (text? a .npy starts with \\x93NUMPY); "
-                             f"convert it once: python -c {_shell_word(convert)} and pass x_o.npy")
+                             f"convert it once: python -c {_shell_word(convert)} and pass {shlex.quote(str(saved))}")
         try:
             x_o = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as err:
@@ -98,10 +110,11 @@ def load_observation(x_o: Any) -> np.ndarray:
             x_o.close()
             # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
             name = next((n for n in ("observation", "x_o", "x") if n in names), names[0] if names else "x_o")
-            save = f"import numpy as np; np.save('x_o.npy', np.load({os.fspath(path)!r})[{name!r}])"
+            saved = _saved_beside(path)
+            save = f"import numpy as np; np.save({os.fspath(saved)!r}, np.load({os.fspath(path)!r})[{name!r}])"
             raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names) or 'none'}), "
                              f"not a .npy file; save the observation once: python -c {_shell_word(save)} and pass "
-                             "x_o.npy")
+                             f"{shlex.quote(str(saved))}")
     try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
         dtype = np.asarray(x_o).dtype
     except (TypeError, ValueError):  # a ragged list
