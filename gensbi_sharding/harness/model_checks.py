@@ -52,6 +52,23 @@ def check_model(model: DictConfig, *, traced: bool = True, dry_run: bool = False
         _flux1(model, traced=traced, dry_run=dry_run)
     elif checks is not None:
         checks(model)
+    else:  # a model of one's own: its factory's keywords against the run's call (was: a TypeError in its folder)
+        _factory_takes_the_call(model)
+
+
+def _factory_takes_the_call(model: DictConfig) -> None:
+    """Refuse a registered model of one's own whose factory cannot take the keywords the run calls it with."""
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.factory_keywords import factory_keyword_problem
+
+    name = model.get("name")
+    if not isinstance(name, str) or name in registry.BUILT_IN_MODELS or not registry.is_registered("model", name):
+        return  # the built-ins are tested to take it; an unknown name is registered_name_problem's
+    try:
+        factory = registry.get_model(name)
+    except ModuleNotFoundError:  # the package it requires is missing: said as the run builds it, with its install
+        return
+    _require((problem := factory_keyword_problem(name, factory, model)) is None, problem)
 
 
 def _own(model: DictConfig) -> None:

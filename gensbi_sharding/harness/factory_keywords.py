@@ -1,0 +1,92 @@
+"""The keywords the run calls a model of one's own with, checked against its factory's signature before any folder.
+
+``state.builder`` calls every model's factory as ``factory(dim_theta=..., dim_x=..., rngs=..., partition_axis=...,
+**hparams)`` (``hparams``: the model's section but ``name`` and ``init``). A factory registered without one of them
+(``def make_gated(*, dim_theta, dim_x, rngs, hidden=64)``) failed once the run's folder was made and the data
+simulated: "[ERROR] TypeError: make_gated() got an unexpected keyword argument 'partition_axis'", then "error after
+11.8 s; traceback in outputs/.../error.txt". ``partition_axis`` is passed to every factory rather than only to those
+that take it: a model that drops it would ignore ``activation=`` silently, its activations laid out by XLA alone, so
+the factory is told to take it (None without a mesh), as docs/gensbi_models.md says. The harness's own models are
+tested to take them all. Importing this module imports no JAX.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["RUN_KEYWORDS", "factory_keyword_problem"]
+
+#: The keywords every model factory is called with besides its settings, and what each gives it.
+RUN_KEYWORDS = {
+    "dim_theta": "the task's parameter dimension",
+    "dim_x": "the task's observation dimension",
+    "rngs": "the run's nnx.Rngs(seed)",
+    "partition_axis": "the activation layout that activation= and the rule give, None without a mesh",
+}
+
+
+def _where(factory: Callable[..., Any]) -> str:
+    """``make_gated (gensbi_sharding/harness/models/gated.py)``: the factory and its file, relative where it can be."""
+    name = getattr(factory, "__qualname__", None) or repr(factory)
+    try:
+        path = inspect.getsourcefile(factory)
+    except TypeError:  # a callable object, a builtin: no file of its own
+        path = None
+    if path is None:
+        return name
+    relative = os.path.relpath(path)
+    return f"{name} ({path if relative.startswith('..') else relative})"
+
+
+def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Mapping[str, Any]) -> str | None:
+    """The one-line refusal of a model factory whose signature does not take the run's call; None where it does.
+
+    Parameters
+    ----------
+    name : str
+        The model's name, e.g. ``"gated"`` (``model=gated``).
+    factory : callable
+        Its registered factory.
+    settings : mapping
+        The model's section (``cfg.model``): its keys but ``name`` and ``init`` are passed as keywords.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"model=gated's factory make_gated (gensbi_sharding/harness/models/gated.py) takes no keyword
+        partition_axis, which the run passes every model's factory (the activation layout ...): add partition_axis=None
+        to its keywords and pass it on (docs/gensbi_models.md: A model of your own in the harness)"``.
+    """
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature Python can read (a builtin): its call is the only check
+        return None
+    hparams = [k for k in settings if k not in ("name", "init")]
+    passed = [*RUN_KEYWORDS, *hparams]
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    unexpected = [k for k in passed if not takes_any and (k not in parameters or parameters[k].kind not in by_keyword)]
+    missing = [k for k, p in parameters.items() if k not in passed and p.default is inspect.Parameter.empty
+               and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    whose = f"model={name}'s factory {_where(factory)}"
+    guide = " (docs/gensbi_models.md: A model of your own in the harness)"
+    if unexpected:
+        run_words = [k for k in unexpected if k in RUN_KEYWORDS]
+        words = ", ".join(unexpected)
+        if run_words:
+            why = "; ".join(f"{k}: {RUN_KEYWORDS[k]}" for k in run_words)
+            add = ", ".join(f"{k}=None" if k == "partition_axis" else k for k in unexpected)
+            return (f"{whose} takes no keyword {words}, which the run passes every model's factory ({why}): add "
+                    f"{add} to its keywords{' and pass it on to the layers' * ('partition_axis' in run_words)}{guide}")
+        fields = " ".join(f"model.{k}" for k in unexpected)
+        return (f"{whose} takes no keyword {words}, which the run passes from {fields} (a field of its schema): add "
+                f"{', '.join(unexpected)} to its keywords, or drop the field from its schema{guide}")
+    if missing:
+        words = ", ".join(missing)
+        return (f"{whose} needs keyword {words}, which the run never passes (it passes {', '.join(RUN_KEYWORDS)} and "
+                f"the fields of model={name}'s schema{': ' + ', '.join(hparams) if hparams else ', none'}): give "
+                f"{words} a default, or add {'them' if len(missing) > 1 else 'it'} to the schema{guide}")
+    return None
