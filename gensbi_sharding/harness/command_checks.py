@@ -15,6 +15,7 @@ from gensbi_sharding.harness.config_files import config_file_problem
 from gensbi_sharding.harness.grammar_checks import grammar_problem
 from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
     mode_flags_problem
+from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
 from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
@@ -34,12 +35,14 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
 # (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
 # hydra.searchpath=??? is no word to put in a list);
+# experiment_sizes_problem once every model= option's file is known good (a model of one's own without its quick sizes);
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose
 OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
                    hydra_missing_problem, hydra_list_problem,
                    config_file_problem, yes_no_word_problem, task_fixed_problem, command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
-                   hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem, rule_file_problem)
+                   hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem,
+                   experiment_sizes_problem, rule_file_problem)
 
 
 def command_problem(args: Sequence[str] | CommandLine) -> str | None:
