@@ -74,6 +74,7 @@ try:
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console, tagged
     from gensbi_sharding.harness.command_checks import command_problem, shown_config_problem
+    from gensbi_sharding.harness.hydra_room import next_job_room_lines
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
@@ -141,6 +142,12 @@ def main(cfg: DictConfig) -> float | None:
         sys.exit(EXIT_PREEMPTED)
     if metrics["status"] != "ok":
         failed_jobs.append(metrics.get("error", "error"))
+    # Hydra writes the next job's .hydra/*.yaml before any code of ours runs there: a disk too full for them ended
+    # the sweep in Hydra's traceback, with no summary, stop line or continue command
+    if in_sweep == [True] and not os.environ.get(LOCAL_CHILD_ENV) and (
+            full := next_job_room_lines(output_dir(cfg), len(ran), sys.argv)):
+        print(tagged("ERROR", full[0]), *full[1:], sep="\n", file=sys.stderr, flush=True)
+        sys.exit(1)
     return metrics.get("c2st")
 
 

@@ -168,6 +168,20 @@ def run_config_problem(config: Any) -> str | None:
         HydraConfig.instance().cfg = before
 
 
+def _hydra_room_problem(config: DictConfig) -> str | None:
+    """``hydra_room.room_problem`` of the run's folder, for the files Hydra writes there next; None where they fit,
+    Hydra writes none (``hydra.output_subdir=null``) or the check cannot be made (Hydra's write then says it)."""
+    from gensbi_sharding.harness.hydra_room import hydra_file_sizes, room_problem
+
+    subdir, folder = (OmegaConf.select(config, f"hydra.{key}", default=None) for key in ("output_subdir", "run.dir"))
+    if subdir is None or folder is None:
+        return None
+    try:
+        return room_problem(Path(str(folder)), hydra_file_sizes(config), str(subdir))
+    except Exception:  # noqa: BLE001 (an estimate of ours: never what stops a run)
+        return None
+
+
 class LauncherPreflight(Callback):
     """Hydra callback: stop a multirun whose launcher cannot work here, or any of whose jobs' configs is
     refused, or a single run whose config is refused, before anything is written (the first of
@@ -199,6 +213,10 @@ class LauncherPreflight(Callback):
         if problem:  # as the run would say it, but before Hydra makes its folder: nothing is written
             print(tagged("ERROR", problem), file=sys.stderr, flush=True)
             raise SystemExit(1)  # a refused run's exit code; Hydra turns an Exception raised here into a warning
+        if (full := _hydra_room_problem(config)) is not None:  # was Hydra's traceback from its _save_config
+            print(tagged("ERROR", f"{full}, then run the same command again (nothing was written)"), file=sys.stderr,
+                  flush=True)
+            raise SystemExit(1)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from gensbi_sharding.harness import sweep_check

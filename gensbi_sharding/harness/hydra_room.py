@@ -1,0 +1,151 @@
+"""Room on the disk for the files Hydra writes into a job's folder before the job's own code runs.
+
+Hydra writes ``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` into each job's folder before the job
+starts, outside any code of the harness: a disk that filled (``mount -t tmpfs -o size=8k``), or a file-size limit
+(``ulimit -f``) under them, ended the command in Hydra's traceback of ``OSError: [Errno 28] No space left on device``
+with an empty ``hydra.yaml`` left; in a sweep, a later job died so, with no sweep summary, stop line or continue
+command. Hydra offers no hook between making the folder and writing them, so the room they take is checked before:
+a single run's by ``LauncherPreflight.on_run_start``, a sweep's next job's as the job before it ends (launch.py).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gensbi_sharding.harness.outputs import room_fix
+
+__all__ = ["HYDRA_FILES", "hydra_file_sizes", "room_problem"]
+
+#: The files Hydra writes into ``<job folder>/.hydra`` (``hydra.output_subdir``) before the job starts.
+HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+#: Files the job writes beside them as it starts (launch.log, the folder's lock): a block each at least.
+STARTING_FILES = 2
+
+
+def hydra_file_sizes(config: Any) -> dict[str, int]:
+    """The sizes in bytes Hydra's files of the job ``config`` (with its ``hydra`` section) take, as it writes them.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The job's config as a Hydra callback gets it.
+
+    Returns
+    -------
+    dict
+        ``{"config.yaml": ..., "hydra.yaml": ..., "overrides.yaml": ...}``.
+    """
+    from omegaconf import OmegaConf, open_dict
+
+    task = OmegaConf.create(OmegaConf.to_container(config, resolve=False))
+    with open_dict(task):
+        hydra = task.pop("hydra", None)
+    texts = (OmegaConf.to_yaml(task), OmegaConf.to_yaml({"hydra": hydra}),
+             OmegaConf.to_yaml(OmegaConf.select(config, "hydra.overrides.task", default=[]) or []))
+    return {name: len(text.encode()) for name, text in zip(HYDRA_FILES, texts)}
+
+
+def _existing(folder: Path) -> Path:
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def room_problem(folder: Path, sizes: Mapping[str, int], subdir: str = ".hydra") -> str | None:
+    """What stops Hydra writing its files of ``sizes`` into ``folder/subdir``: too little free space on its disk, or a
+    file over the process's file-size limit, as one line naming the files and the fix; None where they fit.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The job's folder (``hydra.run.dir``, a sweep's ``<sweep>/<job>``); it need not exist yet.
+    sizes : mapping
+        File name -> bytes (``hydra_file_sizes``).
+    subdir : str
+        ``hydra.output_subdir``.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"<run>/.hydra could not be written (No space left on device): Hydra's record of the command
+        (config.yaml, hydra.yaml, overrides.yaml, about 16 KB) needs more than the 4 KB free on its disk; ..."``.
+    """
+    target = Path(folder) / subdir
+    try:
+        disk = os.statvfs(_existing(target))
+    except OSError:  # nothing to read its room from: Hydra's write says it
+        return None
+    block = disk.f_frsize or 4096
+    # a file of the same name there is replaced (truncated), its blocks freed first
+    kept = {n: (target / n).stat().st_size if (target / n).is_file() else 0 for n in sizes}
+    needed = sum(-(-max(size, 1) // block) * block - -(-kept[n] // block) * block for n, size in sizes.items())
+    needed += STARTING_FILES * block
+    free = (disk.f_bfree if os.geteuid() == 0 else disk.f_bavail) * disk.f_frsize  # root: the reserved blocks too
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    largest = max(sizes, key=lambda n: sizes[n])
+    names = ", ".join(sizes)
+    if limit != resource.RLIM_INFINITY and sizes[largest] > limit:
+        err = OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+        said = (f"{target / largest} could not be written ({err.strerror}): Hydra's record of the command "
+                f"({names}) holds a {sizes[largest] / 1024:,.0f} KB file, over this process's file-size limit")
+    elif free < needed:
+        err = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        said = (f"{target} could not be written ({err.strerror}): Hydra's record of the command ({names}) and the "
+                f"job's first files need about {needed / 1024:,.0f} KB, more than the {free / 1024:,.0f} KB free on "
+                "its disk")
+    else:
+        return None
+    return f"{said}; {room_fix(err)}"
+
+
+def next_job_room_lines(job_dir: Any, ended: int, argv: list[str]) -> list[str] | None:
+    """The console lines that stop a sweep after job ``job_dir`` where its next job's Hydra files would not fit on the
+    disk (their sizes: this job's), its summary written as a stop between jobs writes it; None where they fit, the job
+    was the sweep's last, or the sweep's record cannot be read.
+
+    Parameters
+    ----------
+    job_dir : path-like
+        The folder of the job that ended, ``<sweep>/<job>``.
+    ended : int
+        How many of the sweep's jobs this process ran.
+    argv : list of str
+        ``sys.argv`` of the command that started the sweep.
+
+    Returns
+    -------
+    list of str or None
+        The refusal (naming the next job's folder, the files and the fix), the command that continues the sweep and
+        the sweep's outcome line.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.sweep_continue import stopped_between_jobs
+    from gensbi_sharding.harness.sweep_plan import every_job, folder_of, job_folders
+
+    job_dir = Path(job_dir).absolute()
+    try:
+        hydra, saved = HydraConfig.get(), read_record(job_dir.parent / "multirun.yaml")
+    except Exception:  # noqa: BLE001 (no sweep's record to read the next job from: Hydra's write says it)
+        return None
+    if hydra.output_subdir is None or not OmegaConf.is_dict(saved):
+        return None
+    jobs, number = every_job(saved), int(hydra.job.num)
+    if number + 1 >= len(jobs):
+        return None
+    sizes = {n: (job_dir / hydra.output_subdir / n).stat().st_size for n in HYDRA_FILES
+             if (job_dir / hydra.output_subdir / n).is_file()}
+    following = job_dir.parent / folder_of(number + 1, job_folders(saved, jobs))
+    if not sizes or (problem := room_problem(following, sizes, str(hydra.output_subdir))) is None:
+        return None
+    # as a stop between two jobs says it (its summary, the continue command), the disk named as what stopped it
+    said = stopped_between_jobs(job_dir, None, ended, argv, made=False)[1:]
+    return [f"the sweep stops before job {following.name}: {problem}; {ended} job(s) ended, each recorded in its "
+            "folder's metrics.json, and no later job started", *said]
