@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -79,6 +80,24 @@ def said(main: Callable[[], object]) -> None:
     except Refused as refused:
         print(f"{Path(sys.argv[0]).name}: error: {refused}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def fit_console() -> None:
+    """Called first at each script's entry (but sbibm*.py's): a console without UTF-8 (``PYTHONIOENCODING=ascii``,
+    ``LC_ALL=C PYTHONUTF8=0``, latin-1) prints a non-ASCII character of a table or a path escaped
+    (``log_file.console_fits``, as launch.py and sample.py do), never an UnicodeEncodeError in place of the table (was:
+    gensbi_scale.py table under a TMPDIR named 'r\u00e9sultats' ended in its traceback before its first line)."""
+    from gensbi_sharding.harness.log_file import console_fits  # here: see integer
+
+    console_fits()
+
+
+def bars_off_unless_terminal() -> None:
+    """GenSBI's tqdm progress bars (a training bar, 'Sampling') off where they would not reach a terminal: redrawn with
+    ANSI codes, piped (``| tee``, ``> log 2>&1``) they were one line of 20 KB each. ``TQDM_DISABLE`` is tqdm's own
+    environment setting of ``disable``, read as tqdm is imported: call this before GenSBI is; one already set wins."""
+    if not os.isatty(2):  # tqdm writes to stderr
+        os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 def command_line(script: str, *words: str) -> str:

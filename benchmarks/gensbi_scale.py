@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.append(str(REPO / "benchmarks"))  # its sibling cli_args, also when loaded by file (the tests)
 
-from cli_args import count, new_parser, require_gensbi, run_bounded  # noqa: E402 (after the path above)
+from cli_args import count, fit_console, new_parser, require_gensbi, run_bounded  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402
 
 GPU_SIZED = {"depth": 8, "depth_single_blocks": 16, "num_heads": 12, "axes_dim": [64, 0]}
@@ -225,4 +225,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    fit_console()  # a console without UTF-8: a table's character escaped, never an UnicodeEncodeError
     main()

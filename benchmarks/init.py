@@ -36,7 +36,7 @@ from pathlib import Path
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cli_args import model_axis, model_fits, new_parser, positive_int, run_bounded  # noqa: E402 (after the path above)
+from cli_args import fit_console, model_axis, model_fits, new_parser, positive_int, run_bounded  # noqa: E402
 
 N_DEVICES = 8
 TIMEOUT_S = 1800  # --timeout's default, the least a stopped run is offered
@@ -181,4 +181,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    fit_console()  # a console without UTF-8: a table's character escaped, never an UnicodeEncodeError
     sys.exit(main())

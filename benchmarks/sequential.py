@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's package, not an installed copy
 sys.path.append(str(REPO / "benchmarks"))
 
-from cli_args import Refused, new_parser, one_of, positive_int  # noqa: E402
+from cli_args import Refused, fit_console, new_parser, one_of, positive_int  # noqa: E402
 from gensbi_sharding.harness.posterior import c2st_csv  # noqa: E402
 from gensbi_sharding.messages import clipped  # noqa: E402
 from gensbi_sharding.harness.tasks import TASKS  # noqa: E402
@@ -167,4 +167,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    fit_console()  # a console without UTF-8: a table's character escaped, never an UnicodeEncodeError
     main()

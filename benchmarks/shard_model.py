@@ -26,7 +26,7 @@ from pathlib import Path
 # This checkout's package, not whichever copy the environment has installed (another clone, a
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cli_args import jax_platform, model_fits, new_parser, positive_int  # noqa: E402
+from cli_args import fit_console, jax_platform, model_fits, new_parser, positive_int  # noqa: E402
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
@@ -142,4 +142,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    fit_console()  # a console without UTF-8: a table's character escaped, never an UnicodeEncodeError
     sys.exit(main())

@@ -21,7 +21,7 @@ from pathlib import Path
 # This checkout's package, not whichever copy the environment has installed (another clone, a
 # non-editable install): the numbers must be of the code beside this script.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cli_args import count, jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
+from cli_args import count, fit_console, jax_platform, model_axis, model_fits, new_parser, positive_int  # noqa: E402
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 
@@ -133,4 +133,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    fit_console()  # a console without UTF-8: a table's character escaped, never an UnicodeEncodeError
     sys.exit(main())
