@@ -815,22 +815,22 @@ def test_the_command_that_saved_a_step_is_the_kept_record_s_up_to_its_step(tmp_p
 #: folder, {step} the checkpoint's step folder; "out" the folder the command names for its outputs.
 REFUSED_RESUMES = {
     "another model": (["train.resume={tmp}/saved", "hydra.run.dir={tmp}/out"], [
-        "ConfigError: the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this "
+        "the checkpoint was saved under experiment=quick, which gives model.width=32 model.depth=1 (this "
         "run: model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1). The saved "
         "weights compute that model, not this one; or start a new run without train.resume; the run that saved it "
         "was launched with: experiment=quick"]),
     "another task": (["experiment=quick", "data=slcp", "train.resume={tmp}/saved", "hydra.run.dir={tmp}/out"], [
-        "ConfigError: checkpoint {step} was saved with data=two_moons (this run: data=slcp), which decides the task: "
+        "checkpoint {step} was saved with data=two_moons (this run: data=slcp), which decides the task: "
         "its arrays mean nothing otherwise; add data=two_moons, or start a new run without train.resume; the run "
         "that saved it was launched with: experiment=quick"]),
     "beyond train.steps": (["experiment=quick", "train.steps=4", "train.resume={tmp}/saved",
                             "hydra.run.dir={tmp}/out"], [
-        "ConfigError: train.resume={tmp}/saved is at step 8, beyond train.steps=4; set train.steps=8 to evaluate it, "
+        "train.resume={tmp}/saved is at step 8, beyond train.steps=4; set train.steps=8 to evaluate it, "
         "or more to train further (train.steps=20 finishes the run that saved it)"]),
     "a sweep of another model": (["-m", "seed=0,1", "train.resume={tmp}/saved", "hydra.sweep.dir={tmp}/out"], [
         "this sweep's config is refused for 2 of the 2 jobs, before any job ran (nothing was written); fix or drop the "
         "values named, then run the sweep again:",  # every job's one refusal, once (was: once per job, alike)
-        "  all 2 jobs: ConfigError: the checkpoint was saved under experiment=quick, which gives "
+        "  all 2 jobs: the checkpoint was saved under experiment=quick, which gives "
         "model.width=32 model.depth=1 (this run: model.width=128 model.depth=3): add experiment=quick (or "
         "model.width=32 model.depth=1). The saved weights compute that model, not this one; or start a new run "
         "without train.resume; the run that saved it was launched with: experiment=quick"]),
