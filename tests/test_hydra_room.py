@@ -28,7 +28,7 @@ def full_disk(monkeypatch, free_blocks):
     def statvfs(path):
         disk = real(path)
         return SimpleNamespace(f_frsize=4096, f_bsize=4096, f_bfree=free_blocks, f_bavail=free_blocks,
-                               f_blocks=disk.f_blocks)
+                               f_blocks=disk.f_blocks, f_flag=0)
     monkeypatch.setattr(hydra_room.os, "statvfs", statvfs)
 
 
@@ -97,3 +97,14 @@ def test_a_sweep_whose_disk_filled_stops_before_the_next_job_with_its_continue_c
                              "folder's metrics.json, and no later job started"), lines
     assert any("train.resume=auto" in line for line in lines[1:]), lines  # how to continue it
     assert not (sweep / "1").exists()
+
+
+def test_a_folder_the_folder_check_refuses_is_left_to_it(tmp_path, monkeypatch):
+    # hydra.run.dir=/sys/...: sysfs has no size (0 blocks, 0 free); was "... 0 KB free on its disk" in place of the
+    # folder check's "cannot write in /sys (Operation not permitted)" (tests/test_output_folder_writable.py).
+    monkeypatch.setattr(hydra_room.os, "statvfs", lambda path: SimpleNamespace(
+        f_frsize=4096, f_bsize=4096, f_bfree=0, f_bavail=0, f_blocks=0, f_flag=0))
+    assert hydra_room.room_problem(tmp_path / "r", {"hydra.yaml": 6000}) is None
+    monkeypatch.setattr(hydra_room.os, "statvfs", lambda path: SimpleNamespace(
+        f_frsize=4096, f_bsize=4096, f_bfree=0, f_bavail=0, f_blocks=100, f_flag=os.ST_RDONLY))
+    assert hydra_room.room_problem(tmp_path / "r", {"hydra.yaml": 6000}) is None  # read-only: its check's

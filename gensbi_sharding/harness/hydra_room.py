@@ -77,8 +77,12 @@ def room_problem(folder: Path, sizes: Mapping[str, int], subdir: str = ".hydra")
     """
     target = Path(folder) / subdir
     try:
-        disk = os.statvfs(_existing(target))
+        disk = os.statvfs(existing := _existing(target))
     except OSError:  # nothing to read its room from: Hydra's write says it
+        return None
+    # no size of its own (sysfs, procfs: 0 blocks), read-only or not ours to write: the folder check says why (was:
+    # "0 KB free" for hydra.run.dir=/sys/..., before the folder check's "cannot write in /sys")
+    if not disk.f_blocks or disk.f_flag & os.ST_RDONLY or not os.access(existing, os.W_OK):
         return None
     block = disk.f_frsize or 4096
     # a file of the same name there is replaced (truncated), its blocks freed first
