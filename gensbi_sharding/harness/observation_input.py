@@ -61,7 +61,7 @@ def _saved_beside(path: Path) -> Path:
 
     Was ``'x_o.npy'``: pasted, it wrote x_o.npy and then sample.py's x_o_posterior.npz into the folder the command ran
     from, the checkout's root (git status showed both), for a run's ``posterior_samples.npz`` too. Beside it, both land
-    in the run's folder (or wherever the user keeps the file), as the README's "Both files go into outputs/" says.
+    in the run's folder (or wherever the user keeps the file), as the README promises (both files go into outputs/).
     """
     return path.with_name(f"{path.stem}_x_o.npy")
 
