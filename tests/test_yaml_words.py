@@ -77,3 +77,25 @@ def test_hydras_own_yes_no_setting_in_a_preset_is_not_refused_its_text_one_is(tm
     assert command_problem(command) == (
         f"{preset}, line 7: name: off (hydra.job.name) is a yes/no word, which YAML reads as false, not the text "
         "'off' the command line gives (hydra.job.name=off); write name: 'off' there for the text")
+
+
+def test_a_bare_yes_in_hydras_env_set_is_refused_as_the_text_it_is_there(tmp_path):
+    # Was (97b8ec9): every Hydra setting that no dataclass types was left alone, hydra.job.env_set's too, a mapping of
+    # texts: 'MY_FLAG: yes' set the job's MY_FLAG to 'True' (Hydra's conversion of YAML's true), where
+    # hydra.job.env_set.MY_FLAG=yes on the command line gives 'yes'.
+    from hydra.conf import JobConf
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    preset = own_file(tmp_path, "experiment/mine.yaml",
+                      "# @package _global_\ndefaults:\n  - quick\nhydra:\n  job:\n    env_set:\n      MY_FLAG: yes\n")
+    command = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine"]
+    assert command_problem(command) == (
+        f"{preset}, line 7: MY_FLAG: yes (hydra.job.env_set.MY_FLAG) is a yes/no word, which YAML reads as true, not "
+        "the text 'yes' the command line gives (hydra.job.env_set.MY_FLAG=yes); write MY_FLAG: 'yes' there for the "
+        "text")
+    assert OverridesParser.create().parse_overrides(["hydra.job.env_set.MY_FLAG=yes"])[0].value() == "yes"
+    preset.write_text(preset.read_text().replace("MY_FLAG: yes", "MY_FLAG: 'yes'"))  # the fix, as written
+    assert command_problem(command) is None
+    job = OmegaConf.merge(OmegaConf.structured(JobConf), OmegaConf.create(preset.read_text())["hydra"]["job"])
+    assert job.env_set.MY_FLAG == "yes"  # the quoted word reaches the job's environment as written

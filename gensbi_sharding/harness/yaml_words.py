@@ -78,6 +78,11 @@ def _field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
     roots = {"hydra": HydraConf, "model": model_schemas().get(model)}
     schema, parts = (roots[dotted[0]], dotted[1:]) if dotted and dotted[0] in roots else (Config, dotted)
     for part in parts:
+        if typing.get_origin(schema) is dict:  # a mapping's entry (hydra.job.env_set's: str), was untyped
+            schema = typing.get_args(schema)[1]
+            if schema is typing.Any:  # hydra.callbacks' entries, a rule's: no schema says
+                return None
+            continue
         if not dataclasses.is_dataclass(schema) or part not in type_hints(schema):
             return None
         schema = type_hints(schema)[part]
