@@ -72,3 +72,60 @@ def test_two_processes_of_an_explicit_multirun_ask_the_sync_point_alike(tmp_path
     asked = [json.loads(next(line for line in out.splitlines() if line.startswith("ASKED "))[6:])
              if "ASKED " in out else out[-3000:] for out in outputs]
     assert asked[0] == asked[1] and asked[0], asked  # was: process 0 one question more, from the second job on
+
+
+# Two jobs of two processes, as an explicit-mode multirun runs them: in the second (JAX started in the first), each
+# process gets SIGTERM (a preemption notice; launch.py's Ctrl-C passes on as one) at its third sync-point question.
+_SIGNALLED_WORKER = """
+import json, os, signal, sys
+from jax.experimental import multihost_utils
+sys.path.insert(0, {tests!r})
+from faults_helpers import compose_tiny
+from gensbi_sharding.harness.run import run
+
+ask, job = multihost_utils.reached_preemption_sync_point, [0]
+def asked(n):
+    if job[0] == 1 and n == 3:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return ask(n)
+multihost_utils.reached_preemption_sync_point = asked
+process, statuses = int(sys.argv[1]), []
+for job[0] in (0, 1):
+    statuses.append(run(compose_tiny("distributed.mode=explicit", "distributed.num_processes=2",
+                                     f"distributed.process_id={{process}}", "distributed.coordinator_address={address}",
+                                     "distributed.timeout_s=60", "train.steps=400", "eval.enabled=false",
+                                     output_dir={out!r} + f"/{{job[0]}}"))["status"])
+print("STATUSES", json.dumps(statuses), flush=True)
+"""
+
+
+@pytest.mark.slow  # two processes of two tiny jobs each; each bounded by 300 s
+def test_a_preemption_notice_in_a_later_job_of_a_multirun_stops_every_process(tmp_path):
+    # Was: the first job's watch, at its end, put the handler it found back over JAX's preemption service's SIGTERM
+    # handler, and each later job's watch its own: the service never heard of a notice, the sync point never
+    # answered, and the job trained on to its last step ("ok") on both processes, never stopping.
+    import json
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = _SIGNALLED_WORKER.format(tests=str(Path(__file__).parent), address=f"127.0.0.1:{port}",
+                                      out=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(process)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for process in (0, 1)]
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=300)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    statuses = [json.loads(next(line for line in out.splitlines() if line.startswith("STATUSES "))[9:])
+                if "STATUSES " in out else out[-3000:] for out in outputs]
+    assert statuses == [["ok", "preempted"], ["ok", "preempted"]], statuses

@@ -17,7 +17,10 @@ C++ callback of JAX's, where it is lost or crashes the process); only a second C
 
 Across processes every process must stop at the same step, or their collective checkpoint cannot complete: there
 JAX's preemption service (started by ``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
-(``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed on to it as SIGTERM.
+(``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed on to it as SIGTERM. SIGTERM
+stays the service's once it started: a multirun's later jobs leave it there (was: each watch put a handler over it
+and the service never heard of a notice); one between two jobs is the service's too, answered at the check of a
+later job that reaches the sync point it set.
 """
 
 from __future__ import annotations
@@ -97,8 +100,13 @@ class PreemptionWatch:
 
     def __enter__(self) -> PreemptionWatch:
         if threading.current_thread() is threading.main_thread():
+            # JAX's preemption service, started by an earlier job of this process (a multirun's), holds SIGTERM: a
+            # handler put over it hid every notice from the service, so the sync point never answered (was: a later
+            # job trained on to its last step on every process)
+            service = (signal.SIGTERM,) if self._several() else ()
             for signum in (*PREEMPT_SIGNALS, signal.SIGINT):
-                self._previous[signum] = signal.signal(signum, self._handle)
+                if signum not in service:
+                    self._previous[signum] = signal.signal(signum, self._handle)
             for signum in take_held():  # came before the watch (signal_hold): the run answers it at its first step
                 self._handle(signum, None)
         return self
@@ -106,7 +114,10 @@ class PreemptionWatch:
     def __exit__(self, *exc) -> None:
         if self.watchdog is not None:  # a forced stop under way still ends the process
             self.watchdog.close()
-        for signum, handler in self._previous.items():
+        service = self._several() and not self._ignore_after  # JAX's service took SIGTERM: left to it, for the
+        for signum, handler in self._previous.items():  # next job's checks (a multirun's) to hear of a notice
+            if signum == signal.SIGTERM and service:
+                continue
             if self._ignore_after and signum in PREEMPT_SIGNALS:
                 handler = signal.SIG_IGN
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)  # None: not set from Python

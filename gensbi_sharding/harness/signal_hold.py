@@ -5,7 +5,8 @@ comes before a run's watch is armed (importing JAX, Hydra composing) is kept, an
 (``take_held``), so the run stops at its first step with ``status: preempted`` in its ``metrics.json``, as one
 signalled a moment later. Was: Python's default action, the process killed (exit 143) with no record. One that
 comes after a sweep's job ended is the sweep's: ``launch.py`` takes it before the next job starts, which then never
-does (``sweep_continue.stopped_between_jobs``; was: that job started only to record a stop it never saw). Once a run has recorded its preemption the process only ends (``EXIT_PREEMPTED``): from then on
+does (``sweep_continue.stopped_between_jobs``; was: that job started only to record a stop it never saw). Once a
+run has recorded its preemption the process only ends (``EXIT_PREEMPTED``): from then on
 these signals are ignored (``ignore_preemption_signals``; SLURM sends SIGTERM more than once), where a second
 one killed it while it exited, so the scheduler saw 143 (a failure) instead of 75 (requeue me).
 """
@@ -62,7 +63,7 @@ def stop_after_run(signum: int) -> None:
     KeyboardInterrupt
         For a Ctrl-C where nothing holds signals.
     """
-    if signal.getsignal(signal.SIGTERM) is _hold:
+    if signal.getsignal(signal.SIGUSR2) is _hold:  # SIGTERM's may stay JAX's preemption service's (a multirun's)
         _held.append(signum)
     elif signum == signal.SIGINT:
         raise KeyboardInterrupt
