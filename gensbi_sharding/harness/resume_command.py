@@ -3,7 +3,7 @@
 ``train.resume=auto`` continues the job's own newest checkpoint and, in a folder without one, starts from step 0. A
 job launched with ``train.resume=<another run>`` (train that run further; ``-m train.resume=<run a>,<run b>``) that
 stopped or failed before its first save, or never started, has no checkpoint of its own: its command keeps
-``train.resume=<that run>``, which ``run_folder.ensure_fresh`` lets retry such a folder (was: ``auto`` in every
+``train.resume=<that run>``, which ``fresh_folder.ensure_fresh`` lets retry such a folder (was: ``auto`` in every
 command, so the printed command trained that job from step 0, its status ok, the run it was to continue unused).
 """
 
@@ -44,7 +44,7 @@ def named_resume(overrides: Sequence[str]) -> str | None:
 
 def holds_checkpoint(run_dir: Any) -> bool:
     """Whether ``run_dir/checkpoints`` holds a complete checkpoint, which ``train.resume=auto`` would continue;
-    ``run_folder.ensure_fresh`` lets ``train.resume=<another run>`` retry a stopped job's folder only without one.
+    ``fresh_folder.ensure_fresh`` lets ``train.resume=<another run>`` retry a stopped job's folder only without one.
     (Was: anything there: a first save cut short, only Orbax's temporary folder, made the command ``auto``, which
     trained from step 0.)"""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
@@ -218,7 +218,7 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
 
     from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
-    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.fresh_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
 
@@ -254,6 +254,6 @@ def resumed_metrics(metrics: Path, resume: Any) -> dict:
 
     if (problem := metrics_problem(metrics)) is None:
         return read_metrics(metrics)
-    raise FileNotFoundError(f"{hydra_override('train.resume', resume)}: {metrics.parent} holds no complete checkpoint, "
-                            f"and its record {metrics} cannot be read ({problem}): nothing there to resume; start a new "
-                            "run without train.resume")
+    raise FileNotFoundError(f"{hydra_override('train.resume', resume)}: {metrics.parent} holds no complete "
+                            f"checkpoint, and its record {metrics} cannot be read ({problem}): nothing there to "
+                            "resume; start a new run without train.resume")

@@ -34,8 +34,8 @@ from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrid
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 
-__all__ = ["output_dir", "ensure_fresh", "RunFolder", "folder_owner", "RESUMABLE", "RefuseCompletedRun",
-           "LOCAL_CHILD_ENV", "is_writer", "stopped_at_step"]
+__all__ = ["output_dir", "RunFolder", "folder_owner", "RefuseCompletedRun", "LOCAL_CHILD_ENV", "is_writer",
+           "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 

@@ -1,7 +1,7 @@
 """A sweep's job folders that their runs would refuse, all refused before the first job starts.
 
 A job stopped with checkpoints and no record (killed, its record unwritten) is refused its folder by its own run
-unless ``train.resume`` continues it (``run_folder.ensure_fresh``); in a sweep rerun as it was, each such job was
+unless ``train.resume`` continues it (``fresh_folder.ensure_fresh``); in a sweep rerun as it was, each such job was
 refused as its turn came, one after another, after the earlier jobs had trained. Here the sweep's start
 (``run_folder.RefuseCompletedRun``) makes that check of every job's folder and names them all, with the one command
 that continues them. Pure Python: no JAX.
@@ -37,8 +37,8 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     command : sequence of str
         The sweep's overrides as typed (and its config flags), e.g. ``["experiment=quick", "seed=0,1"]``.
     fresh : dict
-        ``run_folder.ensure_fresh``'s settings for the sweep's jobs (``resume``, ``dry_run``, ...): the check each job's
-        run makes of its folder as it starts.
+        ``fresh_folder.ensure_fresh``'s settings for the sweep's jobs (``resume``, ``dry_run``, ...): the check each
+        job's run makes of its folder as it starts.
 
     Returns
     -------
@@ -47,7 +47,7 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.override_grammar import hydra_override
     from gensbi_sharding.harness.refusal import listed
-    from gensbi_sharding.harness.run_folder import ensure_fresh
+    from gensbi_sharding.harness.fresh_folder import ensure_fresh
 
     refused, held = [], []
     for number, job_dir in enumerate(map(Path, job_dirs)):
@@ -109,7 +109,8 @@ def sweep_command(sweep_dir: Any, command: Sequence[str]) -> list[str]:
 
 
 def fresh_settings(config: Any, sweep: bool) -> dict[str, Any]:
-    """``run_folder.ensure_fresh``'s settings for a run's or sweep's folders, from its config (``hydra`` section kept).
+    """``fresh_folder.ensure_fresh``'s settings for a run's or sweep's folders, from its config (``hydra`` section
+    kept).
 
     Parameters
     ----------

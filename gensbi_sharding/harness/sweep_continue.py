@@ -103,7 +103,7 @@ def _rest_of_sweep(run_dir: Path, started: bool, reason: str | None = None) -> s
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.fresh_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
 
     sweep = run_dir.parent
