@@ -228,7 +228,7 @@ class CheckpointWriter:
                 f"key={key!r:.60} is on this process's devices alone, and a job of {jax.process_count()} processes "
                 "saves one key for all; place it on the mesh, replicated, alike on every process: key = "
                 "jax.random.wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
-                "partition=jax.sharding.PartitionSpec(), mesh=mesh))")
+                "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl(key))")  # an rbg key too
         return checked_json(info, "info", "e.g. {'best_step': 3}")
 
     def steps(self) -> list[int]:

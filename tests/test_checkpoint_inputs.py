@@ -1129,3 +1129,26 @@ def test_a_raw_uint32_key_is_refused_naming_wrap_key_data_which_then_saves_its_s
         assert writer.save(1, state, eval(fix, {"jax": jax, "key": raw}))  # the fix, as written
     restored = restore(tmp_path / "ck", abstract_state_for(nnx.Linear(2, 2, rngs=nnx.Rngs(1)), None))
     assert np.array_equal(jax.random.key_data(restored.key), np.asarray(raw))
+
+
+def test_the_fix_for_a_key_on_one_processs_devices_keeps_a_non_default_key_implementation(tmp_path, devices,
+                                                                                         monkeypatch):
+    # Was: the fix wrapped the placed key data with JAX's default implementation, so for jax.random.key(0,
+    # impl="rbg") it raised "JAX encountered invalid PRNG key data: expected key_data.shape to end with (2,)".
+    # Several processes are simulated for the refusal alone; the fix is evaluated as written on this one's mesh.
+    import gensbi_sharding
+
+    key, mesh = jax.random.key(5, impl="rbg"), gensbi_sharding.make_mesh()
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ck", async_save=False) as writer:
+        monkeypatch.setattr(jax, "process_count", lambda: 2)
+        with pytest.raises(ValueError, match="is on this process's devices alone") as err:
+            writer.save(1, state, key)
+        monkeypatch.undo()
+        assert writer.steps() == []  # nothing written
+        placed = eval(str(err.value).rsplit("key = ", 1)[1],
+                      {"jax": jax, "gensbi_sharding": gensbi_sharding, "key": key, "mesh": mesh})
+        assert jax.random.key_impl(placed) == jax.random.key_impl(key)
+        assert placed.sharding.mesh.shape == mesh.shape and placed.sharding.is_fully_replicated  # on the mesh
+        assert np.array_equal(jax.random.key_data(placed), jax.random.key_data(key))
+        assert writer.save(1, state, placed)

@@ -396,5 +396,6 @@ def test_a_key_on_one_processs_devices_is_refused_naming_a_fix_that_saves(groups
         assert said and said.endswith("is on this process's devices alone, and a job of 2 processes saves one key for "
                                       "all; place it on the mesh, replicated, alike on every process: key = jax.random."
                                       "wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
-                                      "partition=jax.sharding.PartitionSpec(), mesh=mesh))"), said
+                                      "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl("
+                                      "key))"), said
         assert run["result"]["steps"] == [1]  # the fix, evaluated as written, saved
