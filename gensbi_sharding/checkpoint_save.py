@@ -218,8 +218,10 @@ class CheckpointWriter:
             raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
                             f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on
-            raw = getattr(key, "dtype", None) == np.uint32 and getattr(key, "ndim", 0) >= 1
+            # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on; its
+            # last axis is the default implementation's key (was: any uint32 array, which wrap_key_data refuses)
+            size = jax.random.key_data(jax.random.key(0)).shape[-1]
+            raw = getattr(key, "dtype", None) == np.uint32 and tuple(np.shape(key))[-1:] == (size,)
             raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
                 "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
                 if raw else ""))

@@ -1152,3 +1152,17 @@ def test_the_fix_for_a_key_on_one_processs_devices_keeps_a_non_default_key_imple
         assert placed.sharding.mesh.shape == mesh.shape and placed.sharding.is_fully_replicated  # on the mesh
         assert np.array_equal(jax.random.key_data(placed), jax.random.key_data(key))
         assert writer.save(1, state, placed)
+
+
+def test_a_uint32_array_no_key_data_is_not_told_to_wrap_it(tmp_path, devices):
+    # Was: any uint32 array was called "raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)",
+    # which for np.arange(3, dtype=np.uint32) raised "JAX encountered invalid PRNG key data" when followed.
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    odd = np.arange(3, dtype=np.uint32)
+    with pytest.raises(TypeError):
+        jax.random.wrap_key_data(odd)  # the advice, followed, fails: none is offered
+    with CheckpointWriter(tmp_path / "ck", async_save=False) as writer:
+        with pytest.raises(TypeError) as err:
+            writer.save(1, state, odd)
+        assert str(err.value).endswith("must be a typed JAX PRNG key, e.g. jax.random.key(0)"), str(err.value)
+        assert writer.steps() == []
