@@ -1537,6 +1537,9 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert moved["best_val_loss"] == min(loss for _, loss in moved["val_history"])
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("early stopping starts afresh" in w and "data.num_simulations=768 -> 1024" in w for w in warnings)
+    # The run's warning carries the override that keeps the checkpoint's split (held_out_fix, wired at merge)
+    assert any(w.endswith("; add data.num_simulations=768 to the command to keep the checkpoint's data split and its "
+                          "best weights") for w in warnings), warnings
     same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4")
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues
 

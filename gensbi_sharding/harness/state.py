@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.held_out import held_out_changes
+from gensbi_sharding.harness.held_out_fix import held_out_warning, keep_split_overrides
 from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
@@ -211,12 +212,11 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
         best = restored.state[BEST]
         restored.state = nnx.State({index: restored.state[str(index)] for index in train_state})
         # The held-out pairs follow the effective shard count (data.shards=null: one per process), not the raw value.
-        changed = held_out_changes(restored.config, info, OmegaConf.to_container(cfg, resolve=True),
-                                   jax.process_count())
+        now = OmegaConf.to_container(cfg, resolve=True)
+        changed = held_out_changes(restored.config, info, now, jax.process_count())
         if changed:  # a best loss on other held-out pairs would never be beaten, or be beaten by chance
-            log.warning("%s: the checkpoint's validation losses were measured on other held-out pairs or draws (%s)",
-                        "its newest weights are sampled, not its best" if sampling else "early stopping starts afresh",
-                        ", ".join(changed), extra=EVERY_PROCESS)
+            log.warning("%s", held_out_warning(changed, keep_split_overrides(restored.config, now), sampling=sampling),
+                        extra=EVERY_PROCESS)
             scalars, state.val_afresh = None, True
         else:  # patience is the run's own setting (train_with_checkpoints sets it), not the checkpoint's
             state.early_stopping = EarlyStopping.resumed(patience=0, scalars=scalars, best_weights=best)
