@@ -46,3 +46,12 @@ def test_a_model_without_its_quick_sizes_is_refused_naming_the_file_to_write(own
     wanted.parent.mkdir(parents=True)
     wanted.write_text("hidden: 8\n")  # the fix, as named
     assert command_problem([search, "experiment=quick", "model=gated_t"]) is None
+
+
+def test_a_model_whose_quick_sizes_a_package_search_path_may_hold_is_not_refused(own_conf):
+    # Was refused, naming conf/experiment_model/quick/gated_t.yaml to write, though Hydra reads the package's
+    # experiment_model/quick/gated_t.yaml: this check reads file:// folders only, so a pkg:// one may hold the file.
+    assert command_problem(["hydra.searchpath=[pkg://my_models.conf]", "experiment=quick", "model=gated_t"]) is None
+    # a file:// folder without the file is still refused (the test above, in a search path of its own)
+    assert "experiment=quick model=gated_t: no " in command_problem([f"hydra.searchpath=[file://{own_conf}]",
+                                                                    "experiment=quick", "model=gated_t"])

@@ -76,9 +76,11 @@ def experiment_sizes_problem(command: CommandLine) -> str | None:
     if not experiments or (choice := chosen_models(command)) is None:
         return None
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
+    # a pkg:// search path is a package's folder this check does not read: its file may be there (was refused)
+    unread = len(folders) <= len(command.search_paths)
     for experiment in (str(v) for v in experiments[-1].values()):
         sized = [f / "experiment_model" / experiment for f in folders if (f / "experiment_model" / experiment).is_dir()]
-        if not sized:  # an experiment that sets no model's sizes
+        if not sized or unread:  # an experiment that sets no model's sizes, or one a package may give them
             continue
         for model in choice.models:
             # its own sizes, or a preset of a model that has them (name: mlp): the preset sets its sizes itself
