@@ -108,3 +108,15 @@ def test_a_folder_the_folder_check_refuses_is_left_to_it(tmp_path, monkeypatch):
     monkeypatch.setattr(hydra_room.os, "statvfs", lambda path: SimpleNamespace(
         f_frsize=4096, f_bsize=4096, f_bfree=0, f_bavail=0, f_blocks=100, f_flag=os.ST_RDONLY))
     assert hydra_room.room_problem(tmp_path / "r", {"hydra.yaml": 6000}) is None  # read-only: its check's
+
+
+def test_a_network_disk_of_large_blocks_with_room_enough_is_not_refused(tmp_path, monkeypatch):
+    # NFS reports its transfer size (1 MiB) as the fundamental block: was refused, Hydra's 12 KB needing "about
+    # 5,120 KB, more than the 3,072 KB free on its disk", each small file counted as a whole MiB.
+    monkeypatch.setattr(hydra_room.os, "statvfs", lambda path: SimpleNamespace(
+        f_frsize=1 << 20, f_bsize=1 << 20, f_bfree=3, f_bavail=3, f_blocks=1000, f_flag=0))
+    sizes = {"config.yaml": 3000, "hydra.yaml": 9000, "overrides.yaml": 100}
+    assert hydra_room.room_problem(tmp_path / "r", sizes) is None
+    monkeypatch.setattr(hydra_room.os, "statvfs", lambda path: SimpleNamespace(
+        f_frsize=1 << 20, f_bsize=1 << 20, f_bfree=0, f_bavail=0, f_blocks=1000, f_flag=0))
+    assert "more than the 0 KB free on its disk" in hydra_room.room_problem(tmp_path / "r", sizes)  # still refused
