@@ -135,3 +135,28 @@ def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
     command = str(refused.value).split('convert it once: python -c "')[1].removesuffix(f'" and pass {saved}')
     subprocess.run([sys.executable, "-c", command], cwd=tmp_path, check=True, timeout=60, capture_output=True)
     np.testing.assert_array_equal(np.load(saved), [0.5, -0.25])
+
+
+def test_the_conversion_command_of_an_observation_in_a_read_only_folder_writes_where_it_can(tmp_path, monkeypatch):
+    # Was: np.save('<read-only folder>/obs_x_o.npy', ...) beside the file, which failed with PermissionError when
+    # pasted (a shared data folder); now the current folder's, by absolute path. (root ignores a folder's mode, so
+    # the folder's own check, os.access, is told it is read-only.)
+    import os
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness import observation_input
+
+    shared, here = tmp_path / "shared", tmp_path / "here"
+    shared.mkdir(), here.mkdir()
+    (shared / "obs.txt").write_text("0.5 -0.25\n")
+    real = os.access
+    monkeypatch.setattr(observation_input.os, "access", lambda p, mode: Path(p) != shared and real(p, mode))
+    monkeypatch.chdir(here)
+    with pytest.raises(ValueError) as refused:
+        observation_input.load_observation(shared / "obs.txt")
+    saved = here / "obs_x_o.npy"
+    command = str(refused.value).split('convert it once: python -c "')[1].removesuffix(f'" and pass {saved}')
+    subprocess.run([sys.executable, "-c", command], cwd=tmp_path, check=True, timeout=60, capture_output=True)
+    np.testing.assert_array_equal(np.load(saved), [0.5, -0.25])
+    assert os.listdir(shared) == ["obs.txt"]

@@ -62,8 +62,11 @@ def _saved_beside(path: Path) -> Path:
     Was ``'x_o.npy'``: pasted, it wrote x_o.npy and then sample.py's x_o_posterior.npz into the folder the command ran
     from, the checkout's root (git status showed both), for a run's ``posterior_samples.npz`` too. Beside it, both land
     in the run's folder (or wherever the user keeps the file), as the README promises (both files go into outputs/).
+    A folder this process cannot write (a shared, read-only data folder) gets the current folder's, by absolute path:
+    beside it, the command pasted failed with PermissionError.
     """
-    return path.with_name(f"{path.stem}_x_o.npy")
+    folder = path.parent if os.access(path.parent, os.W_OK) else Path.cwd()
+    return folder / f"{path.stem}_x_o.npy"
 
 
 def load_observation(x_o: Any) -> np.ndarray:
