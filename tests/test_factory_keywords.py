@@ -86,3 +86,21 @@ def test_the_run_is_refused_by_the_check_before_its_folder(own_model, tmp_path):
     finally:
         ConfigStore.instance().repo.pop("gated_t_schema.yaml")
     assert problem is not None and "make_gated" in problem and "takes no keyword partition_axis" in problem, problem
+
+
+def test_a_decorator_that_takes_partition_axis_itself_is_not_refused_by_the_wrapped_factorys_signature(own_model):
+    # Was: inspect.signature followed functools.wraps to make_gated (no partition_axis) and refused
+    # "takes no keyword partition_axis", though the decorator takes it and the call works.
+    import functools
+
+    def laid_out(factory):
+        @functools.wraps(factory)
+        def build(*, partition_axis=None, **keywords):
+            return factory(**keywords)  # (a real one would lay the model's activations out by partition_axis)
+        return build
+
+    own_model("laid_t", laid_out(make_gated))
+    check_model(OmegaConf.create({"name": "laid_t", "hidden": 8}))
+    own_model("passing_t", functools.wraps(make_gated)(lambda *a, **k: make_gated(*a, **k)))
+    with pytest.raises(ConfigError, match="takes no keyword partition_axis"):  # one that passes all on: the wrapped's
+        check_model(OmegaConf.create({"name": "passing_t", "hidden": 8}))

@@ -41,6 +41,17 @@ def _where(factory: Callable[..., Any]) -> str:
     return f"{name} ({path if relative.startswith('..') else relative})"
 
 
+def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    """The parameters the run's call meets: a decorator's own where it names any (``functools.wraps`` of one that
+    takes ``partition_axis`` itself and passes the rest on: was refused by the wrapped factory's signature, which
+    lacks it), the wrapped factory's behind one that only passes everything on (``*args, **kwargs``)."""
+    own = inspect.signature(factory, follow_wrapped=False).parameters
+    passing = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    if own and all(p.kind in passing for p in own.values()):
+        return inspect.signature(factory).parameters
+    return own
+
+
 def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Mapping[str, Any]) -> str | None:
     """The one-line refusal of a model factory whose signature does not take the run's call; None where it does.
 
@@ -61,7 +72,7 @@ def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Ma
         to its keywords and pass it on (docs/gensbi_models.md: A model of your own in the harness)"``.
     """
     try:
-        parameters = inspect.signature(factory).parameters
+        parameters = _parameters(factory)
     except (TypeError, ValueError):  # no signature Python can read (a builtin): its call is the only check
         return None
     hparams = [k for k in settings if k not in ("name", "init")]
