@@ -83,7 +83,7 @@ def said(main: Callable[[], object]) -> None:
 
 
 def fit_console() -> None:
-    """Called first at each script's entry (but sbibm*.py's): a console without UTF-8 (``PYTHONIOENCODING=ascii``,
+    """Called first at each script's entry: a console without UTF-8 (``PYTHONIOENCODING=ascii``,
     ``LC_ALL=C PYTHONUTF8=0``, latin-1) prints a non-ASCII character of a table or a path escaped
     (``log_file.console_fits``, as launch.py and sample.py do), never an UnicodeEncodeError in place of the table (was:
     gensbi_scale.py table under a TMPDIR named 'r\u00e9sultats' ended in its traceback before its first line)."""

@@ -47,7 +47,8 @@ sys.path.insert(0, str(REPO))
 # Its sibling modules, also when loaded by file (the tests); last, so that they shadow nothing.
 sys.path.append(str(REPO / "benchmarks"))
 
-from cli_args import Refused, command_line, said  # noqa: E402 (first: run by a Python without the dependencies, it ends in one line)
+# cli_args first: run by a Python without the dependencies, it ends in one line
+from cli_args import Refused, command_line, fit_console, said  # noqa: E402
 from gensbi_sharding.harness.override_grammar import hydra_value  # noqa: E402 (after the path above)
 from gensbi_sharding.harness.resume_command import holds_checkpoint  # noqa: E402
 from sbibm_checks import extra_problem  # noqa: E402
@@ -269,4 +270,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    fit_console()  # a console without UTF-8: a path's character escaped, never an UnicodeEncodeError
     said(main)

@@ -1,4 +1,4 @@
-"""What the benchmark scripts (but sbibm*.py) print to a console: one without UTF-8, a pipe, and a size too small to
+"""What the benchmark scripts print to a console: one without UTF-8, a pipe, and a size too small to
 judge."""
 
 import os
@@ -41,6 +41,21 @@ def test_every_script_fits_its_console_before_it_prints():
     for script in SCRIPTS:
         entry = (REPO / "benchmarks" / script).read_text().split('if __name__ == "__main__":\n', 1)[1]
         assert entry.lstrip().startswith("fit_console()"), script
+
+
+def test_sbibm_run_on_an_ascii_console_prints_its_jobs_command_escaped(tmp_path):
+    # Was: 'sbibm.py run --root <a folder named résultats>' on a PYTHONIOENCODING=ascii console ended in an
+    # UnicodeEncodeError traceback at the first job's line (its command names the folder); sbibm.py never fitted its
+    # console. The job itself is not run: launch is stubbed, its lines alone are printed.
+    root = tmp_path / "r\u00e9sultats"
+    stub = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); import sbibm_jobs; "
+            "sbibm_jobs.launch = lambda command, log, grace_s, checkpoints=True: (1, False); "
+            "sys.argv = ['sbibm.py', 'run', '--root', sys.argv[2], '--tasks', 'two_moons', '--budgets', '1000']; "
+            "runpy.run_path(sys.argv[0].join([sys.path[0] + '/', '']), run_name='__main__')")
+    ran = subprocess.run([sys.executable, "-c", stub, str(REPO / "benchmarks"), str(root)], capture_output=True,
+                         timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii", "JAX_PLATFORMS": "cpu"})
+    assert b"UnicodeEncodeError" not in ran.stderr, ran.stderr.decode(errors="replace")[-2000:]
+    assert ran.stdout.startswith(b"two_moons 1000: ") and b"r\\xe9sultats" in ran.stdout, ran.stdout[:500]
 
 
 def test_gensbis_progress_bars_stay_off_a_pipe():
