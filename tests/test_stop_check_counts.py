@@ -1,5 +1,11 @@
 """Every process of a multi-process job makes the same stop checks: JAX's preemption sync point counts them."""
 
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 import jax
 import pytest
 from jax.experimental import multihost_utils
@@ -25,6 +31,31 @@ def test_each_process_of_a_later_multirun_job_asks_the_sync_point_alike(tmp_path
     assert asked[0] == asked[1] == [1]
 
 
+def _run_on_two_processes(worker, tmp_path, tag):
+    """Run a worker script as processes 0 and 1 of one job (a free local coordinator port, 300 s each).
+
+    Returns each process's JSON printed after ``tag`` (e.g. ``"ASKED"``), or the tail of its output if it printed none.
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = worker.format(tests=str(Path(__file__).parent), address=f"127.0.0.1:{port}", out=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(process)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for process in (0, 1)]
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=300)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    prefix = tag + " "
+    return [json.loads(next(line for line in out.splitlines() if line.startswith(prefix))[len(prefix):])
+            if prefix in out else out[-3000:] for out in outputs]
+
+
 # Two jobs of one process each, as a multirun runs them in explicit mode: JAX started in the first, already joined
 # as the second begins. Every sync-point question is recorded with its step id.
 _WORKER = """
@@ -48,29 +79,7 @@ print("ASKED", json.dumps(asked), flush=True)
 
 @pytest.mark.slow  # two processes of two dry runs each (about a minute on a busy 2-core machine)
 def test_two_processes_of_an_explicit_multirun_ask_the_sync_point_alike(tmp_path):
-    import json
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    script = _WORKER.format(tests=str(Path(__file__).parent), address=f"127.0.0.1:{port}", out=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(process)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for process in (0, 1)]
-    outputs = []
-    try:
-        for proc in procs:
-            outputs.append(proc.communicate(timeout=300)[0])
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    asked = [json.loads(next(line for line in out.splitlines() if line.startswith("ASKED "))[6:])
-             if "ASKED " in out else out[-3000:] for out in outputs]
+    asked = _run_on_two_processes(_WORKER, tmp_path, "ASKED")
     assert asked[0] == asked[1] and asked[0], asked  # was: process 0 one question more, from the second job on
 
 
@@ -104,28 +113,5 @@ def test_a_preemption_notice_in_a_later_job_of_a_multirun_stops_every_process(tm
     # Was: the first job's watch, at its end, put the handler it found back over JAX's preemption service's SIGTERM
     # handler, and each later job's watch its own: the service never heard of a notice, the sync point never
     # answered, and the job trained on to its last step ("ok") on both processes, never stopping.
-    import json
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    script = _SIGNALLED_WORKER.format(tests=str(Path(__file__).parent), address=f"127.0.0.1:{port}",
-                                      out=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(process)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for process in (0, 1)]
-    outputs = []
-    try:
-        for proc in procs:
-            outputs.append(proc.communicate(timeout=300)[0])
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    statuses = [json.loads(next(line for line in out.splitlines() if line.startswith("STATUSES "))[9:])
-                if "STATUSES " in out else out[-3000:] for out in outputs]
+    statuses = _run_on_two_processes(_SIGNALLED_WORKER, tmp_path, "STATUSES")
     assert statuses == [["ok", "preempted"], ["ok", "preempted"]], statuses
