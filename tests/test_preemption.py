@@ -1260,23 +1260,12 @@ def test_a_ctrl_c_reaching_one_local_process_while_it_waits_for_the_other_stops_
     # sync point alone, so neither process ever stopped: the job trained on (train.steps=100000). Now the first
     # check tells the service: both stop at the same stage, the job ends with both processes' exit codes.
     out = tmp_path / "run"
-    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
-                     f"hydra.run.dir={out}", cwd=tmp_path)
-    ranks = {}
-    try:
-        ranks = _local_children(parent)
-        os.kill(ranks[1], signal.SIGSTOP)  # process 1 held still in its start-up: process 0 waits for it
-        _wait_for(out / "process_0.log", "[1/7] devices", parent)
+    with _local_job_with_process_1_held_at_start_up(forks, out, tmp_path) as (parent, ranks):
         time.sleep(1)
         os.kill(ranks[0], signal.SIGINT)
         time.sleep(1)
         os.kill(ranks[1], signal.SIGCONT)
         log = parent.communicate(timeout=180)[0]
-    finally:
-        for pid in ranks.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
-        parent.kill()
     stages = [re.findall(r"\[(\d)/7\]", (out / f"process_{rank}.log").read_text()) for rank in (0, 1)]
     assert stages[0] == stages[1] and "7" not in stages[0], (stages, log[-3000:])
     metrics = json.loads((out / "metrics.json").read_text())
@@ -1298,6 +1287,29 @@ def _local_children(parent, count: int = 2, timeout_s: float = 60) -> dict[int, 
     return found
 
 
+@contextlib.contextmanager
+def _local_job_with_process_1_held_at_start_up(forks, out: Path, cwd: Path):
+    """A ``distributed=local`` job (rule=fsdp, data=4 x model=2, endless) into ``out``, process 1 stopped (SIGSTOP).
+
+    Yields ``(parent, ranks)`` (rank -> pid) once process 0 logs its ``[1/7]`` set-up: process 1 is still in its
+    start-up (Python, its imports), so process 0 waits for it. On leaving, every process is continued (SIGCONT) and the
+    launch killed, whatever the test did.
+    """
+    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
+                     f"hydra.run.dir={out}", cwd=cwd)
+    ranks = {}
+    try:
+        ranks = _local_children(parent)
+        os.kill(ranks[1], signal.SIGSTOP)  # held still in its start-up: process 0 waits for it
+        _wait_for(out / "process_0.log", "[1/7] devices", parent)  # process 0 in its run, on its way to process 1
+        yield parent, ranks
+    finally:
+        for pid in ranks.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        parent.kill()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
@@ -1306,23 +1318,12 @@ def test_sigterm_while_one_local_process_still_starts_up_ends_the_job_as_preempt
     # process 1, which the same SIGTERM had killed while it still imported (no handler yet); ~15 s later (the dead
     # peer's grace, distributed.heartbeat_s + 5 s) "process 1 of 2 died (killed by SIGTERM)", status error, exit 1.
     out = tmp_path / "run"
-    parent = _launch(forks, "rule=fsdp", "mesh.model_axis=2", "train.steps=100000", "distributed=local",
-                     f"hydra.run.dir={out}", cwd=tmp_path)
-    ranks = {}
-    try:
-        ranks = _local_children(parent)
-        os.kill(ranks[1], signal.SIGSTOP)  # process 1 held still in its start-up (Python, its imports)
-        _wait_for(out / "process_0.log", "[1/7] devices", parent)  # process 0 in its run, on its way to process 1
+    with _local_job_with_process_1_held_at_start_up(forks, out, tmp_path) as (parent, ranks):
         process_1 = out / "process_1.log"
         assert not process_1.exists() or "[1/7]" not in process_1.read_text()
         parent.send_signal(signal.SIGTERM)
         os.kill(ranks[1], signal.SIGCONT)
         log = parent.communicate(timeout=120)[0]
-    finally:
-        for pid in ranks.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
-        parent.kill()
     assert parent.returncode == EXIT_PREEMPTED, log[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["status"] == "preempted" and metrics["stop_signal"] == signal.SIGTERM, metrics
