@@ -892,6 +892,20 @@ def test_inf_is_allowed_by_the_variable_type_not_an_opt_state_name(tmp_path, dev
         assert writer.steps() == [1, 2]
 
 
+def _steps_with_damaged_config(tmp_path: Path, steps, damaged) -> Path:
+    """Save ``steps`` (with CONFIG, all kept) into ``tmp_path/checkpoints``, then delete each ``damaged`` step's config.
+
+    Returns the checkpoints folder.
+    """
+    folder = tmp_path / "checkpoints"
+    with CheckpointWriter(folder, config=CONFIG, async_save=False, keep=len(steps)) as writer:
+        for step in steps:
+            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
+    for step in damaged:
+        shutil.rmtree(folder / str(step) / "config")
+    return folder
+
+
 @pytest.mark.parametrize("damaged, fix", [
     ((4, 8), "no other step folder can be read either (steps 4): start without it"),
     ((8,), "resume from another step folder: {c}/4 (or move {c}/8 aside, e.g. to {c}/8.damaged, and the newest is 4)"),
@@ -901,12 +915,7 @@ def test_a_damaged_steps_fix_names_only_a_step_that_reads(tmp_path, damaged, fix
     # Was, with steps 4 and 8 both missing their config item: "resume from another step folder: .../4", damaged too.
     from gensbi_sharding.checkpoint import saved_config
 
-    folder = tmp_path / "checkpoints"
-    with CheckpointWriter(folder, config=CONFIG, async_save=False, keep=3) as writer:
-        for step in (2, 4, 8) if fix.endswith("is 2)") else (4, 8):
-            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
-    for step in damaged:
-        shutil.rmtree(folder / str(step) / "config")
+    folder = _steps_with_damaged_config(tmp_path, (2, 4, 8) if fix.endswith("is 2)") else (4, 8), damaged)
     with pytest.raises(FileNotFoundError) as err:
         saved_config(tmp_path)
     assert str(err.value).startswith(f"checkpoint {folder / '8'} is damaged: its 'config' item cannot be read")
@@ -917,11 +926,7 @@ def test_a_damaged_step_passed_by_name_is_advised_a_path_that_exists_once_it_is_
     # Was: "(or move .../8 aside, e.g. to .../8.damaged, and the newest is 4)": the path passed, .../8, then gone.
     from gensbi_sharding.checkpoint import saved_config
 
-    folder = tmp_path / "checkpoints"
-    with CheckpointWriter(folder, config=CONFIG, async_save=False) as writer:
-        for step in (4, 8):
-            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
-    shutil.rmtree(folder / "8" / "config")
+    folder = _steps_with_damaged_config(tmp_path, (4, 8), damaged=(8,))
     with pytest.raises(FileNotFoundError) as err:
         saved_config(folder / "8")
     assert str(err.value).endswith(f"; resume from another step folder: {folder / '4'} (or move {folder / '8'} aside, "
@@ -939,12 +944,7 @@ def test_an_older_damaged_step_passed_by_name_is_not_told_to_move_aside(tmp_path
     # older than 8, never stood in the way; its parent designated 8 already.
     from gensbi_sharding.checkpoint import saved_config
 
-    folder = tmp_path / "checkpoints"
-    with CheckpointWriter(folder, config=CONFIG, async_save=False, keep=3) as writer:
-        for step in (4, 8, 16):
-            writer.save(step, {"w": np.zeros(2, np.float32)}, jax.random.key(0))
-    for step in damaged:
-        shutil.rmtree(folder / str(step) / "config")
+    folder = _steps_with_damaged_config(tmp_path, (4, 8, 16), damaged)
     with pytest.raises(FileNotFoundError) as err:
         saved_config(folder / "4")
     assert str(err.value).endswith("; " + fix.format(c=folder)), str(err.value)
