@@ -365,21 +365,30 @@ def test_uneven_process_raises_and_the_other_does_not_hang(groups):
         assert run["seconds"] < FAIL_BOUND_S
 
 
+def _results_of_a_saving_group(groups, name: str) -> list:
+    """Each process's result in the group ``name``, once the folder its process 0 saved into is removed.
+
+    Every process must have ended well (exit code 0, a result printed): the group's checks are of what it said.
+    """
+    runs = groups[name]
+    shutil.rmtree(runs[0]["result"]["folder"] if runs[0]["result"] else "/nonexistent", ignore_errors=True)
+    for p, run in enumerate(runs):
+        assert run["rc"] == 0 and run["result"] is not None, f"process {p}: {run['stderr'][-3000:]}"
+    return [run["result"] for run in runs]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_failed_commit_ends_every_process_within_seconds(groups):
     # Process 0's commit of step 2 fails (its folder turned read-only): was, process 1 waited in Orbax's
     # async_commit_complete barrier for Orbax's 20 minutes, and process 0 with it; now CheckpointWriter's bound
     # (commit_timeout_s, 3 s here) ends that wait and both name step 2 at the next save; step 1 is kept.
-    runs = groups["commit_fails"]
-    shutil.rmtree(runs[0]["result"]["folder"] if runs[0]["result"] else "/nonexistent", ignore_errors=True)
-    for p, run in enumerate(runs):
-        assert run["rc"] == 0 and run["result"] is not None, f"process {p}: {run['stderr'][-3000:]}"
-        result = run["result"]
+    results = _results_of_a_saving_group(groups, "commit_fails")
+    for result in results:
         assert result["error"] and result["error"].startswith("checkpoint step 2 was not saved in "), result
         assert result["steps"] == [1] and result["seconds"] < 30, result
-    assert "PermissionError: [Errno 1] Operation not permitted" in runs[0]["result"]["error"]
-    assert "TimeoutError" in runs[1]["result"]["error"] and "within 3 s" in runs[1]["result"]["error"]
+    assert "PermissionError: [Errno 1] Operation not permitted" in results[0]["error"]
+    assert "TimeoutError" in results[1]["error"] and "within 3 s" in results[1]["error"]
 
 
 @pytest.mark.slow
@@ -388,14 +397,11 @@ def test_a_key_on_one_processs_devices_is_refused_naming_a_fix_that_saves(groups
     # Was: writer.save(step, state, jax.random.key(0)) in a job of 2 processes ended in Orbax's "Cannot serialize
     # host local jax.Array ... Consider using fully_replicated_host_local_array_to_global_array in
     # orbax/checkpoint/utils.py" (a private module's function). Now one line naming the placement that saves.
-    runs = groups["local_key"]
-    shutil.rmtree(runs[0]["result"]["folder"] if runs[0]["result"] else "/nonexistent", ignore_errors=True)
-    for p, run in enumerate(runs):
-        assert run["rc"] == 0 and run["result"] is not None, f"process {p}: {run['stderr'][-3000:]}"
-        said = run["result"]["said"]
+    for result in _results_of_a_saving_group(groups, "local_key"):
+        said = result["said"]
         assert said and said.endswith("is on this process's devices alone, and a job of 2 processes saves one key for "
                                       "all; place it on the mesh, replicated, alike on every process: key = jax.random."
                                       "wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
                                       "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl("
                                       "key))"), said
-        assert run["result"]["steps"] == [1]  # the fix, evaluated as written, saved
+        assert result["steps"] == [1]  # the fix, evaluated as written, saved
