@@ -20,6 +20,7 @@ from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.x64_words import x64_by_variable, x64_fix
 
 __all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "x64_prefix", "continue_prefix"]
 
@@ -132,7 +133,6 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
     the other precision (other draws: another training and validation set), the saved best validation loss compared
     with the new set's, so that 20 more steps of experiment=quick were thrown away for the saved step's."""
     import json
-    import os
     import sys
 
     if step_dir.name.isdigit() and steps <= int(step_dir.name):  # was refused too: "it would train on other data"
@@ -142,15 +142,13 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
         saved, where = _saver_x64(record, int(step_dir.name))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    by_env = os.environ.get("JAX_ENABLE_X64", "").lower() in ("y", "yes", "t", "true", "on", "1")  # JAX's reading
-    on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else by_env
+    on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else x64_by_variable()
     if not isinstance(saved, bool) or saved == on:
         return None
     said = {True: "on", False: "off"}
     # Set from Python (jax.config.update before run(cfg)) where the variable says otherwise: the variable is no fix
     # there (was: "unset JAX_ENABLE_X64", which was never set)
-    fix = ('set JAX_ENABLE_X64=1' if saved else 'unset JAX_ENABLE_X64') if on == by_env else \
-        f"call jax.config.update('jax_enable_x64', {saved}) before run(cfg) (this process set it from Python)"
+    fix = x64_fix(saved, on)
     return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({step_dir.parent.parent / 'metrics.json'}: "
             f"{where}jax_enable_x64 {str(saved).lower()}), this run has it {said[on]}: the task's simulations and "
             f"losses differ under it, so it would train on other data and judge its validation losses against the "

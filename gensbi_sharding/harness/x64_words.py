@@ -20,13 +20,15 @@ def x64_by_variable() -> bool:
     return os.environ.get("JAX_ENABLE_X64", "").lower() in TRUE_WORDS
 
 
-def x64_fix(wanted: bool) -> str:
+def x64_fix(wanted: bool, on: bool | None = None) -> str:
     """What the user does to get ``jax_enable_x64`` ``wanted`` in this process's setting.
 
     Parameters
     ----------
     wanted : bool
         The setting the fix gives.
+    on : bool, optional
+        This process's setting; None: read from JAX (given where JAX is not to be imported yet).
 
     Returns
     -------
@@ -35,8 +37,10 @@ def x64_fix(wanted: bool) -> str:
         else ``"call jax.config.update('jax_enable_x64', <wanted>) before run(cfg) (this process set it from
         Python)"``: the variable is no fix there (was: "unset JAX_ENABLE_X64" for a variable never set).
     """
-    import jax
+    if on is None:
+        import jax
 
-    if bool(jax.config.jax_enable_x64) == x64_by_variable():
+        on = bool(jax.config.jax_enable_x64)
+    if on == x64_by_variable():
         return "set JAX_ENABLE_X64=1" if wanted else "unset JAX_ENABLE_X64"
     return f"call jax.config.update('jax_enable_x64', {wanted}) before run(cfg) (this process set it from Python)"
