@@ -221,3 +221,13 @@ def launches_in_folders(root: Path, commands: dict, prepare) -> dict:
     procs = run_forked(runs, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=600, workdir=root / "fork",
                        imports=tuple(script_imports(REPO / "launch.py")))
     return {name: (proc, run["cwd"]) for name, proc, run in zip(commands, procs, runs)}
+
+
+def load_benchmark(name: str):
+    """A benchmark script (``benchmarks/<name>.py``) as a module, its ``main()`` not run."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_script", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from faults_helpers import load_benchmark
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO / "benchmarks"))  # the scripts' shared cli_args
 SCRIPTS = sorted(p.name for p in (REPO / "benchmarks").glob("*.py") if 'if __name__ == "__main__":' in p.read_text())
@@ -50,16 +52,6 @@ def test_every_script_measures_this_checkout_not_an_installed_copy(tmp_path):
     assert SCRIPTS and found == {s: str(REPO / "gensbi_sharding" / "__init__.py") for s in SCRIPTS}
 
 
-def load(name):
-    """A benchmark script as a module (its main() not run)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"{name}_script", REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_child_past_its_time_is_stopped_and_named_with_the_flag(tmp_path):
     # Was: gensbi_scale.py table and init.py waited for their children without a bound (a hung compile or
     # process kept the script forever); gensbi_scale.py init's 3600 s ended in a TimeoutExpired traceback.
@@ -81,7 +73,7 @@ def test_a_child_past_its_time_is_stopped_and_named_with_the_flag(tmp_path):
                                                   ("gensbi_scale", ["init"], 3600),
                                                   ("init", ["--timeout", "9", "--repeats", "1"], 9)])
 def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, waited):
-    module = load(script)
+    module = load_benchmark(script)
     seen = []
 
     def child(command, **kwargs):  # each child process a script starts: its bound, then a stop
@@ -101,7 +93,7 @@ def test_every_child_wait_of_a_script_is_bounded(monkeypatch, script, argv, wait
 def test_a_script_stopped_by_its_timeout_offers_one_no_shorter_than_its_default(monkeypatch, script, argv, offered):
     # gensbi_scale.py table --timeout 1: "the dry-run sweep ran past --timeout 1 s and was stopped; ... e.g.
     # --timeout 4", which, pasted, stops the sweep of minutes again; now at least the script's default.
-    module = load(script)
+    module = load_benchmark(script)
 
     def child(command, **kwargs):
         raise subprocess.TimeoutExpired(command, kwargs.get("timeout"))
@@ -118,7 +110,7 @@ def test_gensbi_scale_table_names_its_sweep_folder_as_hydra_reads_it_back(monkey
     # ("/tmp/my tmp (1)") Hydra's grammar refused the sweep the script started (round 43).
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    module = load("gensbi_scale")
+    module = load_benchmark("gensbi_scale")
     odd = tmp_path / "my tmp (1)"
     odd.mkdir()
     monkeypatch.setenv("TMPDIR", str(odd))
@@ -152,7 +144,7 @@ def test_gensbi_scale_table_names_its_sweep_folder_as_hydra_reads_it_back(monkey
     ("eval.enabled=false", "leave it out (both sides are scored by C2ST)"),
 ])
 def test_gensbi_pipeline_refuses_an_override_of_what_both_sides_share(monkeypatch, capsys, override, message):
-    module = load("gensbi_pipeline")
+    module = load_benchmark("gensbi_pipeline")
     monkeypatch.setattr(module, "harness_config", lambda *a: pytest.fail("the comparison started"))
     monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "100", override])
     with pytest.raises(SystemExit) as stop:
@@ -177,7 +169,7 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
     # ok, as if it were the whole table.
     import json
 
-    scale = load("gensbi_scale")
+    scale = load_benchmark("gensbi_scale")
 
     def sweep(cmd, **kwargs):
         out = Path(next(a for a in cmd if a.startswith("hydra.sweep.dir=")).split("=", 1)[1])
@@ -223,7 +215,7 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
 def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(monkeypatch, capsys, argv, message):
     import gensbi_sharding.harness.run as harness_run
 
-    module = load("gensbi_pipeline")
+    module = load_benchmark("gensbi_pipeline")
     monkeypatch.setattr(harness_run, "run", lambda cfg: pytest.fail("the comparison started"))
     monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "100", *argv])
     with pytest.raises(SystemExit) as stop:
@@ -235,7 +227,7 @@ def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(
 def test_gensbi_scale_names_a_timeout_a_sweep_can_finish_in(monkeypatch, capsys, value):
     # Was "'abc' is not an integer; e.g. 2" (and for '1.5', the fraction rounded, the same): two seconds, which stops
     # the sweep of dry runs before its first compiles.
-    module = load("gensbi_scale")
+    module = load_benchmark("gensbi_scale")
     monkeypatch.setattr(sys, "argv", ["gensbi_scale.py", "table", "--timeout", value])
     with pytest.raises(SystemExit) as stop:
         module.main()
@@ -248,7 +240,7 @@ def test_gensbi_pipeline_names_its_flags_in_the_harness_runs_own_failure(monkeyp
 
     import gensbi_sharding.harness.run as harness_run
 
-    module = load("gensbi_pipeline")
+    module = load_benchmark("gensbi_pipeline")
     error = "ValueError: eval.c2st_folds=5 folds need 10 samples per class; set eval.num_samples=10"
 
     def failed(cfg):  # a failure only the run meets: its own line says it too
@@ -276,7 +268,7 @@ def test_gensbi_pipeline_names_its_flags_in_the_harness_runs_own_failure(monkeyp
     ("data.seed=3, c2st_seed=0, the noise seed, model.depth=0", "data.seed=3, c2st_seed=0, the noise seed, model.depth=0"),
 ])
 def test_gensbi_pipeline_words_the_harness_keys_it_sets_as_its_flags(message, flags):
-    assert load("gensbi_pipeline").in_flags(message) == flags
+    assert load_benchmark("gensbi_pipeline").in_flags(message) == flags
 
 
 @pytest.mark.parametrize("script, argv, named", [
@@ -293,7 +285,7 @@ def test_gensbi_pipeline_words_the_harness_keys_it_sets_as_its_flags(message, fl
 def test_a_model_beyond_the_hosts_memory_is_refused_as_its_flags_are_parsed(monkeypatch, capsys, script, argv, named):
     from gensbi_sharding.harness import memory_check
 
-    module = load(script)
+    module = load_benchmark(script)
     monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 24 * 10**9)
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("started a child"))
     monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
@@ -342,7 +334,7 @@ def test_shard_model_judges_its_time_target_only_at_the_size_it_is_set_for(monke
     # Was: --layers 1 --width 8 printed "targets (ours / reference <= 1.10 ...): met" (or NOT met, by noise): a
     # ratio of per-call overheads claimed as the placement target set for a >= 64M-parameter model.
     pytest.importorskip("gensbi")
-    module = load("shard_model")
+    module = load_benchmark("shard_model")
     monkeypatch.setattr(sys, "argv", ["shard_model.py", "--layers", "1", "--width", "8", "--trials", "1"])
     assert module.main() == 0  # the same buffers kept: the one claim this size can judge
     out = capsys.readouterr().out.splitlines()
@@ -359,7 +351,7 @@ def test_shard_model_judges_its_time_target_only_at_the_size_it_is_set_for(monke
 def test_step_overhead_judges_its_ratio_target_only_at_the_size_it_is_set_for(monkeypatch, capsys, devices):
     # Was: --blocks 1 --steps 1 --width 8 printed "target (ratio <= 1.05): met": a ratio of per-call overheads
     # claimed as the target set for the defaults' model (--width 128 --depth 3).
-    module = load("step_overhead")
+    module = load_benchmark("step_overhead")
     monkeypatch.setattr(sys, "argv", ["step_overhead.py", "--blocks", "1", "--steps", "1", "--width", "8"])
     assert module.main() == 0
     out = capsys.readouterr().out.splitlines()
@@ -428,7 +420,7 @@ def test_ctrl_c_while_a_scripts_child_runs_exits_130(monkeypatch, capsys):
 def test_shard_model_names_the_parameter_count_it_places(monkeypatch, capsys, devices, frozen_heap):
     # Was "0.0M float32 parameters (0 MB)" at --layers 1 --width 8 (72), where its last line said 72 parameters.
     pytest.importorskip("gensbi")
-    module = load("shard_model")
+    module = load_benchmark("shard_model")
     monkeypatch.setattr(sys, "argv", ["shard_model.py", "--layers", "1", "--width", "8", "--trials", "1"])
     module.main()
     assert capsys.readouterr().out.splitlines()[0] == (

@@ -8,20 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from faults_helpers import load_benchmark
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO / "benchmarks"))  # the scripts' shared cli_args
 SCRIPTS = sorted(p.name for p in (REPO / "benchmarks").glob("*.py") if 'if __name__ == "__main__":' in p.read_text()
                  and not p.name.startswith("sbibm"))
-
-
-def load(name):
-    """A benchmark script as a module (its main() not run)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"{name}_console_script", REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_table_on_an_ascii_console_is_printed_escaped_not_a_traceback(tmp_path):
@@ -77,7 +69,7 @@ def test_gensbi_pipelines_ratio_is_not_judged_from_a_few_steps(monkeypatch, caps
     import gensbi_sharding.harness.run as harness_run
 
     pytest.importorskip("gensbi")
-    module = load("gensbi_pipeline")
+    module = load_benchmark("gensbi_pipeline")
     monkeypatch.setattr(harness_run, "run", lambda cfg: {"status": "ok", "median_step_s": 0.02, "c2st": 0.9,
                                                         "compile_s": 1.0})
     monkeypatch.setattr(module, "run_gensbi", lambda cfg, args, out: (
