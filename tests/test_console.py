@@ -289,6 +289,15 @@ def test_a_gloo_lines_bare_last_number_stays_off_the_console_and_other_numbers_s
     assert [r.getMessage() for r in caplog.records if r.name == console.NATIVE][1:] == ["3"]
 
 
+def test_a_lone_newline_left_by_two_interleaved_gloo_lines_stays_off_the_console(capfd, caplog):
+    # Was: a stray "\n" on stdout of a distributed=local job (test_local_processes' quiet-console test, about 1 run in
+    # 5 of the whole suite): two processes' Gloo lines written into one line, their two newlines left as an empty line.
+    gloo = b"[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"
+    with caplog.at_level(logging.INFO, logger=console.NATIVE), console.native_output_to_log():
+        os.write(1, gloo + gloo + b"\n\nkept\n\n")
+    assert capfd.readouterr().out == "kept\n\n"  # a blank line after anything else is output
+
+
 @pytest.mark.parametrize("inherited", ["1", "0"])
 def test_a_local_process_draws_its_progress_bar_for_the_console_its_parent_passes_it_to(monkeypatch, inherited):
     # A distributed=local process's stderr is a pipe to its parent, which passes it on to its own console: the bar

@@ -83,8 +83,11 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         for line in data.splitlines(keepends=True):
             bare = line.lstrip(b"\r")
             piece = DIGITS.sub(b"0", bare.strip())  # a bare number is one only right after a piece
-            noisy = prefixes == NOISY_NATIVE_LINES and (b"peer ranks" in bare or (after_noisy[0] and BARE_NUMBER.match(
-                bare)) or (re.search(rb"[A-Za-z]", piece) is not None and piece in GLOO_LINE))
+            # A bare number or a lone newline right after a noisy line is the torn tail of one (two processes' Gloo
+            # lines interleaved: "... is : 1[Gloo] ... is : 1" + "\n" + "\n")
+            tail = after_noisy[0] and (BARE_NUMBER.match(bare) or not bare.strip())
+            noisy = prefixes == NOISY_NATIVE_LINES and (b"peer ranks" in bare or tail or (
+                re.search(rb"[A-Za-z]", piece) is not None and piece in GLOO_LINE))
             after_noisy[0] = bool(bare.startswith(prefixes) or noisy)
             if bare.startswith(prefixes) or NATIVE_LOG_LINE.match(bare) or noisy:
                 text = line.decode(errors="replace").strip()
