@@ -17,6 +17,7 @@ from gensbi_sharding.harness.held_out import val_pairs_problem
 from gensbi_sharding.harness.known_fields import check_known_fields
 from gensbi_sharding.harness.hints import mesh_spec_fix, override_literal
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
+from gensbi_sharding.harness.factory_keywords import own_data_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
 from gensbi_sharding.harness.override_grammar import hydra_override
@@ -50,6 +51,7 @@ def validate(cfg: DictConfig) -> None:
                               after=" to train it (checkpoints and losses are written as usual)")
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
             check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run, dry_run=cfg.dry_run)
+            problem = own_data_problem(cfg.data.name)  # was: its TypeError once the run's folder was made
     except ConfigError as err:
         raise ConfigError(_with_fix(err.args[0] if err.args else str(err), cfg)) from None  # a Refusal keeps its fix
     require(problem is None, problem)

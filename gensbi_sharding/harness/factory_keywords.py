@@ -4,7 +4,8 @@
 **hparams)`` (``hparams``: the model's section but ``name`` and ``init``). A factory registered without one of them
 (``def make_gated(*, dim_theta, dim_x, rngs, hidden=64)``) failed once the run's folder was made and the data
 simulated: "[ERROR] TypeError: make_gated() got an unexpected keyword argument 'partition_axis'", then "error after
-11.8 s; traceback in outputs/.../error.txt". ``partition_axis`` is passed to every factory rather than only to those
+11.8 s; traceback in outputs/.../error.txt". A data set's factory of one's own is called with ``DATA_KEYWORDS`` and
+failed alike (``data_factory_keyword_problem``). ``partition_axis`` is passed to every factory rather than only to those
 that take it: a model that drops it would ignore ``activation=`` silently, its activations laid out by XLA alone, so
 the factory is told to take it (None without a mesh), as docs/gensbi_models.md says. The harness's own models are
 tested to take them all. Importing this module imports no JAX.
@@ -12,12 +13,14 @@ tested to take them all. Importing this module imports no JAX.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["RUN_KEYWORDS", "factory_keyword_problem"]
+__all__ = ["RUN_KEYWORDS", "DATA_KEYWORDS", "factory_keyword_problem", "data_factory_keyword_problem",
+           "own_data_problem", "factory_name"]
 
 #: The keywords every model factory is called with besides its settings, and what each gives it.
 RUN_KEYWORDS = {
@@ -27,13 +30,41 @@ RUN_KEYWORDS = {
     "partition_axis": "the activation layout that activation= and the rule give, None without a mesh",
 }
 
+#: The keywords ``pipeline.simulate`` calls every data set's factory with (docs/gensbi_models.md), and what each is.
+DATA_KEYWORDS = {
+    "num_simulations": "data.num_simulations, over all shards",
+    "val_fraction": "data.val_fraction",
+    "seed": "the run's seed",
+    "num_observation": "data.num_observation",
+    "theta_transform": "data.theta_transform",
+    "x_transform": "data.x_transform",
+    "process_index": "this shard's index",
+    "process_count": "the number of shards",
+}
+
+
+def factory_name(factory: Callable[..., Any], *, qualified: bool = False) -> str:
+    """The factory as a user wrote it: ``make_gated``, ``functools.partial(make_gated, hidden=32)`` (was its repr,
+    ``functools.partial(<function make_gated at 0x7f...>, hidden=32)``); ``qualified``: with its module."""
+    if isinstance(factory, functools.partial):
+        bound = [factory_name(factory.func, qualified=qualified), *map(repr, factory.args),
+                 *(f"{k}={v!r}" for k, v in factory.keywords.items())]
+        return f"functools.partial({', '.join(bound)})"
+    name, module = getattr(factory, "__qualname__", None), getattr(factory, "__module__", None)
+    if name is None:  # a callable object (was its repr, an address): its class's
+        name, module = f"a {type(factory).__qualname__} object", None
+    return f"{module}.{name}" if qualified and module else name
+
 
 def _where(factory: Callable[..., Any]) -> str:
     """``make_gated (gensbi_sharding/harness/models/gated.py)``: the factory and its file, relative where it can be."""
-    name = getattr(factory, "__qualname__", None) or repr(factory)
+    name = factory_name(factory)
+    inner = factory
+    while isinstance(inner, functools.partial):  # the file of the function it binds
+        inner = inner.func
     try:
-        path = inspect.getsourcefile(factory)
-    except TypeError:  # a callable object, a builtin: no file of its own
+        path = inspect.getsourcefile(inner if inspect.isfunction(inner) or inspect.isclass(inner) else type(inner))
+    except TypeError:  # a builtin: no file of its own
         path = None
     if path is None:
         return name
@@ -48,8 +79,22 @@ def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
     own = inspect.signature(factory, follow_wrapped=False).parameters
     passing = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     if own and all(p.kind in passing for p in own.values()):
+        if inspect.isclass(factory) and factory.__init__ is not object.__init__:
+            # An nnx.Module subclass as its own factory: nnx's metaclass __call__ takes (*args, **kwargs), which
+            # hid __init__'s keywords (was: never checked). Its __init__'s, less self.
+            return dict(list(inspect.signature(factory.__init__).parameters.items())[1:])
         return inspect.signature(factory).parameters
     return own
+
+
+def _mismatch(parameters: Mapping[str, inspect.Parameter], passed: list[str]) -> tuple[list[str], list[str]]:
+    """The keywords passed that the signature does not take, and those it needs that nothing passes."""
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    unexpected = [k for k in passed if not takes_any and (k not in parameters or parameters[k].kind not in by_keyword)]
+    missing = [k for k, p in parameters.items() if k not in passed and p.default is inspect.Parameter.empty
+               and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    return unexpected, missing
 
 
 def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Mapping[str, Any]) -> str | None:
@@ -77,11 +122,7 @@ def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Ma
         return None
     hparams = [k for k in settings if k not in ("name", "init")]
     passed = [*RUN_KEYWORDS, *hparams]
-    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    unexpected = [k for k in passed if not takes_any and (k not in parameters or parameters[k].kind not in by_keyword)]
-    missing = [k for k, p in parameters.items() if k not in passed and p.default is inspect.Parameter.empty
-               and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    unexpected, missing = _mismatch(parameters, passed)
     whose = f"model={name}'s factory {_where(factory)}"
     guide = " (docs/gensbi_models.md: A model of your own in the harness)"
     if unexpected:
@@ -101,3 +142,51 @@ def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Ma
                 f"the fields of model={name}'s schema{': ' + ', '.join(hparams) if hparams else ', none'}): give "
                 f"{words} a default, or add {'them' if len(missing) > 1 else 'it'} to the schema{guide}")
     return None
+
+
+def data_factory_keyword_problem(name: str, factory: Callable[..., Any]) -> str | None:
+    """The one-line refusal of a data set's factory whose signature does not take the run's call; None where it does.
+
+    Was: ``TypeError: load_noisy() got an unexpected keyword argument 'process_count'`` once the run's folder was made.
+
+    Parameters
+    ----------
+    name : str
+        The data set's name, e.g. ``"noisy_gauss"`` (``data=noisy_gauss``).
+    factory : callable
+        Its registered factory, called with every one of ``DATA_KEYWORDS``, and nothing else.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"data=noisy_gauss's factory load_noisy (my_data.py) takes no keyword process_count, which the run
+        passes every data set's factory (process_count: the number of shards): add process_count to its keywords
+        (docs/gensbi_models.md: A model or data set of your own in the harness)"``.
+    """
+    try:
+        parameters = _parameters(factory)
+    except (TypeError, ValueError):  # no signature Python can read (a builtin): its call is the only check
+        return None
+    unexpected, missing = _mismatch(parameters, list(DATA_KEYWORDS))
+    whose = f"data={name}'s factory {_where(factory)}"
+    guide = " (docs/gensbi_models.md: A model or data set of your own in the harness)"
+    if unexpected:
+        why = "; ".join(f"{k}: {DATA_KEYWORDS[k]}" for k in unexpected)
+        return (f"{whose} takes no keyword {', '.join(unexpected)}, which the run passes every data set's factory "
+                f"({why}): add {', '.join(unexpected)} to its keywords{guide}")
+    if missing:
+        words = ", ".join(missing)
+        return (f"{whose} needs keyword {words}, which the run never passes (it passes {', '.join(DATA_KEYWORDS)}): "
+                f"give {words} a default{guide}")
+    return None
+
+
+def own_data_problem(name: str) -> str | None:
+    """``data_factory_keyword_problem`` of ``data=<name>`` where it is a registered data set of one's own; else None
+    (the built-in tasks' ``load_task`` is tested to take the call; an unknown name is ``registered_name_problem``'s)."""
+    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness.tasks import TASKS
+
+    if not isinstance(name, str) or name in TASKS or not registry.is_registered("data", name):
+        return None
+    return data_factory_keyword_problem(name, registry.get_data(name))

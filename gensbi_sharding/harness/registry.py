@@ -57,10 +57,10 @@ _BUILT_IN: set[tuple[str, str]] = set()
 
 
 def _describe(factory: Callable[..., Any]) -> str:
-    # A functools.partial, a callable object or a lambda has no __qualname__ or no module of its own.
-    qualname = getattr(factory, "__qualname__", None)
-    module = getattr(factory, "__module__", None)
-    return f"{module}.{qualname}" if qualname and module else repr(factory)
+    # A functools.partial or a callable object has no __qualname__: named as written, not by its repr (an address).
+    from gensbi_sharding.harness.factory_keywords import factory_name
+
+    return factory_name(factory, qualified=True)
 
 
 def _register(table: dict[str, Callable[..., Any]], kind: str, name: str, built_in: bool = False):
@@ -111,8 +111,8 @@ def register_model(name: str, *, requires: Requirement | None = None, built_in: 
 
     The factory is called as ``factory(dim_theta=..., dim_x=..., rngs=..., partition_axis=...,
     **hparams)`` (``partition_axis``: the activation layout, None without a mesh; ``hparams``:
-    the model's config section but ``name`` and ``init``) and returns a Flax NNX module ``v(theta_t, x, t) -> velocity`` whose parameters
-    carry logical axis annotations (``gensbi_sharding.axes``). ``requires`` names an
+    the model's config section but ``name`` and ``init``) and returns a Flax NNX module
+    ``v(theta_t, x, t) -> velocity`` whose parameters carry logical axis annotations (``gensbi_sharding.axes``). ``requires`` names an
     optional package the factory imports when called (never at registration):
     ``get_model`` checks it is installed and otherwise says how to install it. ``built_in``: for the
     harness's own models only (``unregister`` refuses them).
