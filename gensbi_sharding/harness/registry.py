@@ -112,7 +112,8 @@ def register_model(name: str, *, requires: Requirement | None = None, built_in: 
     The factory is called as ``factory(dim_theta=..., dim_x=..., rngs=..., partition_axis=...,
     **hparams)`` (``partition_axis``: the activation layout, None without a mesh; ``hparams``:
     the model's config section but ``name`` and ``init``) and returns a Flax NNX module
-    ``v(theta_t, x, t) -> velocity`` whose parameters carry logical axis annotations (``gensbi_sharding.axes``). ``requires`` names an
+    ``v(theta_t, x, t) -> velocity`` whose parameters carry logical axis annotations
+    (``gensbi_sharding.axes``). ``requires`` names an
     optional package the factory imports when called (never at registration):
     ``get_model`` checks it is installed and otherwise says how to install it. ``built_in``: for the
     harness's own models only (``unregister`` refuses them).
