@@ -4,7 +4,8 @@ YAML 1.1, which Hydra's loader follows, reads a bare ``yes``/``no``/``on``/``off
 ``y``/``n`` (quoted or not) into a yes/no field's true/false; the command line refuses all of these words
 (``eval.plot=yes``: "eval.plot is a yes/no: true or false (or 1 or 0), not 'yes'", ``override_types``). Was: a group
 file of one's own (``conf/eval/my_eval.yaml``) or a preset with ``plot: yes`` ran with it on, silently; a bare ``no``
-in a text setting ran with the text 'False'. ``yes_no_word_problem`` names the file, line, key and the fix.
+in a text setting ran with the text 'False', and so did a bare ``true``/``false`` there (``hydra.job.env_set``'s
+``MY_FLAG: true`` set MY_FLAG=True, Python's spelling). ``yes_no_word_problem`` names the file, line, key and the fix.
 Pure Python until a file holds such a word: then the command's choices are composed once (which files it reads).
 """
 
@@ -27,8 +28,11 @@ YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
 #: What OmegaConf converts to a yes/no field's true/false, any case, that the command line refuses.
 OMEGACONF_WORDS = ("y", "yes", "on", "n", "no", "off")
 TRUE_WORDS = ("y", "yes", "on")
-#: A value that may be one of them (``key: yes``, ``{plot: 'n'}``): only a file holding one is parsed.
-MAYBE_WORD = re.compile(r"""(?im):\s*['"]?(?:y|yes|n|no|on|off)['"]?\s*(?:[,}\]#]|$)""")
+#: A value that may be one of them (``key: yes``, ``{plot: 'n'}``), or a bare true/false (``MY_FLAG: true`` in a
+#: text setting: the text 'True', Python's spelling): only a file holding one is parsed.
+MAYBE_WORD = re.compile(r"""(?im):\s*['"]?(?:y|yes|n|no|on|off|true|false)['"]?\s*(?:[,}\]#]|$)""")
+#: YAML's own true/false, bare (``True``, ``FALSE``): a yes/no setting's; a text setting reads 'True' / 'False'.
+BOOL_WORDS = re.compile(r"true|True|TRUE|false|False|FALSE")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -53,7 +57,8 @@ def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...]
                 continue
             if isinstance(value, yaml.MappingNode):
                 walk(value, name)
-            elif isinstance(value, yaml.ScalarNode) and value.value.lower() in OMEGACONF_WORDS:
+            elif isinstance(value, yaml.ScalarNode) and (value.value.lower() in OMEGACONF_WORDS or (
+                    value.style is None and BOOL_WORDS.fullmatch(value.value))):
                 found.append((name, value.value, value.start_mark.line + 1, value.style is None))
 
     walk(root, ())
@@ -140,6 +145,24 @@ def _job_files(overrides: tuple[str, ...], config_dir: str,
     return read
 
 
+def _text(kind: object) -> bool:
+    """Whether a setting of schema type ``kind`` takes text and no yes/no (``str``, ``Optional[str]``)."""
+    return kind is str or (str in typing.get_args(kind) and bool not in typing.get_args(kind))
+
+
+def _suspect(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (a file under ``folder``) may hold a word refused below, judged without composing: a yes/no
+    word, or a bare true/false in a setting typed as text where the file's group or package header puts it (the
+    ``conf/*.yaml`` files' many ``plot: true`` compose nothing)."""
+    words = yes_no_words(path)
+    if any(not BOOL_WORDS.fullmatch(word) for _, word, _, _ in words):
+        return True
+    group = path.parent.relative_to(folder).as_posix()
+    package = _package(path, group) if group != "." else ()
+    model = path.stem if package[:1] == ("model",) else None  # conf/model/<name>.yaml: that model's schema
+    return any(_text(_field_type((*package, *keys), model)) for keys, _, _, _ in words)
+
+
 def yes_no_word_problem(command: CommandLine) -> str | None:
     """A yes/no word that a config file the command reads sets (``conf/eval/my_eval.yaml, line 3: plot: yes ...;
     write plot: true there``); None where none does.
@@ -155,7 +178,7 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
         One line naming the file, line, setting, how it is read and the fix.
     """
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
-    if not any(yes_no_words(p) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
+    if not any(_suspect(p, f) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
                for p in f.glob(depth) if p.is_file()):
         return None  # the common case: nothing composed
     for path, package, model in _read_files(command):
@@ -163,6 +186,13 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
             full = (*package, *keys)
             kind = _field_type(full, model)
             flag = kind is bool or bool in typing.get_args(kind)
+            if BOOL_WORDS.fullmatch(word):  # YAML's own true/false: right for a yes/no, 'True' in a text setting
+                if _text(kind):
+                    return (f"{path}, line {line}: {keys[-1]}: {word} ({'.'.join(full)}) is YAML's "
+                            f"{word.lower()}, which this text setting takes as {str(word.lower() == 'true')!r} "
+                            f"(Python's spelling), not the text {word.lower()!r}; write {keys[-1]}: "
+                            f"'{word.lower()}' there for the text")
+                continue
             if full[0] == "hydra" and (flag or kind is None):
                 continue  # Hydra's yes/no (hydra.job.chdir=no on the command line: false too), or a plugin's to type
             if not flag and not (bare and YAML_WORDS.fullmatch(word)):
