@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.groups import CONF
 
@@ -36,3 +38,18 @@ def test_a_bare_false_in_a_text_setting_is_refused_a_yes_no_settings_is_not(tmp_
         "(Python's spelling), not the text 'false'; write resume: 'false' there for the text")
     preset.write_text(preset.read_text().replace("  resume: False\n", ""))
     assert command_problem(command) is None  # plot: false, a yes/no's own word
+
+
+@pytest.mark.slow  # a sweep: its 9 jobs composed (over MAX_JOBS is the fault), twice
+def test_a_sweep_of_more_jobs_than_command_defaults_composes_has_its_files_checked(tmp_path):
+    # Was: -m eval=fine,other,mine model=mlp,transformer,flux1 (9 jobs, over command_defaults.MAX_JOBS = 8) checked
+    # no file, so mine's 'plot: yes' ran as true.
+    for name in ("fine", "other"):
+        own_file(tmp_path, f"eval/{name}.yaml", "defaults:\n  - default\n  - _self_\nplot: false\n")
+    mine = own_file(tmp_path, "eval/mine.yaml", "defaults:\n  - default\n  - _self_\nplot: yes\n")
+    command = ["-m", f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", "eval=fine,other,mine",
+               "model=mlp,transformer,flux1"]
+    assert command_problem(command) == (f"{mine}, line 4: plot: yes (eval.plot) is a yes/no word, read as true, "
+                                        "which the command line refuses (eval.plot=yes); write plot: true there")
+    mine.write_text(mine.read_text().replace("plot: yes", "plot: true"))  # the fix, as written
+    assert command_problem(command) is None

@@ -109,9 +109,29 @@ def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...], str |
     from gensbi_sharding.harness.command_defaults import command_jobs
 
     read: list[tuple[Path, tuple[str, ...], str | None]] = []
-    for job in command_jobs(command) or []:
-        read += [f for f in _job_files(*job) if f not in read]
+    for part in _parts(command):
+        for job in command_jobs(part) or []:
+            read += [f for f in _job_files(*job) if f not in read]
     return read
+
+
+def _parts(command: CommandLine) -> list[CommandLine]:
+    """``command``, or where its jobs number more than ``command_defaults.MAX_JOBS`` (which composes none of them:
+    was, no file of such a sweep checked), commands that each take one value of its first swept group (Hydra's outer
+    loop) and together run the same jobs, in Hydra's order; none where a group's choice is a glob."""
+    from gensbi_sharding.harness.command_defaults import command_jobs
+    from gensbi_sharding.harness.override_keys import option_groups
+    from gensbi_sharding.harness.override_grammar import parse
+
+    if command_jobs(command) is not None:
+        return [command]
+    groups = set(option_groups())
+    swept = [o for o in command.parsed if o.key in groups and o.sweep and o.hydra.package is None and o.values()]
+    if not swept:
+        return []
+    first, at = swept[0], command.args.index(swept[0].arg)
+    return [part for value in first.values()
+            for part in _parts(parse([*command.args[:at], f"{first.typed}={value}", *command.args[at + 1:]]))]
 
 
 def _job_files(overrides: tuple[str, ...], config_dir: str,
