@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["saved_settings_overrides", "FREE_KEYS"]
+__all__ = ["saved_settings_overrides", "lacked_settings", "FREE_KEYS"]
 
 #: Keys a continued run may set as it likes (the step to reach, where from): never compared.
 FREE_KEYS = ("train.steps", "train.resume")
@@ -39,23 +39,7 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     list of str or None
         ``overrides`` itself where it already composes to the saved settings.
     """
-    from gensbi_sharding.harness.launch_record import step_folder_names
-
-    steps = step_folder_names(Path(run_dir))
-    if not steps:
-        return None
-    import logging
-
-    from gensbi_sharding.checkpoint import saved_config
-
-    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
-    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
-    try:
-        saved = _leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
-    except (OSError, ValueError, TypeError):  # FileNotFoundError too: a damaged step says nothing here
-        return None
-    finally:
-        absl.setLevel(level)
+    saved = _saved(run_dir)
     if not saved or (now := _composed(overrides)) is None:
         return None
     fixed = list(overrides)
@@ -70,7 +54,73 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     if differ and ((now := _composed(fixed)) is None
                    or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
         return None
+    if _lacked(saved, now):  # was: not compared; pasted, the run's own model's fields were others
+        return None
     return fixed
+
+
+def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
+    """What the config saved with ``run_dir``'s newest checkpoint holds that ``overrides`` composes no setting for,
+    and the fix, in words (e.g. its own model's fields, its search path not typed); None where nothing is lacked or
+    nothing can be read.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run's folder (``<run_dir>/checkpoints/<step>``).
+    overrides : sequence of str
+        The command's overrides as typed.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"model=gated from a config folder of its own, which this command does not search (its checkpoint's
+        config holds model.hidden=64, which nothing this command composes sets): add the hydra.searchpath=[file://...]
+        that holds model/gated.yaml, model=gated and train.resume=auto"``.
+    """
+    saved, now = _saved(run_dir), _composed(overrides)
+    if not saved or now is None:
+        return None
+    if not (lacked := _lacked(saved, now)):
+        return None
+    held = ", ".join(f"{k}={_literal(saved[k])}" for k in lacked[:3]) + (", ..." if len(lacked) > 3 else "")
+    section = lacked[0].split(".")[0]
+    option = saved.get(f"{section}.{_CHOICE[section]}") if section in _CHOICE else None
+    if not isinstance(option, str):  # a key of a preset of one's own: no group option to name
+        return (f"settings this command does not compose (its checkpoint's config holds {held}, which nothing this "
+                "command composes sets): add the preset and the hydra.searchpath=[file://...] it was launched with, "
+                "and train.resume=auto")
+    return (f"{section}={option} from a config folder of its own, which this command does not search (its checkpoint's "
+            f"config holds {held}, which nothing this command composes sets): add the hydra.searchpath=[file://...] "
+            f"that holds {section}/{option}.yaml, {section}={option} and train.resume=auto")
+
+
+def _lacked(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The saved keys of a section ``now`` has (``model.hidden``) that ``now`` lacks; a top-level key a caller
+    added to the config (a test's ``output_dir``) is none."""
+    sections = {k.split(".")[0] for k in now if "." in k}
+    return [k for k in saved if k not in now and k not in FREE_KEYS and k.split(".")[0] in sections and "." in k]
+
+
+def _saved(run_dir: Any) -> dict[str, Any] | None:
+    """The leaves of the config saved with ``run_dir``'s newest checkpoint; None where there is none to read."""
+    from gensbi_sharding.harness.launch_record import step_folder_names
+
+    steps = step_folder_names(Path(run_dir))
+    if not steps:
+        return None
+    import logging
+
+    from gensbi_sharding.checkpoint import saved_config
+
+    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
+    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
+    try:
+        return _leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
+    except (OSError, ValueError, TypeError):  # FileNotFoundError too: a damaged step says nothing here
+        return None
+    finally:
+        absl.setLevel(level)
 
 
 def _literal(value: Any) -> str:
