@@ -96,3 +96,17 @@ def test_a_partial_factory_is_named_as_written_not_by_its_repr(own):
         registry.register_model("part_t")(make_gated)
     assert str(taken.value) == ("model 'part_t' is already registered (by functools.partial(test_factory_keywords_r64b"
                                 ".make_gated, hidden=32)); pick another name")
+
+
+class Builder:  # a callable object as the factory
+    def __call__(self, *, dim_theta, dim_x, rngs, hidden=64):
+        raise AssertionError("never built: refused before")
+
+
+def test_a_callable_object_factory_is_named_by_its_class_and_file_not_its_address(own):
+    # Was: "model=built_t's factory <test_factory_keywords_r64b.Builder object at 0x7f...> takes no keyword ...".
+    own("model", "built_t", Builder())
+    with pytest.raises(ConfigError) as refused:
+        check_model(OmegaConf.create({"name": "built_t", "init": "eager"}))
+    assert str(refused.value).startswith(f"model=built_t's factory a Builder object ({HERE}) takes no keyword "
+                                         "partition_axis"), str(refused.value)
