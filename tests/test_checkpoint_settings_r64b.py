@@ -25,3 +25,16 @@ def test_a_run_of_ones_own_model_continued_without_its_search_path_names_the_fie
         "own, which this command does not search (its checkpoint's config holds model.hidden=64, which nothing this "
         "command composes sets): add the hydra.searchpath=[file://...] that holds model/gated.yaml, model=gated and "
         "train.resume=auto, or choose another hydra.run.dir"), str(err.value)
+
+
+def test_a_field_a_built_in_model_no_longer_has_is_named_as_another_versions(tmp_path):
+    from gensbi_sharding.harness.checkpoint_settings import lacked_settings
+
+    run = tmp_path / "run"
+    config = under_command(["experiment=quick", "seed=0"], lambda cfg: OmegaConf.to_container(cfg, resolve=True))
+    config["model"]["gate"] = True  # saved by a version whose mlp had a field this one lacks
+    saved_checkpoint(run, config, {})
+    assert lacked_settings(run, ["experiment=quick", "seed=0"]) == (
+        "the settings it saved, which this version's model=mlp lacks (model.gate=true, in its checkpoint's config): "
+        "continue it with the version of gensbi_sharding that saved it")
+    assert lacked_settings(run, ["experiment=quick", "seed=1"]) is not None  # whatever else differs

@@ -90,6 +90,9 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
         return (f"settings this command does not compose (its checkpoint's config holds {held}, which nothing this "
                 "command composes sets): add the preset and the hydra.searchpath=[file://...] it was launched with, "
                 "and train.resume=auto")
+    if _has_option(section, option):  # conf/'s own option lacks a field it saved: another version of the harness
+        return (f"the settings it saved, which this version's {section}={option} lacks ({held}, in its checkpoint's "
+                "config): continue it with the version of gensbi_sharding that saved it")
     return (f"{section}={option} from a config folder of its own, which this command does not search (its checkpoint's "
             f"config holds {held}, which nothing this command composes sets): add the hydra.searchpath=[file://...] "
             f"that holds {section}/{option}.yaml, {section}={option} and train.resume=auto")
