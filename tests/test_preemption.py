@@ -1815,11 +1815,13 @@ def test_sigterm_while_building_the_model_ends_the_run_at_once_and_the_folder_re
 
 
 def test_a_failed_attempt_that_saved_nothing_is_run_again_not_continued(tmp_path):
+    from faults_helpers import saved_checkpoint
+
     # Was "rerun with train.resume=auto to continue it" for a run a config check stopped: nothing to continue.
     # Now the folder takes the next command as it is (its attempt kept in previous_attempts).
     outputs.write_json(tmp_path / "metrics.json", {"status": "error"})
     assert run_folder.ensure_fresh(tmp_path) == {"status": "error"}
-    (tmp_path / "checkpoints" / "5").mkdir(parents=True)
+    saved_checkpoint(tmp_path, {"seed": 0}, {}, step=5)  # a complete step (was an empty folder: a save cut short)
     with pytest.raises(FileExistsError, match="train.resume=auto to continue it in this folder"):
         run_folder.ensure_fresh(tmp_path)
 

@@ -234,7 +234,9 @@ def test_a_failed_jobs_folder_names_the_folder_setting_of_its_mode(tmp_path, mul
     from gensbi_sharding.harness.run_folder import ensure_fresh
 
     (tmp_path / "metrics.json").write_text(json.dumps({"status": "error", "error": "ConfigError: x"}))
-    (tmp_path / "checkpoints" / "8").mkdir(parents=True)  # with nothing saved, any command reruns there
+    from faults_helpers import saved_checkpoint
+
+    saved_checkpoint(tmp_path, {"seed": 0}, {})  # a complete step (an empty folder is a save cut short: none)
     with pytest.raises(FileExistsError) as refused:
         ensure_fresh(tmp_path, multirun=multirun)
     assert str(refused.value).endswith(f"rerun with train.resume=auto to continue it in this folder, or choose another "

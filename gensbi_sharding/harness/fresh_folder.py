@@ -50,7 +50,8 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                              or (previous is None or status in RESUMABLE)
                              and requeued_step(out_dir, resume) is not None)
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
-            status == "error" and not has_checkpoints and not dry_run):  # failed, nothing saved: any command reruns
+            status == "error" and not dry_run and not _complete(out_dir, has_checkpoints)):  # failed, nothing saved:
+        # any command reruns there
         hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
                  rerun_hint(out_dir, "continue it", overrides, multirun, steps))
                 + f", or choose another {_DIR[multirun]}"
@@ -64,9 +65,35 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if dry_run and has_checkpoints:
         raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
                               "folder: choose another hydra.run.dir for the dry run")
-    if not (resume_auto or retry) and has_checkpoints:  # the folder as Hydra and the shell read it back (was: as it is)
+    # (a failed run's record and only a save cut short: rerun above, not "a run with no record")
+    if not (resume_auto or retry or previous is not None) and has_checkpoints:  # the folder as Hydra and the shell
+        # read it back (was: as it is)
         from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
                               f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a "
                               f"new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous
+
+
+def _complete(out_dir: Path, has_checkpoints: bool) -> bool:
+    """Whether ``out_dir/checkpoints`` holds a complete step (Orbax's commit recorded). Was: anything there, so a
+    failed run whose only save was cut short was told "rerun with train.resume=auto to continue it", which continued
+    nothing and trained from step 0. ``FileExistsError`` (the library's, naming the move) for a step folder cut
+    short, which the rerun's first save would refuse."""
+    if not has_checkpoints:
+        return False
+    import logging
+
+    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
+    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...}" above the refusal's one line
+    try:
+        if holds_checkpoint(out_dir):
+            return True
+    finally:
+        absl.setLevel(level)
+    from gensbi_sharding.checkpoint_lock import check_none_cut_short
+
+    # A step folder cut short (not Orbax's temporary one, which the next run's checkpointer removes) would refuse
+    # the rerun's first save, once its folder is claimed and its data simulated: refused here, naming the move.
+    check_none_cut_short(out_dir / "checkpoints")
+    return False
