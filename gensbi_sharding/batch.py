@@ -208,6 +208,17 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
                          "jitted step or outside it), or pin a block with constrain")
     if traced:  # not in a shard_map: refused above
         check_active_mesh(mesh, caller)
+    elif not (whole := NamedSharding(mesh, P())).is_fully_addressable:  # JAX moves no array between processes
+        local = next((p for p, leaf in arrays if isinstance(leaf, jax.Array) and leaf.committed and (
+            leaf.is_fully_addressable)), None)  # JAX's error: "... Sharding which represents addressable devices"
+        processes = len({device.process_index for device in whole.device_set})
+        if local is not None:
+            raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(local) or '<root>'} is a jax.Array on this "
+                             f"process's devices only, and mesh {dict(mesh.shape)} spans {processes} processes; " + (
+                                 "pass each process's own rows to host_to_global_array(rows, partition='data', "
+                                 "mesh=mesh) on every process" if split else "pass the tree to host_to_global_array("
+                                 "tree, partition='replicated', mesh=mesh) on every process (each process's copy, "
+                                 "compared across them)"))
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} {UNDER_TRANSFORM} on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "

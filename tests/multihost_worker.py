@@ -82,6 +82,17 @@ def case_placement(p: int) -> dict:
     out["group_replicated_error"] = error_of(lambda: host_to_global_array(
         {"x": rows, "table": np.full((2, 4), float(p), np.float32)}, mesh=mesh2,
         partition={"x": P(("data", "model")), "table": P(None, "model")}))
+    # replicate of an array split over this process's devices only, onto a mesh over both processes: our refusal
+    # (was JAX's "... a Sharding which represents addressable devices"), and the fix it names, which places it.
+    import jax
+
+    from gensbi_sharding import replicate
+
+    local = jax.device_put(np.arange(4.0, dtype=np.float32), jax.sharding.NamedSharding(
+        jax.sharding.Mesh(np.array(jax.local_devices()), ("d",)), P("d")))
+    out["replicate_local_error"] = error_of(lambda: replicate({"w": local}, make_mesh()))
+    fixed = host_to_global_array({"w": local}, partition="replicated", mesh=make_mesh())["w"]
+    out["replicate_fixed"] = [str(fixed.sharding.spec), np.asarray(fixed.addressable_data(0)).tolist()]
     # The harness's own check: the processes' settings (each composed from its own command line).
     from omegaconf import OmegaConf
 

@@ -277,6 +277,19 @@ def test_a_data_factory_refused_on_one_process_ends_every_process_with_its_refus
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+def test_replicate_of_a_process_local_array_names_the_leaf_and_a_fix_that_places_it(placement):
+    # Was JAX's "device_put's second argument must be a Device or a Sharding which represents addressable devices",
+    # naming neither the leaf nor a fix; the fix named is run as written on both processes.
+    for result in placement:
+        assert result["replicate_local_error"] == (
+            "replicate: leaf ['w'] is a jax.Array on this process's devices only, and mesh {'data': 8, 'model': 1} "
+            "spans 2 processes; pass the tree to host_to_global_array(tree, partition='replicated', mesh=mesh) on "
+            "every process (each process's copy, compared across them)")
+        assert result["replicate_fixed"] == ["P()", [0.0, 1.0, 2.0, 3.0]]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_addressable_shards_hold_only_own_rows(placement):
     for p, result in enumerate(placement):
         rows = [row for row, _ in result["full_local_rows"]]
