@@ -11,13 +11,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
-from gensbi_sharding.leaf_checks import check_numeric_leaves, check_placeable, check_same_rows, host_view
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import is_array, is_int
 from gensbi_sharding.specs import check_mesh
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
-           "shard_batch", "shard_sample_init", "replicate", "check_placeable", "host_view", "check_active_mesh"]
+           "shard_batch", "shard_sample_init", "replicate", "check_active_mesh"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -208,17 +208,15 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
                          "jitted step or outside it), or pin a block with constrain")
     if traced:  # not in a shard_map: refused above
         check_active_mesh(mesh, caller)
-    elif not (whole := NamedSharding(mesh, P())).is_fully_addressable:  # JAX moves no array between processes
-        local = next((p for p, leaf in arrays if isinstance(leaf, jax.Array) and leaf.committed and (
-            leaf.is_fully_addressable)), None)  # JAX's error: "... Sharding which represents addressable devices"
-        processes = len({device.process_index for device in whole.device_set})
-        if local is not None:
-            raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(local) or '<root>'} is a jax.Array on this "
-                             f"process's devices only, and mesh {dict(mesh.shape)} spans {processes} processes; " + (
-                                 "pass each process's own rows to host_to_global_array(rows, partition='data', "
-                                 "mesh=mesh) on every process" if split else "pass the tree to host_to_global_array("
-                                 "tree, partition='replicated', mesh=mesh) on every process (each process's copy, "
-                                 "compared across them)"))
+    elif jax.process_count() > 1 and (local := [p for p, leaf in arrays if isinstance(leaf, jax.Array) and (
+            leaf.committed and leaf.is_fully_addressable and not NamedSharding(mesh, P()).is_fully_addressable)]):
+        # JAX's error named neither the leaf nor a fix: "... a Sharding which represents addressable devices"
+        raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(local[0]) or '<root>'} is a jax.Array on this "
+                         f"process's devices only, and mesh {dict(mesh.shape)} spans "
+                         f"{len({d.process_index for d in mesh.devices.flat})} processes; " + (
+                             "pass each process's own rows to host_to_global_array(rows, partition='data', mesh=mesh) "
+                             "on every process" if split else "pass the tree to host_to_global_array(tree, partition="
+                             "'replicated', mesh=mesh) on every process (each process's copy, compared across them)"))
     if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} {UNDER_TRANSFORM} on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
