@@ -20,7 +20,8 @@ from gensbi_sharding.checkpoint_steps import as_path, committed_steps
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
                                              finish_and_unlock, lock_directory, unlock, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory
-from gensbi_sharding.nodes import check_value_leaves, is_int, is_node, is_prng_key, node_state, non_node_part
+from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_node, is_prng_key, node_state,
+                                   non_node_part)
 
 __all__ = ["CheckpointWriter"]
 
@@ -68,8 +69,7 @@ class CheckpointWriter:
             raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
         if not is_int(keep) or keep < 1:
             raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
-        if not isinstance(async_save, bool):
-            raise TypeError(f"async_save={async_save!r:.60} must be True or False")
+        check_flag(async_save, "async_save")
         self.directory = as_path(directory, "directory").absolute()
         self.config = checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
                                    "resolve=True)", label="config")

@@ -14,7 +14,7 @@ from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, numpy_scalars_as_arrays
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
-from gensbi_sharding.nodes import is_array
+from gensbi_sharding.nodes import check_flag, is_array
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.messages import clipped
 from gensbi_sharding.rules import typo_of
@@ -81,8 +81,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
         A leaf deleted (donated to a jitted step), raised on every process as the errors above.
     """
     refuse_in_factory("host_to_global_array", INPUT_IN_FACTORY)  # each process alike: no collective is left waiting
-    if not isinstance(check_processes, (bool, np.bool_)):  # "no" is truthy: a collective the caller meant to skip
-        raise TypeError(f"check_processes={clipped(repr(check_processes), 40)} must be True or False")
+    check_flag(check_processes, "check_processes")  # "no": a collective the caller meant to skip
     mesh = _concrete_mesh(mesh)
     host_arrays = numpy_scalars_as_arrays(host_arrays)  # what shard_batch places
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)

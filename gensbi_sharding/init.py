@@ -20,8 +20,9 @@ from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_conc
                                      under_transform)
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, check_value_leaves, is_array_like,
-                                   is_scalar, is_prng_key, keep_scalars, named_leaves, path_name, value_of)
+from gensbi_sharding.nodes import (array_leaves, array_variables, check_flag, check_node, check_value_leaves,
+                                   is_array_like, is_scalar, is_prng_key, keep_scalars, named_leaves, path_name,
+                                   value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 
@@ -222,8 +223,7 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
 
 
 def _check(factory: Any, rule: Any, warn: Any) -> Rule:
-    if not isinstance(warn, (bool, np.bool_)):  # warn="no" is truthy: it would warn
-        raise TypeError(f"warn={warn!r:.40} must be True or False")
+    check_flag(warn, "warn")  # warn="no" would warn
     if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
                          "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")

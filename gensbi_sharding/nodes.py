@@ -23,6 +23,12 @@ def is_array(x: Any) -> bool:
     return isinstance(x, (jax.Array, np.ndarray))
 
 
+def check_flag(value: Any, name: str) -> None:
+    """``TypeError`` naming ``name`` unless ``value`` is a bool (NumPy's too): ``"no"`` is truthy, taken as True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}={clipped(repr(value), 40)} must be True or False")
+
+
 def is_scalar(x: Any) -> bool:
     """Python and NumPy numbers and bools, kept as values (not ``np.str_`` or ``np.datetime64``)."""
     return isinstance(x, (bool, int, float, complex, np.number, np.bool_))

@@ -80,6 +80,19 @@ def test_a_flag_that_is_no_bool_is_refused(mesh, call, flag):
         call(mesh)
 
 
+@pytest.mark.parametrize("flag", ["warn", "async_save"])
+def test_every_flag_names_a_long_value_whole(devices, tmp_path, flag):
+    # Was "warn='no, do not warn about the fallbacks, n must be True or False" (its repr cut at 40 characters
+    # inside its quote; async_save= at 60): check_processes= alone was fixed, three hand-written checks of one rule.
+    value = "no, do not warn about the fallbacks, nor save in the background, this time"
+    with pytest.raises(TypeError) as error:
+        if flag == "warn":
+            gs.init_sharded(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)), None, warn=value)
+        else:
+            checkpoint.CheckpointWriter(tmp_path / "ck", async_save=value)
+    assert str(error.value) == f"{flag}={value!r} must be True or False"
+
+
 def test_a_long_value_in_a_refusal_is_named_whole_not_cut_inside_its_quotes(devices):
     # Was "check_processes='no, do not compare the processes t must be True or False": the value's repr cut at 40
     # characters (format spec !r:.40), its quote left open; alike for a Plan's fields, a Rule's table, a spec entry.
