@@ -1,0 +1,51 @@
+"""The README's Quick start, read as a new user's first page: what make run does, what its number means and where
+its results land, each stated there and each true of the harness (files read as text, one line formatted)."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from gensbi_sharding.harness.run_report import final_line
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _quick_start():
+    text = (REPO / "README.md").read_text()
+    return " ".join(text.split("## Quick start")[1].split("\n## ")[0].split())
+
+
+def _as_readme_writes(folder):
+    """``outputs/${now:%Y-%m-%d}/${now:%H-%M-%S-%f}`` as the README names it: ``outputs/<date>/<time>/``."""
+    return re.sub(r"\$\{now:%H[^}]*\}", "<time>", re.sub(r"\$\{now:%Y[^}]*\}", "<date>", folder)) + "/"
+
+
+def test_quick_start_names_the_folders_the_config_writes_and_the_last_line_that_names_them(tmp_path):
+    # Read in a fresh clone: Quick start mixed the run, what C2ST means and the output folder in one paragraph, and
+    # said nothing of a sweep's folder or how to find the run's own (its time has microseconds: 04-49-05-949281).
+    # It now says each in a bullet of its own: the folders must be the config's, and the last line must name them.
+    hydra = yaml.safe_load((REPO / "conf" / "config.yaml").read_text())["hydra"]  # as written: ${now:...} unresolved
+    run_dir, sweep_dir = _as_readme_writes(hydra["run"]["dir"]), _as_readme_writes(hydra["sweep"]["dir"])
+    assert (run_dir, sweep_dir) == ("outputs/<date>/<time>/", "multirun/<date>/<time>/")
+    quick = _quick_start()
+    assert f"**Where results land:** `{run_dir}`, named on the last line (a sweep's: `{sweep_dir}`" in quick
+    out = tmp_path / "outputs" / "2026-12-06" / "04-49-05-949281"
+    line = final_line({"status": "ok", "wall_s": 206.0, "c2st": 0.530, "samples_per_s": 22698.0}, out)
+    assert line.endswith(f"; outputs in {out}"), line
+
+
+def test_quick_start_says_what_c2st_means_as_the_console_does():
+    # The console's own gloss, "0.5 = indistinguishable from the reference posterior", and Quick start's must agree:
+    # a new user reads one, then the other.
+    quick = _quick_start()
+    assert "0.5 is perfect, 1.0 entirely separable" in quick and "reference posterior samples" in quick
+    source = (REPO / "gensbi_sharding" / "harness").glob("*.py")
+    assert any("0.5 = indistinguishable from the reference posterior" in path.read_text() for path in source)
+
+
+def test_quick_start_says_which_python_the_pages_commands_mean():
+    # Read in a fresh clone: after make run, Quick start's next links (your own observation) give `python sample.py`
+    # and `python launch.py`, while .venv/bin/python was named only under "The harness", further down.
+    assert "Every `python` command on this page is `.venv/bin/python`" in _quick_start()
+    assert (REPO / "Makefile").read_text().count("VENV := .venv") == 1
