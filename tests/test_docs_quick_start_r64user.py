@@ -49,3 +49,24 @@ def test_quick_start_says_which_python_the_pages_commands_mean():
     # and `python launch.py`, while .venv/bin/python was named only under "The harness", further down.
     assert "Every `python` command on this page is `.venv/bin/python`" in _quick_start()
     assert (REPO / "Makefile").read_text().count("VENV := .venv") == 1
+
+
+def test_the_readmes_second_sample_command_is_accepted_where_the_default_output_is_refused(tmp_path, monkeypatch):
+    # Typed in a fresh clone: the README's sample.py command for make run's run, then the same for a quick run at the
+    # same outputs/x_o.npy: "outputs/x_o_posterior.npz exists and is never overwritten: pass --out <a new file>.npz".
+    # The README said only "writes outputs/x_o_posterior.npz"; it now gives the second command, which must pass.
+    import shlex
+
+    from gensbi_sharding.harness.sample_output import out_path, output_problem
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    command, = re.findall(r"`(python sample\.py [^`]* --out [^`]+)`", text)
+    args = shlex.split(command)
+    observation, given = Path(args[3]), args[args.index("--out") + 1]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / observation).write_bytes(b"")
+    out_path(None, observation).write_bytes(b"")  # the first sample.py's output
+    assert "exists and is never overwritten" in output_problem(out_path(None, observation), None)
+    assert out_path(given, observation) == Path("outputs/x_o_run2.npz")
+    assert output_problem(out_path(given, observation), given) is None
