@@ -70,3 +70,13 @@ def test_the_readmes_second_sample_command_is_accepted_where_the_default_output_
     assert "exists and is never overwritten" in output_problem(out_path(None, observation), None)
     assert out_path(given, observation) == Path("outputs/x_o_run2.npz")
     assert output_problem(out_path(given, observation), given) is None
+
+
+def test_quick_start_c2st_is_the_latest_measured_make_run_s():
+    # Read in a fresh clone (2026-12-06): make run printed "C2ST 0.530 ± 0.008", as the Tests section's latest line
+    # says, while Quick start said 0.530 ± 0.007 (an older tree's): two numbers for one run on one page.
+    text = " ".join((REPO / "README.md").read_text().split())
+    quick = re.search(r"`make run` reads ([\d.]+ ± [\d.]+) over 5 folds", _quick_start())
+    latest = re.search(r"Latest, in a fresh clone.*?`make run` [\d.]+ s \([^)]*\), C2ST ([\d.]+ ± [\d.]+)", text)
+    assert quick and latest, "README's Quick start or Tests section no longer states make run's C2ST as read here"
+    assert quick[1] == latest[1], (quick[1], latest[1])
