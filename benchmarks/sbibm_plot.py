@@ -16,11 +16,9 @@ def plot(cells: dict, paper: dict, left_out: dict | None = None) -> bytes:
     """The PNG of one panel per task, C2ST against the simulation budget, as in sbibm's figure; a budget whose job
     is ``left_out`` (``{cell: why}``) is named in its panel, not just missing from it; each sequential method's
     points are their own series (diamonds), beside the amortised ones, named in that panel's legend."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from gensbi_sharding.harness.agg_figure import agg_figure  # MPLBACKEND=<a name matplotlib lacks> is ignored
 
-    fig = Figure(figsize=(13, 6.2))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(13, 6.2))
     axes = fig.subplots(2, 4, sharey=True).ravel()
     for ax, task in zip(axes, TASKS):
         for label, key, style in (("sbibm NPE", "npe", dict(color="C0", marker="s")),

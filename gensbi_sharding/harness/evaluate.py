@@ -263,11 +263,9 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
     a = a[rng.choice(len(a), max_points, replace=False)] if len(a) > max_points else a
     b = b[rng.choice(len(b), max_points, replace=False)] if len(b) > max_points else b
 
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from gensbi_sharding.harness.agg_figure import agg_figure
 
-    fig = Figure(figsize=(max(2.2 * dim, 4.8), max(2.2 * dim, 4.8)))  # room for the title on 2-D tasks
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(max(2.2 * dim, 4.8), max(2.2 * dim, 4.8)))  # room for the title on 2-D tasks
     grid = fig.subplots(dim, dim, squeeze=False)
     for i in range(dim):
         for j in range(dim):

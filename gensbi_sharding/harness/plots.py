@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.agg_figure import agg_figure
 from gensbi_sharding.harness.loss_history import window_means, windows
 from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.summary_columns import key_cell  # the table's value of each key: the plot's too
@@ -30,11 +31,7 @@ PARTIAL = ("interrupted", "preempted")
 
 
 def _figure(width: float, height: float, ncols: int = 1):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height))
-    FigureCanvasAgg(fig)
+    fig = agg_figure(figsize=(width, height))
     return fig, fig.subplots(1, ncols, squeeze=False)[0]
 
 
