@@ -41,3 +41,30 @@ def test_names_that_differ_more_than_in_case_are_matched_as_before():
     assert closest_name("mlpp", ["flux1", "mlp", "simformer", "transformer"]) == "mlp"
     assert closest_name("save_every", ["checkpoint_every", "val_every"]) == "checkpoint_every"  # GenSBI's own name
     assert closest_name("xyzzy", TASKS) is None
+
+
+def data_problem(name):
+    cfg = OmegaConf.create({"model": {"name": "mlp"}, "data": {"name": name}, "rule": {"name": "replicated"}})
+    return registered_name_problem(cfg)
+
+
+def test_a_task_sbibm_jax_ships_but_the_harness_does_not_register_is_named_so_not_taken_for_a_typo():
+    # Was: "unknown data 'gaussian_random_field' (data.name=gaussian_random_field); ...; set
+    # data.name=gaussian_mixture": another task, offered as if the name were misspelt.
+    problem = data_problem("gaussian_random_field")
+    assert problem.startswith("unknown data 'gaussian_random_field' (data.name=gaussian_random_field; a task of "
+                              "sbibm_jax that the harness does not register); registered: bernoulli_glm, ")
+    assert "; set data.name=two_moons, or drop data.name=gaussian_random_field and choose one with data=<name>; " \
+           "to add 'gaussian_random_field', register its factory" in problem
+    assert problem.endswith("with no sbibm reference posterior it trains with eval.enabled=false")
+    assert "sbibm_jax" not in data_problem("gaussian_mixtur") and "set data.name=gaussian_mixture" in \
+        data_problem("gaussian_mixtur")  # a typo of a registered task is still offered its nearest
+
+
+def test_the_list_of_sbibm_jax_s_other_tasks_is_sbibm_jax_s_own():
+    import sbibm_jax
+
+    from gensbi_sharding.harness.name_hints import SBIBM_JAX_OTHER_TASKS
+    from gensbi_sharding.harness.tasks import TASKS
+
+    assert sorted(SBIBM_JAX_OTHER_TASKS) == sorted(set(sbibm_jax.get_available_tasks()) - set(TASKS))
