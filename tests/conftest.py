@@ -61,59 +61,17 @@ N_DEVICES = 8
 
 
 def _cache_config_file_loads():
-    """Parse each of the project's config files (``conf/``) and Hydra's own once per test process.
+    """Parse each of the project's config files (``conf/``) and Hydra's own once per test process, and let Hydra's
+    compositions share the one ``ConfigStore``: as launch.py does (``harness.config_loads``), from collection on,
+    since the harness and the tests compose thousands of times in process (a test's own files, in its tmp_path, are
+    read as before)."""
+    from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
 
-    Hydra reads every file of a composition's defaults again at each compose (``OmegaConf.load``: PyYAML, then the
-    config built), about 20 files a composition, and the harness and the tests compose thousands of times in
-    process; a parsed file is kept pickled and handed out again unpickled, a config of its own for each caller with
-    every node's flags and metadata (~30x cheaper than parsing; a deep copy was ~6x). Only files that no test writes
-    are kept, by their path, modification time and size; any other file (a test's own, in its tmp_path) and
-    a stream without a name are read as before, and a file that fails to load raises each time.
-    """
-    import pickle
-    from pathlib import Path
-
-    import hydra
-    from omegaconf import OmegaConf
-
-    roots = (str(Path(__file__).resolve().parents[1] / "conf") + os.sep, str(Path(hydra.__file__).parent) + os.sep)
-    load, parsed = OmegaConf.load, {}
-
-    def cached_load(file_):
-        name = os.fspath(file_) if isinstance(file_, (str, os.PathLike)) else getattr(file_, "name", None)
-        path = os.path.realpath(name) if isinstance(name, str) else None
-        if path is None or not path.startswith(roots):
-            return load(file_)
-        try:
-            stat = os.stat(path)
-        except OSError:  # gone, or unreadable: the load says so, in its own words
-            return load(file_)
-        key = (path, stat.st_mtime_ns, stat.st_size)
-        if key not in parsed:
-            parsed[key] = pickle.dumps(load(file_))
-        return pickle.loads(parsed[key])
-
-    OmegaConf.load = staticmethod(cached_load)
+    keep_parsed_config_files()
+    share_the_config_store()
 
 
 _cache_config_file_loads()
-
-
-def _share_the_config_store_in_compositions():
-    """Let each composition's copy of Hydra's config repository refer to the one ``ConfigStore``, not a copy of it.
-
-    Every compose deep-copies its repository (so that adding search paths leaves the original alone), and the
-    repository's structured-config source holds the store: every schema Hydra and the harness stored was copied,
-    ~20 ms of a ~100 ms compose, thousands of composes a worker. Nothing a compose does changes the store (it hands
-    out a deep copy of each node it loads), so the copy was never needed; the store stays a singleton, as it is
-    everywhere else.
-    """
-    from hydra.core.config_store import ConfigStore
-
-    ConfigStore.__deepcopy__ = lambda self, memo: self
-
-
-_share_the_config_store_in_compositions()
 
 
 @pytest.fixture(scope="session")

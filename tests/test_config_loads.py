@@ -1,0 +1,57 @@
+"""The parsed config files a process keeps (harness.config_loads): each caller gets a config of its own, an edited
+file or one of the user's own is read again, a broken one raises each time."""
+
+import os
+
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.config_loads import keep_parsed_config_files
+from gensbi_sharding.harness.groups import CONF
+
+
+def test_a_kept_conf_file_is_a_config_of_its_own_for_each_caller():
+    keep_parsed_config_files()  # idempotent: the conftest installed it already
+    first = OmegaConf.load(CONF / "train" / "default.yaml")
+    first.steps = -12345
+    with open(CONF / "train" / "default.yaml", encoding="utf-8") as stream:  # as Hydra reads it: a named stream
+        again = OmegaConf.load(stream)
+    assert again.steps != -12345 and again == OmegaConf.load(str(CONF / "train" / "default.yaml"))
+    assert not OmegaConf.is_readonly(again) and OmegaConf.get_type(again) is dict
+
+
+def test_a_file_outside_conf_is_read_again_after_each_edit(tmp_path):
+    keep_parsed_config_files()
+    mine = tmp_path / "my_rule.yaml"
+    mine.write_text("name: a\n")
+    assert OmegaConf.load(mine).name == "a"
+    stat = os.stat(mine)
+    mine.write_text("name: b\n")  # the same size, and the same modification time: no key could tell it apart
+    os.utime(mine, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert OmegaConf.load(mine).name == "b"
+
+
+def test_a_broken_file_raises_at_every_load(tmp_path):
+    keep_parsed_config_files()
+    broken = tmp_path / "bad.yaml"
+    broken.write_text("a:\n\tb: 1\n")
+    for _ in range(2):
+        with pytest.raises(Exception, match="cannot start any token"):
+            OmegaConf.load(broken)
+
+
+def test_launchs_checks_parse_each_conf_file_once_a_process():
+    # Was: each of a refused launch.py's compositions (the command's checks, Hydra's mode, the run's) parsed every
+    # file of conf/ again; a fresh interpreter, as launch.py's, without the tests' conftest
+    import subprocess
+    import sys
+
+    script = ("import yaml; parsed = []; load = yaml.load\n"
+              "yaml.load = lambda *a, **k: parsed.append(1) or load(*a, **k)\n"
+              "import gensbi_sharding.harness.command_checks\n"
+              "from omegaconf import OmegaConf\n"
+              f"first, again = (OmegaConf.load({str(CONF / 'train' / 'default.yaml')!r}) for _ in range(2))\n"
+              "print(len(parsed), first == again, first is not again)")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert ran.stdout.split() == ["1", "True", "True"], ran.stderr
