@@ -10,6 +10,7 @@ as ``ConfigError`` naming the key and the fix.
 from __future__ import annotations
 
 import functools
+import pickle
 import types
 import typing
 from dataclasses import dataclass, field
@@ -251,10 +252,26 @@ def assignment_reason(schema: type, name: str, value: Any) -> str | None:
 @functools.lru_cache(maxsize=1024)
 def _reason(schema: type, name: str, shown: str, value: Any) -> str | None:  # shown: 1, 1.0 and True apart
     try:
-        OmegaConf.structured(schema)[name] = value
+        _fresh(schema)[name] = value
     except ValidationError as err:
         return str(err).strip().splitlines()[0]
     return None
+
+
+def _fresh(schema: type) -> Any:
+    """A structured config of ``schema`` of its own: unpickled from one built once a process (building it for each
+    value judged was ~60 ms of a launch.py's checks of conf/'s files, ~1 ms a schema, ~12x its unpickling)."""
+    built = _built(schema)
+    return pickle.loads(built) if isinstance(built, bytes) else OmegaConf.structured(schema)
+
+
+@functools.lru_cache(maxsize=None)
+def _built(schema: type) -> bytes | None:
+    """``schema``'s structured config, pickled; None for a schema pickle cannot name (one defined in a function)."""
+    try:
+        return pickle.dumps(OmegaConf.structured(schema))
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return None
 
 
 def require(ok: bool, message: str) -> None:
