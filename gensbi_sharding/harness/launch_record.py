@@ -25,9 +25,13 @@ from typing import Any
 from gensbi_sharding.harness.earlier_attempts import set_aside, with_aside_copies
 
 __all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "complete_step", "record_python_run",
-           "saving_record"]
+           "saving_record", "record_x64", "launch_x64", "X64_FILE"]
 
-_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+#: This launch's ``jax_enable_x64``, written as the run starts (``record_x64``): a run killed before its
+#: ``metrics.json`` still says it (was: its continue commands carried no ``JAX_ENABLE_X64``, and a resume under the
+#: other setting was not refused). Kept, set aside and put back with Hydra's record, whose launch it belongs to.
+X64_FILE = "x64.yaml"
+_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml", X64_FILE)
 _RECORD = re.compile("|".join(map(re.escape, _FILES)))
 
 
@@ -193,3 +197,36 @@ def saving_record(step_dir: Path) -> Path:
     except (OSError, ValueError):  # no copy, or one cut short
         older = False
     return kept if older else run_dir / ".hydra"
+
+
+def record_x64(run_dir: Path, on: bool) -> None:
+    """Write this launch's ``jax_enable_x64`` ``on`` into ``run_dir``'s Hydra record (``X64_FILE``), as the run starts;
+    nothing where the folder has no record (``run(cfg)`` from Python into a new folder).
+
+    Parameters
+    ----------
+    run_dir : Path
+        The run's folder, claimed.
+    on : bool
+        The launch's setting (``x64_words.x64_on``).
+    """
+    from gensbi_sharding.harness.outputs import write_atomic
+
+    if (record := Path(run_dir) / ".hydra").is_dir():
+        write_atomic(record / X64_FILE, f"jax_enable_x64: {str(bool(on)).lower()}\n")
+
+
+def launch_x64(step_dir: Path) -> bool | None:
+    """The ``jax_enable_x64`` the launch that saved ``step_dir`` recorded (``record_x64``, in ``saving_record``'s
+    folder); None where none is recorded or it cannot be read.
+
+    Parameters
+    ----------
+    step_dir : Path
+        A checkpoint's step folder (``<run>/checkpoints/<step>``).
+    """
+    try:
+        text = (saving_record(Path(step_dir)) / X64_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return {"jax_enable_x64: true": True, "jax_enable_x64: false": False}.get(text)

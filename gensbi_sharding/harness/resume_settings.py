@@ -20,7 +20,7 @@ from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.x64_words import x64_by_variable, x64_fix
+from gensbi_sharding.harness.x64_words import x64_fix, x64_lead, x64_on
 
 __all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "x64_prefix", "continue_prefix"]
 
@@ -132,25 +132,18 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
     or below its step: evaluated only, as before). Was: resumed without a word, its sbibm task simulated anew under
     the other precision (other draws: another training and validation set), the saved best validation loss compared
     with the new set's, so that 20 more steps of experiment=quick were thrown away for the saved step's."""
-    import json
-    import sys
-
     if step_dir.name.isdigit() and steps <= int(step_dir.name):  # was refused too: "it would train on other data"
         return None
-    try:
-        record = json.loads((step_dir.parent.parent / "metrics.json").read_text(encoding="utf-8"))
-        saved, where = _saver_x64(record, int(step_dir.name))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    on = bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else x64_by_variable()
-    if not isinstance(saved, bool) or saved == on:
+    saved, where = run_x64(step_dir)
+    on = x64_on()
+    if saved is None or saved == on:
         return None
     said = {True: "on", False: "off"}
     # Set from Python (jax.config.update before run(cfg)) where the variable says otherwise: the variable is no fix
     # there (was: "unset JAX_ENABLE_X64", which was never set)
     fix = x64_fix(saved, on)
-    return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({step_dir.parent.parent / 'metrics.json'}: "
-            f"{where}jax_enable_x64 {str(saved).lower()}), this run has it {said[on]}: the task's simulations and "
+    return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({where}jax_enable_x64 {str(saved).lower()}), this run "
+            f"has it {said[on]}: the task's simulations and "
             f"losses differ under it, so it would train on other data and judge its validation losses against the "
             f"saved best on another set; {fix} to train it further, or start a new run without train.resume")
 
@@ -173,21 +166,42 @@ def _saver_x64(record: dict, step: int) -> tuple[object, str]:
     return a["jax_enable_x64"], where
 
 
+def run_x64(step_dir: Path) -> tuple[bool | None, str]:
+    """The ``jax_enable_x64`` of the attempt that saved ``step_dir`` and where it was read (``"<run>/metrics.json:
+    previous_attempts[0]."``): its run's ``metrics.json`` (``_saver_x64``), else the record its launch wrote as it
+    started (``launch_record.launch_x64``; was: none for a run killed before its ``metrics.json``, so its continue
+    commands carried no ``JAX_ENABLE_X64`` and a resume under the other setting went on unrefused); (None, "")
+    where neither says."""
+    import json
+
+    from gensbi_sharding.harness.launch_record import X64_FILE, launch_x64, saving_record
+
+    metrics = Path(step_dir).parent.parent / "metrics.json"
+    try:
+        saved, where = _saver_x64(json.loads(metrics.read_text(encoding="utf-8")), int(Path(step_dir).name))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        saved, where = None, ""
+    if isinstance(saved, bool):
+        return saved, f"{metrics}: {where}"
+    if (launched := launch_x64(step_dir)) is None:
+        return None, ""
+    return launched, f"{saving_record(Path(step_dir)) / X64_FILE}: "
+
+
 def x64_prefix(step_dir: Path, steps: int) -> str:
-    """What a pasted command that trains ``step_dir`` on to ``steps`` puts before ``python`` where this process's
-    ``JAX_ENABLE_X64`` is not the run's (``_x64_refusal``): ``"env -u JAX_ENABLE_X64 "`` or ``"JAX_ENABLE_X64=1 "``;
-    ``""`` where they agree (was: the train-further command a completed run's folder offers, refused when pasted)."""
-    if (refused := _x64_refusal(step_dir, steps)) is None:
-        return ""
-    on = refused.startswith("was trained with JAX_ENABLE_X64 on ")  # the run's (was: read from the fix's words)
-    return "JAX_ENABLE_X64=1 " if on else "env -u JAX_ENABLE_X64 "
+    """What a pasted command that trains ``step_dir`` on to ``steps`` puts before ``python``: the run's setting
+    (``run_x64``) in ``x64_words.x64_lead``'s words, wherever the command is printed (was: only where this process's
+    setting was not the run's, so the run's own commands at a stop had none, refused pasted in a fresh shell).
+    ``steps`` is kept for the callers: a command that only evaluates carries the setting alike."""
+    return x64_lead(run_x64(step_dir)[0])
 
 
 def continue_prefix(run_dir: Any, steps: int | None = None, overrides: Sequence[str] | None = ()) -> str:
     """``x64_prefix`` of a command that continues ``run_dir``'s newest checkpoint to ``train.steps=steps`` (None:
     further than it), as the train-further command has it (was: none on the continue-here and sweep commands, which
-    pasted in the same shell were refused "trained with JAX_ENABLE_X64 off ..."); ``""`` where this process's setting
-    is the run's, it holds no checkpoint, or ``overrides`` is None (a run from Python, told in its own words).
+    pasted in the same shell were refused "trained with JAX_ENABLE_X64 off ..."); where it holds no checkpoint (run
+    again from the start), this launch's setting in the same words (``x64_words.x64_lead``); ``""`` where
+    ``overrides`` is None (a run from Python, told in its own words).
 
     Parameters
     ----------
@@ -205,6 +219,8 @@ def continue_prefix(run_dir: Any, steps: int | None = None, overrides: Sequence[
     """
     from gensbi_sharding.harness.launch_record import step_folder_names
 
-    if overrides is None or not (saved := step_folder_names(Path(run_dir))):
+    if overrides is None:
         return ""
+    if not (saved := step_folder_names(Path(run_dir))):  # run again from its start: this launch's setting
+        return x64_lead(x64_on())
     return x64_prefix(Path(run_dir) / "checkpoints" / str(saved[-1]), saved[-1] + 1 if steps is None else steps)

@@ -22,7 +22,7 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.launch_record import keep_record, record_python_run, settle_record
+from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
@@ -33,6 +33,7 @@ from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrid
                                                  shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
+from gensbi_sharding.harness.x64_words import x64_on
 
 __all__ = ["output_dir", "RunFolder", "folder_owner", "RefuseCompletedRun", "LOCAL_CHILD_ENV", "is_writer",
            "stopped_at_step"]
@@ -87,6 +88,8 @@ class RunFolder:
         self._lock, self.claimed = lock, True
         if self.config is not None:  # from Python: Hydra recorded nothing of this run (was: another launch's record)
             record_python_run(self.out, self.config, self.previous)
+        else:  # a launch's, as it starts: a run killed before its metrics.json still says it (its commands need it)
+            record_x64(self.out, x64_on())
         if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
             log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 

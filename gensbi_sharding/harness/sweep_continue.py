@@ -57,8 +57,10 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
         return rest
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
     which = "this job and those not started" if started else "its unfinished jobs and those not started"
+    from gensbi_sharding.harness.resume_settings import continue_prefix  # the run's JAX_ENABLE_X64 (was: none)
+
     return f"to continue the whole sweep, {which}: " + " ".join(
-        [command_for(), *map(shlex.quote, kept), "train.resume=auto",
+        [continue_prefix(run_dir) + command_for(), *map(shlex.quote, kept), "train.resume=auto",
          hydra_override("hydra.sweep.dir", run_dir.parent)])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["x64_by_variable", "x64_fix"]
+__all__ = ["x64_by_variable", "x64_fix", "x64_on", "x64_lead"]
 
 #: The values JAX reads as true in ``JAX_ENABLE_X64``.
 TRUE_WORDS = ("y", "yes", "t", "true", "on", "1")
@@ -44,3 +44,37 @@ def x64_fix(wanted: bool, on: bool | None = None) -> str:
     if on == x64_by_variable():
         return "set JAX_ENABLE_X64=1" if wanted else "unset JAX_ENABLE_X64"
     return f"call jax.config.update('jax_enable_x64', {wanted}) before run(cfg) (this process set it from Python)"
+
+
+def x64_on() -> bool:
+    """This process's ``jax_enable_x64``: JAX's where JAX is imported, else what ``JAX_ENABLE_X64`` will give it (a
+    ``distributed=local`` parent, whose processes inherit the variable; the check before JAX starts)."""
+    import sys
+
+    return bool(sys.modules["jax"].config.jax_enable_x64) if "jax" in sys.modules else x64_by_variable()
+
+
+def x64_lead(saved: bool | None) -> str:
+    """What a printed command puts before ``python`` to run under a run's ``jax_enable_x64`` ``saved``, pasted in any
+    shell: ``"JAX_ENABLE_X64=1 "`` for a 64-bit run; ``"env -u JAX_ENABLE_X64 "`` for a 32-bit one where this
+    process's environment has the variable on (the user's shell may export it); ``""`` otherwise, or where ``saved``
+    is not known (None).
+
+    Was: the lead only where this process's setting differed from the run's, so the commands printed by the run
+    itself at a stop (the same setting) had none, and for ``JAX_ENABLE_X64=1 python launch.py ...`` typed once,
+    pasted in a fresh shell, the continue command was refused "trained with JAX_ENABLE_X64 on".
+
+    Parameters
+    ----------
+    saved : bool or None
+        The run's setting (its ``metrics.json`` or launch record), None where no record says.
+
+    Returns
+    -------
+    str
+    """
+    if saved is None:
+        return ""
+    if saved:
+        return "JAX_ENABLE_X64=1 "
+    return "env -u JAX_ENABLE_X64 " if x64_by_variable() else ""
