@@ -133,6 +133,8 @@ def settle_record(run_dir: Path, *, continued: bool) -> None:
         return
     if not continued and steps and (kept / "step").is_file() and (kept / "step").read_text() == str(steps[-1]):
         for name in _FILES:
+            if not (kept / name).is_file() and name == X64_FILE:  # this attempt's setting, not the saving launch's
+                (Path(run_dir) / ".hydra" / name).unlink(missing_ok=True)
             if (kept / name).is_file():
                 os.replace(kept / name, record := Path(run_dir) / ".hydra" / name)
                 newest = with_aside_copies([record])[1:2]  # set aside by this attempt: past every earlier number

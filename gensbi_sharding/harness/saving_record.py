@@ -6,9 +6,10 @@ record of it), which sets a preset's several values at once. From ``hints``, whi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-__all__ = ["launched_with", "saving_overrides"]
+__all__ = ["launched_with", "saving_overrides", "as_it_ran"]
 
 
 def launched_with(step_dir: Any) -> str:
@@ -16,15 +17,21 @@ def launched_with(step_dir: Any) -> str:
     folder (``<run>/checkpoints/<step>``), from Hydra's record of that run; "" without one.
 
     A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
-    its own command line is the shorter, complete fix.
+    its own command line is the shorter, complete fix. Where a preset was edited after the run started, so that the
+    command now composes to other settings than the record's ``config.yaml`` (what ran), each setting that ran is
+    added (``as_it_ran``): "experiment=mine model.width=32" (was: "experiment=mine", which pasted composed the edited
+    preset, not what ran).
     """
     import shlex
+
+    from gensbi_sharding.harness.launch_record import saving_record
 
     record = saving_overrides(step_dir)
     if record is None:
         return ""
     searched, kept = record
-    command = " ".join(map(shlex.quote, [*searched, *kept]))  # one shell word each, as job_command writes them
+    words = as_it_ran([*searched, *kept], saving_record(Path(step_dir)) / "config.yaml")
+    command = " ".join(map(shlex.quote, words))  # one shell word each, as job_command writes them
     return f"; the run that saved it was launched with: {command or 'no overrides'}"
 
 
@@ -55,3 +62,78 @@ def saving_overrides(step_dir: Any) -> tuple[list[str], list[str]] | None:
     if not OmegaConf.is_list(overrides := read_record(recorded)):  # missing or damaged
         return None
     return searched, [str(o) for o in overrides if not str(o).startswith(("train.resume=", "hydra."))]
+
+
+def as_it_ran(words: list[str], ran: Path) -> list[str]:
+    """``words`` (a launch's overrides, its search path among them) with ``key=value`` added for each setting the
+    config they compose to now gives otherwise than ``ran`` (Hydra's ``config.yaml`` of that launch: a preset edited
+    since); ``words`` as they are where ``ran`` cannot be read, they compose to it already, or no such addition
+    composes to it (a setting only the edited preset's defaults list gives, an interpolation changed).
+
+    Parameters
+    ----------
+    words : list of str
+        The overrides, as ``saving_overrides`` gives them.
+    ran : Path
+        The launch's ``config.yaml``.
+
+    Returns
+    -------
+    list of str
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.override_grammar import hydra_value
+    from gensbi_sharding.harness.override_words import override_literal
+
+    if not OmegaConf.is_dict(saved := read_record(ran)):
+        return words
+    saved = _leaves(OmegaConf.to_container(saved, resolve=False))
+    if (now := _composed(words)) is None:
+        return words
+    differ = [k for k, v in saved.items() if k in now and now[k] != v and not k.startswith(("train.resume", "hydra."))]
+    if not differ or any(isinstance(saved[k], str) and "${" in saved[k] for k in differ):
+        return words
+    typed = [f"{k}={hydra_value(v) if isinstance(v, str) and v else override_literal(v)}"
+             for k, v in ((k, saved[k]) for k in differ)]
+    fixed = [*(w for w in words if w.split("=", 1)[0].lstrip("+~") not in differ), *typed]
+    again = _composed(fixed)
+    return fixed if again is not None and all(again.get(k) == saved[k] for k in differ) else words
+
+
+def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"model.width": 32, ...}``: every leaf of a nested dict by its dotted key (lists are leaves)."""
+    if not isinstance(tree, dict):
+        return {prefix: tree} if prefix else {}
+    out: dict[str, Any] = {}
+    for name, value in tree.items():
+        out.update(_leaves(value, f"{prefix}.{name}" if prefix else str(name)))
+    return out
+
+
+def _composed(words: list[str]) -> dict[str, Any] | None:
+    """The leaves, unresolved, of the config ``words`` compose to now from ``conf/`` (their search path read), Hydra's
+    section aside; None where they do not compose (a hint is worth no failure)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.groups import CONF
+
+    register_configs()
+    task = [w for w in words if not w.startswith("hydra.") or w.startswith("hydra.searchpath=")]
+    if any(w.startswith("--config-") for w in words):  # another primary config: not composed here
+        return None
+    try:
+        if GlobalHydra.instance().is_initialized():  # within launch.py's app: its own search path and config
+            cfg = compose("config", overrides=task)
+        else:
+            with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+                cfg = compose("config", overrides=task)
+        tree = OmegaConf.to_container(cfg, resolve=False)
+    except Exception:  # noqa: BLE001 - any composition failure: the record's words as they are
+        return None
+    tree.pop("hydra", None)
+    return _leaves(tree)
