@@ -22,13 +22,18 @@ def test_each_process_of_a_later_multirun_job_asks_the_sync_point_alike(tmp_path
     monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     monkeypatch.setattr(run_module, "run_steps", lambda *args: {})  # the checks before the job's steps only
+    from gensbi_sharding.harness.preemption import PreemptionWatch
+
+    monkeypatch.setattr(multihost_utils, "broadcast_one_to_all", lambda words: words)  # the claim's, told: process 0's
     asked = {}
     for process in (0, 1):
         calls = asked[process] = []
+        monkeypatch.setattr(PreemptionWatch, "checks_made", 0)  # each a process of its own: no earlier job's checks
         monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n, c=calls: c.append(n) or False)
         run_module.run(compose_tiny(f"distributed.mode={mode}", f"distributed.process_id={process}",
                                     output_dir=tmp_path / "run"))
-    assert asked[0] == asked[1] == [1]
+    assert asked[0] == asked[1] == [1, 2]  # the job's check, then its watch's closing question (the next job's ids
+    # follow on from it: tests/test_multirun_stops_r64a.py)
 
 
 def _run_on_two_processes(worker, tmp_path, tag):
@@ -92,9 +97,10 @@ sys.path.insert(0, {tests!r})
 from faults_helpers import compose_tiny
 from gensbi_sharding.harness.run import run
 
-ask, job = multihost_utils.reached_preemption_sync_point, [0]
+ask, job, questions = multihost_utils.reached_preemption_sync_point, [0], [0]
 def asked(n):
-    if job[0] == 1 and n == 3:
+    questions[0] += job[0] == 1  # the second job's questions (their ids follow on from the first job's)
+    if questions[0] == 3:
         os.kill(os.getpid(), signal.SIGTERM)
     return ask(n)
 multihost_utils.reached_preemption_sync_point = asked

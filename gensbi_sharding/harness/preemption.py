@@ -85,13 +85,23 @@ class PreemptionWatch:
     as one still starting up, so one after the run must not end it; was: SIG_DFL, exit -15, as it ended).
     """
 
+    #: Stop checks the jobs of this process made so far while JAX stays joined to several processes (a multirun's,
+    #: explicit or auto mode): a later job's watch counts on from it, so the step ids of JAX's preemption sync point
+    #: grow across the jobs, alike on every process (was: each job counted from 1, so a notice between two jobs set a
+    #: sync point the next job reached only after as many checks as the job before made: late in it, not at its start).
+    checks_made = 0
+    #: Whether the closing question of the last job's watch met the sync point (a notice as it ended): the next job
+    #: stops at its first check.
+    stop_pending = False
+
     def __init__(self, ignore_after: bool = False) -> None:
         self._ignore_after = ignore_after
         self.signum: int | None = None
         self._interrupts = 0  # Ctrl-C presses: the second stops at once
         self._deferred = False
         self._previous: dict[int, Any] = {}
-        self._checks = 0  # stop checks so far: the sequence every process runs alike
+        self._pending = False  # a notice met as the job before closed (``stop_pending``)
+        self._checks = 0  # stop checks so far: the sequence every process runs alike (``checks_made``: from there)
         self._told = False  # whether a check told JAX's preemption service of this process's signal
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
         self.stop_lock, self.settled, self.watchdog = threading.Lock(), False, None  # settle(); a StopWatchdog
@@ -99,6 +109,13 @@ class PreemptionWatch:
         self.boundary, self.longest_step_s, self.answered = None, 0.0, False  # the watchdog's measure of a hung step
 
     def __enter__(self) -> PreemptionWatch:
+        # JAX joined already (a multirun's later job): its sync point's ids go on from the jobs before
+        # (``checks_made``); a notice the last job's closing question met is this job's to answer, at its first check
+        self._checks, self._pending = (PreemptionWatch.checks_made, PreemptionWatch.stop_pending) if self._several() \
+            else (0, False)
+        PreemptionWatch.stop_pending = False
+        if self._pending:
+            self.signum, self._told = self.signum or signal.SIGTERM, True  # the service heard it: not told again
         if threading.current_thread() is threading.main_thread():
             # JAX's preemption service, started by an earlier job of this process (a multirun's), holds SIGTERM: a
             # handler put over it hid every notice from the service, so the sync point never answered (was: a later
@@ -114,6 +131,14 @@ class PreemptionWatch:
     def __exit__(self, *exc) -> None:
         if self.watchdog is not None:  # a forced stop under way still ends the process
             self.watchdog.close()
+        PreemptionWatch.checks_made, PreemptionWatch.stop_pending = 0, False
+        if self._several():  # the last question of this job is this watch's: a notice before the next job sets the
+            from jax.experimental import multihost_utils  # sync point at the next id, that job's first check (was:
+
+            # an id of Orbax's last save, the step number, or of each job's own count from 1: answered late or never)
+            self._checks += 1
+            PreemptionWatch.stop_pending = multihost_utils.reached_preemption_sync_point(self._checks) or self._pending
+            PreemptionWatch.checks_made = self._checks
         service = self._several() and not self._ignore_after  # JAX's service took SIGTERM: left to it, for the
         for signum, handler in self._previous.items():  # next job's checks (a multirun's) to hear of a notice
             if signum == signal.SIGTERM and service:
@@ -122,6 +147,16 @@ class PreemptionWatch:
                 handler = signal.SIG_IGN
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)  # None: not set from Python
         self._previous.clear()
+
+    @property
+    def check_count(self) -> int:
+        """The stop checks so far (a multirun's earlier jobs' included while JAX stays joined): the step id of the
+        last question to JAX's preemption sync point; set to agree with process 0's (``run_folder.claim_together``)."""
+        return self._checks
+
+    @check_count.setter
+    def check_count(self, count: int) -> None:
+        self._checks = count
 
     @contextlib.contextmanager
     def at_step_boundaries(self) -> Iterator[None]:
@@ -140,14 +175,18 @@ class PreemptionWatch:
         """Whether to stop here (a step boundary, or between validation batches), alike on every process.
 
         One process: whether a signal came. Several: JAX's preemption sync point, asked with the count of checks so
-        far (every process makes the same checks in the same order, so the count is a step id they share and it
-        grows by one per check, as the sync point requires); all processes get True at the same check.
+        far, a multirun's earlier jobs' included while JAX stays joined (``checks_made``: every process makes the
+        same checks in the same order, so the count is a step id they share and it grows by one per check, as the
+        sync point requires); all processes get True at the same check.
         """
         import jax
 
         self._checks += 1
         if jax.distributed.is_initialized() and jax.process_count() > 1:
             from jax.experimental import multihost_utils
+
+            if self._pending:  # met as the job before closed, on every process alike: answered at this first check
+                return True
 
             if self.signum is not None and not self._told:  # it may have come before the service took SIGTERM
                 # (held since launch.py's start, or while [1/7] waited for the other processes, where the handler's

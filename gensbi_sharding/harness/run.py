@@ -64,7 +64,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with PreemptionWatch(ignore_after=bool(os.environ.get(run_folder.LOCAL_CHILD_ENV))) as watch:  # local_cluster
         try:
             watch_parent()
-            if folder.owner:
+            if jobs_share_jax() and folder.owner is not None:  # an explicit multirun's later job: a refusal of the
+                run_folder.claim_together(folder, watch)  # folder ends every process alike, at once (auto: run_steps)
+            elif folder.owner:
                 folder.claim()
             if folder.owner or jobs_share_jax():  # a signal held since launch.py's start (signal_hold): recorded now
                 watch.check()  # several processes: each asks JAX's sync point, whose count they must share

@@ -35,8 +35,8 @@ from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides,
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
 from gensbi_sharding.harness.x64_words import x64_on
 
-__all__ = ["output_dir", "RunFolder", "folder_owner", "RefuseCompletedRun", "LOCAL_CHILD_ENV", "is_writer",
-           "stopped_at_step"]
+__all__ = ["output_dir", "RunFolder", "claim_together", "folder_owner", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
+           "is_writer", "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -141,6 +141,38 @@ class RunFolder:
             log.error("%s", problem)
             metrics.update({"status": "error", "error": problem} if metrics.get("status") == "ok" else {})
         settle_record(self.out, continued=metrics.get("resumed_from_step") is not None or bool(metrics.get("steps")))
+
+
+def claim_together(folder: RunFolder, watch: Any) -> None:
+    """``folder.claim()`` on its owner (process 0), told to every process JAX joins: a refusal raises the same words
+    on each, at once (was: a multirun's later job, explicit mode, whose claim process 0 was refused left the other
+    processes waiting in the job's collectives until their timeout); and every process's stop checks count on from
+    process 0's (``watch.check_count``), the step ids of JAX's preemption sync point alike. A collective: every
+    process calls it, at the same point."""
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    refused: Exception | None = None
+    if (folder.owner or folder.owner is None and jax.process_index() == 0) and not folder.claimed:
+        try:
+            folder.claim()
+        except Exception as err:  # noqa: BLE001 - whatever refused it is told to every process, then raised here
+            refused = err
+    said = f"{type(refused).__name__}\n{refused}".encode()[:_SAID] if refused is not None else b""
+    words = np.zeros(_SAID + 2, np.int32)  # process 0's count of checks, the length of its words, their bytes
+    words[:2], words[2:2 + len(said)] = (watch.check_count, len(said)), np.frombuffer(said, np.uint8)
+    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
+    watch.check_count = int(got[0])
+    if refused is not None:
+        raise refused
+    if got[1]:
+        kind, _, text = bytes(got[2:2 + got[1]].astype(np.uint8)).decode("utf-8", "replace").partition("\n")
+        raise {"FileExistsError": FileExistsError, "FolderInUseError": FolderInUseError}.get(kind, ConfigError)(text)
+
+
+#: The bytes of a refusal ``claim_together`` tells the other processes (a longer one is cut there).
+_SAID = 4096
 
 
 def folder_owner(cfg: DictConfig) -> bool | None:

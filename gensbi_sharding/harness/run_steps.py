@@ -65,7 +65,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     from gensbi_sharding.harness.state import build_state
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
-    if folder.owner is None and jax.process_index() == 0:  # distributed=auto: process 0 owns the folder
+    if folder.owner is None and jax.process_count() > 1:  # distributed=auto: process 0 owns the folder, its refusal
+        run_folder.claim_together(folder, watch)  # told to every process (was: the others went on, to collectives)
+    elif folder.owner is None and not folder.claimed:
         folder.claim()
     if jax.process_count() > 1:  # distributed=auto: known once JAX joined the processes
         console.set_process(jax.process_index(), jax.process_count())
