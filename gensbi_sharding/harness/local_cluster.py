@@ -190,6 +190,12 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
                        signalled[0], error=f"{stop} while the processes were starting up, before training (nothing "
                        f"trained: no checkpoint to save){hint}")
         log.warning("%s", metrics["error"])  # as a one-process run says its stop
+    elif written and metrics.get("status") == "ok" and not timed_out:
+        # Process 0 recorded the job complete (its metrics.json is the last thing a run writes): a death after it, in
+        # the processes' teardown, lost nothing (was: status error and "continue with ...", every result written)
+        metrics["after_completion"] = failure_line(codes, first_dead, lag, cfg, out)
+        log.warning("the job completed (process 0 recorded it, every output written); after that %s",
+                    metrics["after_completion"])
     else:
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         found = refusals(out, codes, reported)  # refusals: said by this parent only (child_errors.child_refusal)
