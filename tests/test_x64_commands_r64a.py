@@ -84,3 +84,22 @@ def test_a_run_killed_before_its_metrics_says_its_x64_setting_from_its_launch(tm
         assert command.startswith("JAX_ENABLE_X64=1 python launch.py "), command
         with pytest.raises(ConfigError, match="was trained with JAX_ENABLE_X64 on .*x64.yaml: jax_enable_x64 true"):
             refuse_resume_settings(step_dir, compose_tiny("mesh=none", f"train.resume={run}", "train.steps=6"))
+
+
+def test_the_second_ctrl_c_of_a_64_bit_runs_first_attempt_names_a_command_that_sets_it(tmp_path, monkeypatch):
+    # 'JAX_ENABLE_X64=1 launch.py experiment=quick distributed=local ...', Ctrl-C twice: "stopped at once, saved up
+    # to step 50 ...; continue with: python launch.py ..." without the setting (no metrics.json yet, and no copy of an
+    # earlier launch's record: its own .hydra/x64.yaml was not read); pasted in a fresh shell, refused
+    from faults_helpers import as_hydra_job
+    from gensbi_sharding.harness.launch_record import record_x64
+    from gensbi_sharding.harness.stop_record import at_once_error
+
+    run = tmp_path / "run"
+    _launched(run, "experiment=quick", "distributed=local")
+    record_x64(run, True)  # as its claim wrote it
+    saved_checkpoint(run, {"seed": 0}, {}, step=50)
+    as_hydra_job(monkeypatch, run, ["experiment=quick", "distributed=local"])
+    with _x64(True, monkeypatch):
+        said = at_once_error(run, 50)
+    assert said.endswith(f"; continue with: JAX_ENABLE_X64=1 python launch.py experiment=quick distributed=local "
+                         f"train.resume=auto hydra.run.dir={run}"), said

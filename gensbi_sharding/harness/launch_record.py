@@ -227,8 +227,11 @@ def launch_x64(step_dir: Path) -> bool | None:
     step_dir : Path
         A checkpoint's step folder (``<run>/checkpoints/<step>``).
     """
+    record = saving_record(Path(step_dir))
+    if not record.is_dir():  # no copy kept (the running job's first attempt): the folder's record is the saver's
+        record = Path(step_dir).parent.parent / ".hydra"  # (was: none read, at a stop of this very launch)
     try:
-        text = (saving_record(Path(step_dir)) / X64_FILE).read_text(encoding="utf-8").strip()
+        text = (record / X64_FILE).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
     return {"jax_enable_x64: true": True, "jax_enable_x64: false": False}.get(text)
