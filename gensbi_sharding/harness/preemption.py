@@ -19,8 +19,8 @@ Across processes every process must stop at the same step, or their collective c
 JAX's preemption service (started by ``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
 (``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed on to it as SIGTERM. SIGTERM
 stays the service's once it started: a multirun's later jobs leave it there (was: each watch put a handler over it
-and the service never heard of a notice); one between two jobs is the service's too, answered at the check of a
-later job that reaches the sync point it set.
+and the service never heard of a notice); one between two jobs is the service's too, answered at the next job's
+first check (the ids count on across the jobs, each watch closing with a question of its own: ``checks_made``).
 """
 
 from __future__ import annotations
