@@ -13,6 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_active_mesh, traced_mesh
 from gensbi_sharding.leaf_checks import check_placeable
+from gensbi_sharding.messages import shown
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
                                    resolve_rule, typo_of)
@@ -238,11 +239,11 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         check_names(names, np.shape(x))
         return x
     if not isinstance(partition_axis, PartitionAxis):
-        raise TypeError(f"partition_axis={partition_axis!r:.60} must be a PartitionAxis or None; build it with "
+        raise TypeError(f"partition_axis={shown(partition_axis)} must be a PartitionAxis or None; build it with "
                         "PartitionAxis.for_rule(rule, mesh)")
     check_mesh(mesh)
     if not hasattr(x, "shape"):  # a list
-        raise TypeError(f"constrain takes an array, got {type(x).__name__} {x!r:.40}; pass jnp.asarray(x)")
+        raise TypeError(f"constrain takes an array, got {type(x).__name__} {shown(x, 40)}; pass jnp.asarray(x)")
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same

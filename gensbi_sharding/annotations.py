@@ -5,6 +5,7 @@ Without JAX or Flax at import, as ``rules``: the harness's config checks read th
 from typing import TYPE_CHECKING
 
 from gensbi_sharding.rules import ANNOTATION_KEYS, is_sequence
+from gensbi_sharding.messages import shown
 
 if TYPE_CHECKING:  # imported where used (the note above)
     from flax import nnx
@@ -39,7 +40,7 @@ def partitioned(init, names: tuple[str | None, ...]):
         ``init`` not callable (e.g. ``3``, or the names passed first), named before any layer is built.
     """
     if not callable(init):  # Flax's "'int' object is not callable" came only when the layer was built
-        raise TypeError(f"partitioned: init={init!r:.40} must be an initializer, e.g. nnx.initializers.lecun_normal()")
+        raise TypeError(f"partitioned: init={shown(init)} must be an initializer, e.g. nnx.initializers.lecun_normal()")
     from flax import nnx  # not at the top (TYPE_CHECKING's note)
     return nnx.with_partitioning(init, names, eager_sharding=False)
 

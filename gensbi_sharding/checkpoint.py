@@ -23,7 +23,7 @@ from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_b
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
                                               reasoned)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
                                    node_state, path_key, value_leaves)
@@ -106,10 +106,10 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     step_dir, named = _located(path, base_dir)
     check_array_path(step_dir, "checkpoint", saving=False)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):
-        raise TypeError(f"key_sharding={key_sharding!r:.80} must be a jax.sharding.Sharding or None, e.g. "
+        raise TypeError(f"key_sharding={shown(key_sharding, 80)} must be a jax.sharding.Sharding or None, e.g. "
                         "NamedSharding(mesh, PartitionSpec()) (a replicated key)")
     if not is_node(abstract_state) and not (isinstance(abstract_state, Mapping) and abstract_state):
-        raise TypeError(f"abstract_state={abstract_state!r:.60} must be the restore target: build it with "
+        raise TypeError(f"abstract_state={shown(abstract_state)} must be the restore target: build it with "
                         "checkpoint.abstract_state_for(model, mesh, rule)")
     whole, abstract_state = node_state(abstract_state), node_state(abstract_state, False)  # nnx.state, none sown
     sown = {f"state/{name}" for name in set(flat_by_path(whole)) - set(flat_by_path(abstract_state))}  # kept as is

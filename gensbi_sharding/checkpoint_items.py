@@ -13,6 +13,7 @@ import orbax.checkpoint as ocp
 from flax import traverse_util
 
 from gensbi_sharding.checkpoint_steps import ITEMS
+from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import is_scalar, named_leaves
 
 __all__ = ["checked_json", "flat_by_path", "item_handlers", "nest_by_path", "non_finite"]
@@ -91,7 +92,7 @@ def checked_json(value: Any, name: str, example: str, label: str | None = None) 
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name}={value!r:.60} must be a mapping ({example}) or None")
+        raise TypeError(f"{name}={shown(value)} must be a mapping ({example}) or None")
     try:
         _check_str_keys(value, name)  # JSON would turn 1 into "1" (and two keys into one) without a word
     except Exception as err:  # OmegaConf's, reading a value: '???' (MissingMandatoryValue), an interpolation to nothing
@@ -103,6 +104,6 @@ def checked_json(value: Any, name: str, example: str, label: str | None = None) 
         return json.loads(json.dumps(dict(value), allow_nan=False, default=lambda o: dict(o) if isinstance(  # Hydra's
             o, Mapping) else list(o) if _listlike(o) else json.JSONEncoder().default(o)))  # DictConfig too
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{label or f'{name}={value!r:.80}'} must be JSON-serialisable ({err}); pass plain str, "
+        raise ValueError(f"{label or f'{name}={shown(value, 80)}'} must be JSON-serialisable ({err}); pass plain str, "
                          "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
                          "array, None for NaN or inf, OmegaConf.to_container(cfg, resolve=True) for a config") from None

@@ -20,6 +20,7 @@ from gensbi_sharding.checkpoint_steps import as_path, committed_steps
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
                                              finish_and_unlock, lock_directory, unlock, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory
+from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_node, is_prng_key, node_state,
                                    non_node_part)
 
@@ -215,19 +216,19 @@ class CheckpointWriter:
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
         if not is_node(state) and not (isinstance(state, Mapping) and state):
-            raise TypeError(f"state={state!r:.60} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
+            raise TypeError(f"state={shown(state)} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
                             f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
             # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on; its
             # last axis is the default implementation's key (was: any uint32 array, which wrap_key_data refuses)
             size = jax.random.key_data(jax.random.key(0)).shape[-1]
             raw = getattr(key, "dtype", None) == np.uint32 and tuple(np.shape(key))[-1:] == (size,)
-            raise TypeError(f"key={key!r:.60} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
+            raise TypeError(f"key={shown(key)} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
                 "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
                 if raw else ""))
         if jax.process_count() > 1 and key.is_fully_addressable:  # was Orbax's "Cannot serialize host local ..."
             raise ValueError(
-                f"key={key!r:.60} is on this process's devices alone, and a job of {jax.process_count()} processes "
+                f"key={shown(key)} is on this process's devices alone, and a job of {jax.process_count()} processes "
                 "saves one key for all; place it on the mesh, replicated, alike on every process: key = "
                 "jax.random.wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
                 "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl(key))")  # an rbg key too

@@ -10,6 +10,8 @@ from typing import Any
 
 import orbax.checkpoint as ocp
 
+from gensbi_sharding.messages import shown
+
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
            "reasoned", "unconfirmed_steps"]
 
@@ -27,7 +29,7 @@ _PASS = f"a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"  # what find_
 def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
     """``Path(value)`` with ``~`` expanded; ``TypeError``, or ``ValueError`` for ``""``, a NUL or ``~nosuchuser``."""
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name}={value!r:.60}: pass a str or os.PathLike, e.g. {name}={example!r}")
+        raise TypeError(f"{name}={shown(value)}: pass a str or os.PathLike, e.g. {name}={example!r}")
     if value == "":
         raise ValueError(f"{name}='' is empty, which Path reads as the current folder ({os.getcwd()}); pass a folder, "
                          f"e.g. {name}={example!r}, or '.' to mean the current one")

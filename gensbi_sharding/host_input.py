@@ -16,7 +16,7 @@ from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_flag, is_array
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import typo_of
 
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
@@ -169,7 +169,7 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
     if mesh is not None:
         if not isinstance(mesh, Mesh):
             raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} "
-                             f"{clipped(repr(mesh), 40)}; build one with make_mesh(...) or resolve_mesh(spec), or "
+                             f"{shown(mesh, 40)}; build one with make_mesh(...) or resolve_mesh(spec), or "
                              "pass mesh=None (the active one)")
         if under_transform():  # NumPy rows would become one process's constant in the program, not a global array
             raise ValueError(_OUTSIDE_JIT)

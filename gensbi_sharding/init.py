@@ -16,6 +16,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.leaf_checks import check_placeable, host_view
+from gensbi_sharding.messages import shown
 from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, refuse_in_factory, trace_factory,
                                      under_transform)
 from gensbi_sharding.annotations import logical_axes_of
@@ -144,10 +145,10 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     rule = resolve_rule(rule)
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
-        raise TypeError(f"tx={tx!r:.60} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
+        raise TypeError(f"tx={shown(tx)} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
     filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))  # Flax's nest
     if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
-        raise TypeError(f"wrt={wrt!r:.60} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
+        raise TypeError(f"wrt={shown(wrt)} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
     traced = next((name for name, v in named_leaves(model) if isinstance(v, jax.core.Tracer)), None)
     if traced is not None:  # a tracer has no mesh: a plain Optimizer came back, its state laid out as jit chose
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside every JAX "

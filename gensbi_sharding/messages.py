@@ -1,7 +1,7 @@
 """An error's text shortened for a one-line message: its first line, cut only at a word boundary outside quotes (a
 path or a quoted name is never halved), marked " ...". Pure Python: the library's refusals and the harness's."""
 
-__all__ = ["clipped"]
+__all__ = ["clipped", "shown"]
 
 
 def clipped(text: object, limit: int = 240) -> str:
@@ -27,3 +27,8 @@ def clipped(text: object, limit: int = 240) -> str:
     if len(kept) > 4 * limit:  # one huge token: not all of it
         kept = f"{kept[:limit // 2]} ... {kept[-(limit // 2):]}"
     return f"{kept} ..." if cut else kept
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` on one line, ``clipped``: cut between words outside quotes (" ..."), never in a quote."""
+    return clipped(" ".join(line.strip() for line in repr(value).splitlines()), limit)

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import shown
 from gensbi_sharding.specs import spec_misfit
 
 
@@ -26,7 +26,7 @@ def is_array(x: Any) -> bool:
 def check_flag(value: Any, name: str) -> None:
     """``TypeError`` naming ``name`` unless ``value`` is a bool (NumPy's too): ``"no"`` is truthy, taken as True."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}={clipped(repr(value), 40)} must be True or False")
+        raise TypeError(f"{name}={shown(value, 40)} must be True or False")
 
 
 def is_scalar(x: Any) -> bool:
@@ -69,7 +69,7 @@ def check_value_leaves(values: Collection[tuple[str, Any]], caller: str) -> list
             check_unmasked(leaf, f"{caller}: {where} (shape {np.shape(leaf)})")  # a traced factory's: JAX's words
             held = not isinstance(leaf, (np.ndarray, np.generic)) or jax.numpy.isdtype(leaf.dtype, ("bool", "numeric"))
             if not ((is_array_like(leaf) or is_scalar(leaf)) and held):  # datetime64: JAX's, Orbax's errors named none
-                what = type(leaf).__name__ + (f" {clipped(repr(leaf), 40)}" if held else f" of dtype {leaf.dtype}")
+                what = type(leaf).__name__ + (f" {shown(leaf, 40)}" if held else f" of dtype {leaf.dtype}")
                 fix = unheld_dtype_fix(None if held else leaf.dtype, "keep other data as a plain attribute of the "
                                        "Module (static, in its graph, not its state)")
                 raise TypeError(f"{caller}: {where} holds {what}; a variable's value, or each leaf of a pytree value, "
@@ -143,7 +143,7 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
         also = ", or a zero-argument factory building one" if factory else ""
         built = node is None and caller.endswith("(what the factory returned)")  # not shard_model's None: no return
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
-                        f"dict of them{also}), got {type(node).__name__} {clipped(' '.join(repr(node).split()), 60)}"
+                        f"dict of them{also}), got {type(node).__name__} {shown(node)}"
                         + ("; end the factory with `return` of the node it builds" if built else non_node_part(node)))
 
 
@@ -159,7 +159,7 @@ def non_node_part(node: Any) -> str:
         key, item = next(kv for kv in (item.items() if isinstance(item, dict) else enumerate(item))
                          if not is_node(kv[1]))
         path += f"[{key!r}]"
-    return (f"; its {path} is {type(item).__name__} {clipped(repr(item), 40)}, no NNX node: keep other values "
+    return (f"; its {path} is {type(item).__name__} {shown(item, 40)}, no NNX node: keep other values "
             "(a step count, arrays) out of it") if path else ""
 
 
@@ -209,7 +209,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
     """``array_variables(node)``, once ``plan`` fits it; else the error naming the variables not planned, or not so."""
     if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
         raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
-                        f"{clipped(repr(plan), 60)}; to place by a rule at once: shard_model(node, mesh, rule)")
+                        f"{shown(plan)}; to place by a rule at once: shard_model(node, mesh, rule)")
     check_node(node, caller)
     planned = {path: plan.shapes.get(path) for path in plan.specs}  # None: a plan built by hand, no shapes
     variables = array_variables(node)

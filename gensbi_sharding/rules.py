@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import shown
 
 if TYPE_CHECKING:  # imported where used: the harness's config checks read this module without JAX or Flax
     from jax.sharding import Mesh, PartitionSpec as P
@@ -79,7 +79,7 @@ class Rule:
 
     def __post_init__(self) -> None:
         if not isinstance(self.table, Mapping):  # checked however a Rule is made: a mistyped key would split nothing
-            raise ValueError(f"Rule table={clipped(repr(self.table), 60)} must be a mapping of logical axis -> mesh "
+            raise ValueError(f"Rule table={shown(self.table)} must be a mapping of logical axis -> mesh "
                              "axes, e.g. {'embed': 'data'}")
         object.__setattr__(self, "table", {key: _plain(value) for key, value in self.table.items()})
         check_table(self.table)
@@ -136,7 +136,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule table (logical "
                          f"axis -> mesh axis or None); {typo_of(str(rule), RULES, **RULE_TYPO) or RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
-                     f"pairs, got {clipped(repr(rule), 120)}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
+                     f"pairs, got {shown(rule, 120)}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
 
 def is_sequence(value: Any) -> bool:  # but a str; a ListConfig too, and a PartitionSpec (Flax takes one; no Sequence)
@@ -243,8 +243,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     check_mesh(mesh, optional=False, plans=True)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
     if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
-        raise TypeError(f"shape={clipped(repr(shape), 60)} must be a sequence of sizes (int >= 0), e.g. (8,) or "
-                        "value.shape")
+        raise TypeError(f"shape={shown(shape)} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
     table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
     if names is None:
         return P(), None

@@ -17,7 +17,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.leaf_checks import check_values, host_view
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, check_plan_fits, is_array,
                                    is_array_like, is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
 from gensbi_sharding.specs import check_mesh
@@ -61,10 +61,10 @@ class Plan:
         for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
                                   "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
             if not isinstance(field := getattr(self, name), Mapping):
-                raise TypeError(f"Plan {name}={clipped(repr(field), 60)} must be a dict keyed by variable path, "
+                raise TypeError(f"Plan {name}={shown(field)} must be a dict keyed by variable path, "
                                 "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
             if (odd := next(((path, v) for path, v in field.items() if not isinstance(v, kind)), None)) is not None:
-                raise TypeError(f"Plan {name}[{odd[0]!r}]={clipped(repr(odd[1]), 60)} must be a {what}")
+                raise TypeError(f"Plan {name}[{odd[0]!r}]={shown(odd[1])} must be a {what}")
 
     def sharding(self, path: str | tuple) -> NamedSharding:
         """The ``NamedSharding`` of the variable at ``path``.
@@ -133,8 +133,7 @@ class Plan:
             ``stacklevel`` no int (``"2"``), before any warning.
         """
         if not is_int(stacklevel):  # checked before any warning
-            raise TypeError(f"stacklevel={clipped(repr(stacklevel), 40)} must be an int, as for warnings.warn: e.g. "
-                            "stacklevel=2")
+            raise TypeError(f"stacklevel={shown(stacklevel)} must be an int, as for warnings.warn: e.g. stacklevel=2")
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)

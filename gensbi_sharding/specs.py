@@ -7,7 +7,7 @@ from typing import Any
 
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import shown
 
 
 def mesh_axes_of(entry: Any) -> tuple:
@@ -18,11 +18,11 @@ def mesh_axes_of(entry: Any) -> tuple:
         return axes
     if all(axis is None for axis in odd):  # None replicates as the whole entry; in a tuple JAX reads it as an axis
         kept = tuple(dict.fromkeys(filter(None, axes))) or None  # the fix passes: (None, "a", "a") is ("a",), not twice
-        raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} holds None inside a tuple, read as a mesh "
-                         f"axis name: leave it out ({clipped(repr(kept), 40)}), or give None to leave it unsplit")
+        raise ValueError(f"PartitionSpec entry {shown(entry, 40)} holds None inside a tuple, read as a mesh "
+                         f"axis name: leave it out ({shown(kept, 40)}), or give None to leave it unsplit")
     odd = [axis for axis in odd if axis is not None]  # (None, 3): 3 first, as "leave None out" would leave (3,)
-    what = "names no mesh axis" if len(odd) == len(axes) else f"holds {clipped(repr(odd[0]), 20)}, not a mesh axis name"
-    raise ValueError(f"PartitionSpec entry {clipped(repr(entry), 40)} {what}: give a mesh axis name (e.g. 'data'), "
+    what = "names no mesh axis" if len(odd) == len(axes) else f"holds {shown(odd[0], 20)}, not a mesh axis name"
+    raise ValueError(f"PartitionSpec entry {shown(entry, 40)} {what}: give a mesh axis name (e.g. 'data'), "
                      "a tuple of them, or None")
 
 

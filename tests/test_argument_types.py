@@ -5,6 +5,7 @@ In-process, 8 simulated CPU devices (conftest); tiny modules.
 
 import jax
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 
@@ -106,3 +107,31 @@ def test_a_long_value_in_a_refusal_is_named_whole_not_cut_inside_its_quotes(devi
     said = str(error.value)
     assert said.startswith("rule must be a name in ") and " ...; e.g. {'embed': 'data'}" in said, said
     assert said.count("'") % 2 == 0, said
+
+
+LONG = "no, do not take this one, it is a sentence about a value and not the value that was asked for"  # 90
+
+
+@pytest.mark.parametrize("name, call", [
+    ("tx", lambda m, mesh, ck, w: gs.init_optimizer_sharded(m, LONG)),
+    ("wrt", lambda m, mesh, ck, w: gs.init_optimizer_sharded(m, optax.sgd(0.1), wrt=[LONG, 3.5])),
+    ("directory", lambda m, mesh, ck, w: checkpoint.CheckpointWriter((LONG,))),
+    ("init", lambda m, mesh, ck, w: gs.partitioned(LONG, ("embed",))),
+    ("partition_axis", lambda m, mesh, ck, w: gs.constrain(np.ones(2), (None,), LONG)),
+    ("got str", lambda m, mesh, ck, w: gs.constrain(LONG, (None,), gs.PartitionAxis.for_rule("fsdp", mesh), mesh)),
+    ("key_sharding", lambda m, mesh, ck, w: checkpoint.restore(ck, {"a": np.ones(2)}, key_sharding=LONG)),
+    ("abstract_state", lambda m, mesh, ck, w: checkpoint.restore(ck, LONG)),
+    ("info", lambda m, mesh, ck, w: w.save(2, {"a": np.ones(2)}, jax.random.key(0), info=LONG)),
+    ("info", lambda m, mesh, ck, w: w.save(2, {"a": np.ones(2)}, jax.random.key(0), info={LONG: object()})),
+    ("state", lambda m, mesh, ck, w: w.save(2, LONG, jax.random.key(0))),
+    ("key", lambda m, mesh, ck, w: w.save(2, {"a": np.ones(2)}, LONG)),
+])
+def test_every_refusal_names_a_long_value_whole(tmp_path, model, mesh, name, call):
+    # Was "tx='no, do not take this one, it is a sentence about must be ..." (a repr cut at 40, 60 or 80 characters
+    # by the format spec !r:.60, its quote left open; a dict cut mid-key): 13 places, now one helper (messages.shown).
+    with checkpoint.CheckpointWriter(tmp_path / "ck") as writer:
+        writer.save(1, {"a": np.ones(2)}, jax.random.key(0))
+    with checkpoint.CheckpointWriter(tmp_path / "w") as writer, pytest.raises((TypeError, ValueError)) as error:
+        call(model, mesh, tmp_path / "ck", writer)
+    said = str(error.value)
+    assert f"{name}" in said and repr(LONG) in said and said.count("'") % 2 == 0, said
