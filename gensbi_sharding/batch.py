@@ -222,8 +222,20 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
                          "or build the mesh with make_mesh(...) (Auto axes)")
     targets = [sharding(path, leaf) for path, leaf in arrays]
-    placed = ([pin(leaf, target) for (_, leaf), target in zip(arrays, targets)] if traced else
-              jax.device_put([host_view(leaf, target) for (_, leaf), target in zip(arrays, targets)], targets))
+    try:
+        placed = ([pin(leaf, target) for (_, leaf), target in zip(arrays, targets)] if traced else
+                  jax.device_put([host_view(leaf, target) for (_, leaf), target in zip(arrays, targets)], targets))
+    except AssertionError:  # JAX's "... is not the same on each process" for a NumPy leaf, naming neither it nor a fix
+        for (path, leaf), target in zip(arrays, targets):  # leaf by leaf, alike on every process: it failed on all
+            try:
+                jax.device_put(host_view(leaf, target), target)
+            except AssertionError:
+                raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(path) or '<root>'} differs between the "
+                                 f"{jax.process_count()} processes (JAX takes a NumPy leaf to be alike on each); if "
+                                 "each process holds its own rows, pass the tree to host_to_global_array(tree, "
+                                 "partition='data', mesh=mesh) on every process, else the same value on every "
+                                 "process") from None
+        raise
     # A NumPy batch in jit comes back traced, and device_put there placed nothing on Auto axes: the batch stayed whole.
     if not traced and pin is not jax.sharding.reshard and any(isinstance(a, jax.core.Tracer) for a in placed):
         placed = [pin(a, target) for a, target in zip(placed, targets)]

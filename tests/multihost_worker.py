@@ -93,6 +93,18 @@ def case_placement(p: int) -> dict:
     out["replicate_local_error"] = error_of(lambda: replicate({"w": local}, make_mesh()))
     fixed = host_to_global_array({"w": local}, partition="replicated", mesh=make_mesh())["w"]
     out["replicate_fixed"] = [str(fixed.sharding.spec), np.asarray(fixed.addressable_data(0)).tolist()]
+    # replicate (shard_batch) of NumPy values unlike on the two processes: our refusal naming the leaf (was JAX's
+    # AssertionError "... is not the same on each process"), and the fix it names for each process's own rows.
+    from gensbi_sharding import shard_batch
+
+    own = {"b": np.ones(8, np.float32), "w": np.full((8,), float(p), np.float32)}
+    for name, place in (("replicate", replicate), ("shard_batch", shard_batch)):
+        try:
+            out[f"{name}_unlike_error"] = place(own, make_mesh()) and None
+        except (ValueError, AssertionError) as err:  # JAX's AssertionError before: kept, not the worker ended
+            out[f"{name}_unlike_error"] = f"{type(err).__name__}: {err}"
+    rows = host_to_global_array(own, partition="data", mesh=make_mesh())["w"]
+    out["unlike_fixed"] = [list(rows.shape), np.asarray(multihost_utils.process_allgather(rows, tiled=True)).tolist()]
     # The harness's own check: the processes' settings (each composed from its own command line).
     from omegaconf import OmegaConf
 

@@ -418,3 +418,18 @@ def test_a_key_on_one_processs_devices_is_refused_naming_a_fix_that_saves(groups
                                       "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl("
                                       "key))"), said
         assert result["steps"] == [1]  # the fix, evaluated as written, saved
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_replicate_of_numpy_values_unlike_on_the_processes_names_the_leaf_and_a_fix_that_places_them(placement):
+    # Was JAX's AssertionError "<class 'numpy.ndarray'> passed to device_put is not the same on each process",
+    # naming neither the leaf nor a fix; the fix named for each process's own rows is run as written.
+    for name in ("replicate", "shard_batch"):
+        for result in placement:
+            assert result[f"{name}_unlike_error"] == (
+                f"ValueError: {name}: leaf ['w'] differs between the 2 processes (JAX takes a NumPy leaf to be alike "
+                "on each); if each process holds its own rows, pass the tree to host_to_global_array(tree, "
+                "partition='data', mesh=mesh) on every process, else the same value on every process")
+    for result in placement:
+        assert result["unlike_fixed"] == [[16], [0.0] * 8 + [1.0] * 8]
