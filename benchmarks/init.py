@@ -55,7 +55,7 @@ def child(args: argparse.Namespace) -> None:
 
     from gensbi_sharding import init_sharded, make_mesh, plan_shardings, shard_model
     from gensbi_sharding.harness.registry import get_model
-    from gensbi_sharding.nodes import path_name
+    from gensbi_sharding.nodes import path_key
 
     warnings.simplefilter("ignore")
     mesh = make_mesh(model_axis=args.model_axis)
@@ -93,7 +93,7 @@ def child(args: argparse.Namespace) -> None:
         def build():
             return [v.get_value() for _, v in nnx.to_flat_state(nnx.split(factory())[1])]
 
-        out = [plan.sharding(path_name(p)) for p, _ in flat]
+        out = [plan.sharding(path_key(p)) for p, _ in flat]
         for (_, var), value in zip(flat, jax.jit(build, out_shardings=out)()):
             var.set_value(value)
         model = nnx.merge(graphdef, state)
@@ -103,7 +103,7 @@ def child(args: argparse.Namespace) -> None:
     done.set()
     sampler.join()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    values = {path_name(p): np.asarray(v.get_value()) for p, v in nnx.to_flat_state(nnx.state(model))}
+    values = {path_key(p): np.asarray(v.get_value()) for p, v in nnx.to_flat_state(nnx.state(model))}
     if args.save:
         np.savez(args.save, **{k.replace("/", "."): v for k, v in values.items()})
     print(json.dumps(dict(way=args.child, wall_s=wall, cpu_s=cpu, peak=peak, base=base, fullest=fullest[0],

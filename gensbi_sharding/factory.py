@@ -11,7 +11,7 @@ import jax
 from flax import nnx
 
 from gensbi_sharding.messages import clipped
-from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_name
+from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_key
 
 _FLAG_OFF = type("EagerShardingOff", (int,), {})(0)  # Flax's eager_sharding off (0 == False), not a user's False
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
@@ -92,7 +92,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
                  for kind in ("ref", "hijax")}
         (flags if flags is not None else {}).update(kinds)
         graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
-        values = check_value_leaves([(path_name(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
+        values = check_value_leaves([(path_key(p), v.get_value()) for p, v in nnx.to_flat_state(state)], caller)
         found.update(node=node, graphdef=graphdef, scalars={p: jax.tree.map(
             lambda leaf: leaf if is_scalar(leaf) else _NOT_SCALAR, v) for p, v in values})
         return jax.tree.map(lambda leaf: 0 if is_scalar(leaf) else leaf, state)  # keep_scalars puts them back
@@ -112,7 +112,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
             raise
         raise ValueError(_asks_built(caller, str(error).splitlines()[0])) from error
     except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
-        odd = next(((path_name(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
+        odd = next(((path_key(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
                     if isinstance(v, nnx.Variable) for k, m in v.get_metadata().items()
                     if any(map(is_array, jax.tree.leaves(m)))), None) if "node" in found else None  # [x], {"a": x} too
         if odd is None:
@@ -124,7 +124,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
     finally:
         _TRACING_FACTORY.reset(token)
     for path, var in nnx.to_flat_state(state):
-        var.set_value(keep_scalars(found["scalars"].get(path_name(path)), var.get_value()))
+        var.set_value(keep_scalars(found["scalars"].get(path_key(path)), var.get_value()))
     return found["graphdef"], state
 
 

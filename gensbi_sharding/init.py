@@ -22,7 +22,7 @@ from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_conc
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_flag, check_node, check_value_leaves,
-                                   is_array_like, is_scalar, is_prng_key, keep_scalars, named_leaves, path_name,
+                                   is_array_like, is_scalar, is_prng_key, keep_scalars, named_leaves, path_key,
                                    value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
@@ -69,7 +69,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         raise ValueError(f"init_sharded was called {UNDER_TRANSFORM}: call it outside, it compiles its own programs "
                          "(one per group of variables); pass the placed model to the transformed function")
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "init_sharded", flags := {})
-    variables = dict((path_name(p), v) for p, v in nnx.to_flat_state(state) if path_name(p) in plan.specs)
+    variables = dict((path_key(p), v) for p, v in nnx.to_flat_state(state) if path_key(p) in plan.specs)
     if not mesh.local_devices:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
                          "build it over every process's devices, e.g. make_mesh() on each process")
@@ -174,7 +174,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
 
     def create(arrays):  # the values of the variables plan.specs lists, by path: a NumPy scalar optax copied (as
-        built = {path_name(p): v for p, v in nnx.graph.iter_graph(build(arrays)) if isinstance(v, nnx.Variable)}
+        built = {path_key(p): v for p, v in nnx.graph.iter_graph(build(arrays)) if isinstance(v, nnx.Variable)}
         return [jax.tree.map(jnp.asarray, built[p].get_value()) for p in plan.specs]  # schedule_free's z) as planned
 
     created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(arrays)
@@ -202,7 +202,7 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
 
 def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     """Refuse ``rule`` when its plan puts a variable of ``model`` elsewhere than it is, naming a rule that fits."""
-    variables = {path_name(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
+    variables = {path_key(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
 
     def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
         return next((path for path in plan.specs for leaf in array_leaves(value_of(variables[path]))
@@ -266,7 +266,7 @@ def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str
 def _select(factory: Callable[[], Any], paths: list[str], constants: dict) -> Callable[[], list]:
     """Traceable ``factory()``'s values at ``paths``, leaves built from no traced array None (kept in ``constants``)."""
     def build():
-        values = {path_name(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
+        values = {path_key(p): v.get_value() for p, v in nnx.to_flat_state(nnx.state(build_unplaced(factory)))}
         check_concrete((p, leaf) for p, value in values.items() for leaf in jax.tree.leaves(value))
         constants.update((p, jax.tree.map(lambda v: None if isinstance(v, jax.core.Tracer) else v, value))
                          for p, value in values.items())

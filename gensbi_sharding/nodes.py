@@ -108,13 +108,8 @@ def named_leaves(tree: Any) -> list[tuple[str, Any]]:
 
 
 def path_key(keys: Sequence[Any], head: str = "") -> str:
-    """Name a pytree key path ``"a/b/c"`` (below ``head``, if given): how checkpoints save a leaf, messages name it."""
+    """A pytree key path or a graph path as ``"up/kernel"`` (below ``head``): plans', checkpoints' and messages' key."""
     return "/".join(filter(None, (head, jax.tree_util.keystr(tuple(keys), simple=True, separator="/"))))
-
-
-def path_name(path: Sequence[Any]) -> str:
-    """Join a graph or state path into the key plans and reports use, e.g. ``"up/kernel"``."""
-    return "/".join(str(part) for part in path)
 
 
 def listing(items: Sequence[str], n: int = 3) -> str:
@@ -133,7 +128,7 @@ def is_node(node: Any, inner: bool = False) -> bool:
 def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
     """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable)."""
     if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state (iter_graph: or graphdef)
-        name = next((path_name(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
+        name = next((path_key(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
             raise TypeError(f"{caller}: {name} is an array in no nnx.Variable (this library places variables): "
                             "hold it in one, nnx.Variable(value) or a subclass (nnx.BatchStat), read as variable[...] "
@@ -189,7 +184,7 @@ def check_no_module(tree: Any, what: str) -> None:
 
 def array_variables(node: Any) -> list[tuple[str, Any]]:
     """``("a/b/c", variable)`` of each ``nnx.Variable`` of ``node`` holding arrays, in graph order: what plans place."""
-    return [(path_name(path), var) for path, var in nnx.graph.iter_graph(node)
+    return [(path_key(path), var) for path, var in nnx.graph.iter_graph(node)
             if isinstance(var, nnx.Variable) and array_leaves(value_of(var))]
 
 
@@ -238,7 +233,7 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:
     """``nnx.state(node)``, abstract at ``sharding_for(path, value)`` (None: kept as it is) and the placed dtype."""
     def abstract(path: tuple, var: nnx.Variable) -> nnx.Variable:
-        sharding = sharding_for(path_name(path), value := value_of(var))
+        sharding = sharding_for(path_key(path), value := value_of(var))
         return var.replace(value if sharding is None else jax.tree.map(
             lambda v: jax.ShapeDtypeStruct(v.shape, placed_dtype(v.dtype), sharding=sharding)
             if is_array_like(v) else v, value))
