@@ -16,8 +16,9 @@ def clipped(text: object, limit: int = 240) -> str:
     for i, char in enumerate(line):
         follows = line[i + 1] if i + 1 < len(line) else " "
         if quote:  # a ' closes only before a non-word character: "it's" inside 'a name' does not close it
-            quote = None if char == quote and (quote == '"' or not (follows.isalnum() or follows == "_")) else quote
-        elif char in "\"'" and (i == 0 or not (line[i - 1].isalnum() or line[i - 1] == "_")):  # can't: no quote
+            closes = char == quote and _unescaped(line, i)  # repr's 'a \'b\' c' closes only at the end
+            quote = None if closes and (quote == '"' or not (follows.isalnum() or follows == "_")) else quote
+        elif char in "\"'" and _opens(line, i):
             quote = char
         elif char.isspace() and i > 0 and not line[i - 1].isspace():
             cut = i if i <= limit or not cut else cut
@@ -32,3 +33,17 @@ def clipped(text: object, limit: int = 240) -> str:
 def shown(value: object, limit: int = 60) -> str:
     """``repr(value)`` on one line, ``clipped``: cut between words outside quotes (" ..."), never in a quote."""
     return clipped(" ".join(line.strip() for line in repr(value).splitlines()), limit)
+
+
+def _opens(line: str, i: int) -> bool:
+    """Whether the quote at ``line[i]`` opens a quoted value: not an apostrophe inside a word ("can't"), but one after
+    a string literal's prefix, as repr writes bytes (``b'...'``; was read as an apostrophe, the bytes cut inside)."""
+    start = i
+    while start > 0 and i - start < 2 and line[start - 1] in "bBrRuUfF":
+        start -= 1
+    return any(at == 0 or not (line[at - 1].isalnum() or line[at - 1] == "_") for at in range(start, i + 1))
+
+
+def _unescaped(line: str, i: int) -> bool:
+    """Whether ``line[i]`` follows an even number of backslashes: a quote that ends its string, not ``\\'`` inside."""
+    return (i - len(line[:i].rstrip("\\"))) % 2 == 0

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import clipped, shown
 
 SPEC = "[tensorstore_spec='{\\\"driver\\\":\\\"zarr\\\",\\\"path\\\":\\\"rng/\\\"}']"
 TENSORSTORE = ('NOT_FOUND: Error opening "zarr" driver: Metadata at "rng/.zarray" in OCDBT database at local file '
@@ -29,3 +29,19 @@ def test_clipped_cuts_only_at_a_word_boundary_outside_quotes(text, limit, expect
 
 def test_clipped_of_an_exception_reads_its_text():
     assert clipped(KeyError("meta")) == "'meta'"
+
+
+@pytest.mark.parametrize("value, expected", [
+    # Was cut inside the quotes: repr's escaped \' read as the string's end, and bytes' b' read as an apostrophe
+    ("he said \"no\" and then 'it' went on and on and on and on and on and on",
+     "'he said \"no\" and then \\'it\\' went on and on and on and on and on and on'"),
+    (b"a bytes value with many words inside it that go on and on and on and on",
+     "b'a bytes value with many words inside it that go on and on and on and on'"),
+    ([b"first bytes, with words in it", rb"second \ raw", "third, long enough to cut after"],
+     "[b'first bytes, with words in it', b'second \\\\ raw' ..."),
+    (["ends in a backslash \\", "a second item, long enough to be cut"],
+     "['ends in a backslash \\\\' ..."),  # \\' ends the string: the backslash is escaped, not the quote
+    ({"Bob's key": "herb's value, long enough for a cut after it"}, "{\"Bob's key\" ..."),  # apostrophes in words
+])
+def test_shown_cuts_a_repr_only_outside_its_quotes(value, expected):
+    assert shown(value) == expected
