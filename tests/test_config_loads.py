@@ -70,3 +70,29 @@ def test_a_schemas_structured_config_is_built_once_to_judge_many_values(monkeypa
                        "Value '987653.5' of type 'float' could not be converted to Integer"]
     assert built.count(TrainConfig) <= 1, built
     assert OmegaConf.structured(TrainConfig).steps != -987_651  # the judged values landed in no shared config
+
+
+def test_a_conf_file_edited_to_the_same_size_and_time_is_read_again(tmp_path):
+    # Was: known by its modification time and size, so a notebook's second run(cfg) after an edit of conf/ that kept
+    # both (written back with its old time: touch -r, cp -p, rsync -t; or within one clock tick) composed the old
+    # values. A fresh interpreter whose conf/ is tmp_path, since this process's cache reads the project's own.
+    import subprocess
+    import sys
+
+    mine = tmp_path / "train" / "default.yaml"
+    mine.parent.mkdir()
+    script = ("import os, pathlib\n"
+              "from omegaconf import OmegaConf\n"
+              "from gensbi_sharding.harness import groups\n"
+              f"groups.CONF = pathlib.Path({str(tmp_path)!r})\n"
+              "from gensbi_sharding.harness.config_loads import keep_parsed_config_files\n"
+              "keep_parsed_config_files()\n"
+              f"mine = pathlib.Path({str(mine)!r})\n"
+              "mine.write_text('steps: 3000\\n'); seen = [OmegaConf.load(mine).steps]; stat = os.stat(mine)\n"
+              "mine.write_text('steps: 4000\\n'); os.utime(mine, ns=(stat.st_atime_ns, stat.st_mtime_ns))\n"
+              "with open(mine, encoding='utf-8') as stream:\n"
+              "    seen.append(OmegaConf.load(stream).steps)\n"
+              "print(*seen, OmegaConf.load(mine).steps)")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert ran.stdout.split() == ["3000", "4000", "4000"], ran.stderr

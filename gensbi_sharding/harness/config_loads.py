@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["keep_parsed_config_files", "share_the_config_store"]
+__all__ = ["keep_parsed_config_files", "parsed_once", "share_the_config_store"]
 
 #: The OmegaConf.load that reads a file (the one found at the first call), once ``keep_parsed_config_files`` ran.
 _READ: list = []
@@ -23,9 +25,9 @@ _READ: list = []
 def keep_parsed_config_files() -> None:
     """Let ``OmegaConf.load`` hand out a file of ``conf/`` or of Hydra's package it parsed before (idempotent).
 
-    A file is known by its real path, modification time and size, so an edited file is read again; any other file (a
-    user's own search path, which a user or a test may rewrite within one clock tick) and a stream without a name are
-    read as before, and a file that fails to load raises each time, in YAML's own words.
+    A file is known by its real path and its bytes (``parsed_once``), so an edited file is read again; any other file
+    (a user's own search path) and a stream without a name are read as before, and a file that fails to load raises
+    each time, in YAML's own words.
     """
     import hydra
     from omegaconf import OmegaConf
@@ -36,24 +38,54 @@ def keep_parsed_config_files() -> None:
         return
     roots = (os.path.realpath(CONF) + os.sep, os.path.realpath(Path(hydra.__file__).parent) + os.sep)
     _READ.append(OmegaConf.load)
-    parsed: dict[tuple[str, int, int], bytes] = {}
+    load = parsed_once(OmegaConf.load, roots)
+    load.__doc__ = OmegaConf.load.__doc__
+    OmegaConf.load = staticmethod(load)
+
+
+def parsed_once(read: Callable[[Any], Any], roots: tuple[str, ...]) -> Callable[[Any], Any]:
+    """``read`` (``OmegaConf.load``) that parses each file under ``roots`` once for each content it has had.
+
+    A file is known by its real path and its bytes, read again at each load (a small file's read is ~1/100 of its
+    parse). Was: by its modification time and size, so a file edited to the same size within one clock tick, or
+    written back with its old time (``touch -r``, ``cp -p``, ``rsync -t``), was handed out as it was before: a
+    notebook's second ``run(cfg)`` after such an edit of ``conf/`` composed the old values.
+
+    Parameters
+    ----------
+    read : callable
+        Parses a file, a path or a stream with a ``name``.
+    roots : tuple of str
+        Real folder paths, each ending in ``os.sep``: only files under them are kept.
+
+    Returns
+    -------
+    callable
+        ``read``'s signature; each call gets a config of its own (unpickled), with every node's flags.
+    """
+    parsed: dict[tuple[str, bytes], bytes] = {}
 
     def load(file_):
         name = os.fspath(file_) if isinstance(file_, (str, os.PathLike)) else getattr(file_, "name", None)
         path = os.path.realpath(name) if isinstance(name, str) else None
-        if path is None or not path.startswith(roots):
-            return _READ[0](file_)
-        try:
-            stat = os.stat(path)
-        except OSError:  # gone, or unreadable: the load says so, in its own words
-            return _READ[0](file_)
-        key = (path, stat.st_mtime_ns, stat.st_size)
-        if key not in parsed:
-            parsed[key] = pickle.dumps(_READ[0](file_))
-        return pickle.loads(parsed[key])
+        if path is None or not path.startswith(roots) or (held := _bytes(path)) is None:
+            return read(file_)  # not ours, or gone or unreadable: the load says so, in its own words
+        if (path, held) not in parsed:
+            loaded = read(file_)
+            if _bytes(path) != held:  # rewritten while it was parsed: which version it holds is unknown
+                return loaded
+            parsed[path, held] = pickle.dumps(loaded)
+        return pickle.loads(parsed[path, held])
 
-    load.__doc__ = OmegaConf.load.__doc__
-    OmegaConf.load = staticmethod(load)
+    return load
+
+
+def _bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read()
+    except OSError:
+        return None
 
 
 def share_the_config_store() -> None:
