@@ -13,7 +13,7 @@ from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view
 from gensbi_sharding.rules import MODEL_AXIS
-from gensbi_sharding.nodes import is_array, is_int
+from gensbi_sharding.nodes import is_array, is_int, leaf_name
 from gensbi_sharding.specs import check_mesh
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
@@ -188,7 +188,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
 
     def sharding(path, leaf) -> NamedSharding:
         if split and leaf.ndim and leaf.shape[0] % divisor:
-            raise ValueError(f"{what} leaf {jax.tree_util.keystr(path) or '<root>'} (shape {leaf.shape}) has leading "
+            raise ValueError(f"{what} leaf {leaf_name(path)} (shape {leaf.shape}) has leading "
                              f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; use "
                              f"{' or '.join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))} rows "
                              f"(pad_for_mesh({leaf.shape[0]}, mesh) returns "
@@ -211,7 +211,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
     elif jax.process_count() > 1 and (local := [p for p, leaf in arrays if isinstance(leaf, jax.Array) and (
             leaf.committed and leaf.is_fully_addressable and not NamedSharding(mesh, P()).is_fully_addressable)]):
         # JAX's error named neither the leaf nor a fix: "... a Sharding which represents addressable devices"
-        raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(local[0]) or '<root>'} is a jax.Array on this "
+        raise ValueError(f"{caller}: leaf {leaf_name(local[0])} is a jax.Array on this "
                          f"process's devices only, and mesh {dict(mesh.shape)} spans "
                          f"{len({d.process_index for d in mesh.devices.flat})} processes; " + (
                              "pass each process's own rows to host_to_global_array(rows, partition='data', mesh=mesh) "
@@ -230,7 +230,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
             try:
                 jax.device_put(host_view(leaf, target), target)
             except AssertionError:
-                raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(path) or '<root>'} differs between the "
+                raise ValueError(f"{caller}: leaf {leaf_name(path)} differs between the "
                                  f"{jax.process_count()} processes (JAX takes a NumPy leaf to be alike on each); if "
                                  "each process holds its own rows, pass the tree to host_to_global_array(tree, "
                                  "partition='data', mesh=mesh) on every process, else the same value on every "

@@ -14,7 +14,7 @@ from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_axes, numpy_scalars_as_arrays
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
-from gensbi_sharding.nodes import check_flag, is_array
+from gensbi_sharding.nodes import check_flag, is_array, leaf_name
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import typo_of
@@ -86,7 +86,7 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     host_arrays = numpy_scalars_as_arrays(host_arrays)  # what shard_batch places
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
     leaves, targets, error = [leaf for _, leaf in flat], {}, None
-    paths = [jax.tree_util.keystr(keypath) or "<root>" for keypath, _ in flat]  # as messages name each leaf
+    paths = [leaf_name(keypath) for keypath, _ in flat]  # as messages name each leaf
     try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
         specs = _specs(partition, host_arrays, mesh)
         check_numeric_leaves(host_arrays, "host_arrays")

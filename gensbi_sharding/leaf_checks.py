@@ -8,14 +8,14 @@ import jax
 import numpy as np
 
 from gensbi_sharding.nodes import (array_leaves, check_no_module, check_unmasked, is_array_like, is_prng_key,
-                                   placed_dtype, unheld_dtype_fix, value_of)
+                                   leaf_name, placed_dtype, unheld_dtype_fix, value_of)
 
 __all__ = ["check_same_rows", "check_numeric_leaves", "check_values", "check_placeable", "host_view"]
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
     """The leading size shared by the array leaves of ``batch`` with ``ndim > 0`` (None if none), else ValueError."""
-    rows = {jax.tree_util.keystr(path) or "<root>": leaf.shape[0] for path, leaf in
+    rows = {leaf_name(path): leaf.shape[0] for path, leaf in
             jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
     if len(set(sizes)) > 1:
@@ -30,7 +30,7 @@ def check_numeric_leaves(tree: Any, what: str) -> None:
     that is no array (pandas, torch: else kept unplaced) or a Module; ``ValueError`` as ``check_placeable``."""
     check_no_module(tree, what)
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        name = jax.tree_util.keystr(path) or "<root>"
+        name = leaf_name(path)
         check_placeable(leaf, f"{what} leaf {name} (shape {getattr(leaf, 'shape', ())})")
         if hasattr(leaf, "__array__") and not (is_array_like(leaf) or isinstance(leaf, np.generic)):
             raise TypeError(f"{what} leaf {name} is a {type(leaf).__name__}, an array-like that is no array: pass "

@@ -112,6 +112,11 @@ def path_key(keys: Sequence[Any], head: str = "") -> str:
     return "/".join(filter(None, (head, jax.tree_util.keystr(tuple(keys), simple=True, separator="/"))))
 
 
+def leaf_name(path: Sequence[Any]) -> str:
+    """A batch leaf's key path as the batch functions' messages name it: ``"['x']"``, ``"<root>"`` for a bare array."""
+    return jax.tree_util.keystr(tuple(path)) or "<root>"
+
+
 def listing(items: Sequence[str], n: int = 3) -> str:
     """The first ``n`` of ``items`` joined by commas, then how many more: ``"a, b, c and 2 more"``."""
     return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
