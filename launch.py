@@ -74,6 +74,7 @@ try:
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.console import quiet_console, tagged
     from gensbi_sharding.harness.command_checks import command_problem, shown_config_problem
+    from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
     from gensbi_sharding.harness.hydra_room import next_job_room_lines
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
@@ -101,6 +102,11 @@ except ModuleNotFoundError as missing:  # e.g. the system Python instead of the 
 # which names no fix, and before any folder is made.
 try:
     if __name__ == "__main__":
+        # This process's compositions parse each conf/ file once and share Hydra's ConfigStore (config_loads): set
+        # here, by the program, not at an import, so a notebook importing the harness keeps OmegaConf and Hydra as
+        # they are
+        keep_parsed_config_files()
+        share_the_config_store()
         drop_late_callbacks()  # a damaged checkpoint's reads still under way: no tracebacks around a refusal
         if problem := command_problem(sys.argv[1:]):
             sys.exit(tagged("ERROR", problem))  # the run's refusals read the same (no class name)

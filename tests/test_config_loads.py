@@ -9,6 +9,8 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.config_loads import keep_parsed_config_files
 from gensbi_sharding.harness.groups import CONF
 
+ROOT = CONF.parent
+
 
 def test_a_kept_conf_file_is_a_config_of_its_own_for_each_caller():
     keep_parsed_config_files()  # idempotent: the conftest installed it already
@@ -42,19 +44,40 @@ def test_a_broken_file_raises_at_every_load(tmp_path):
 
 def test_launchs_checks_parse_each_conf_file_once_a_process():
     # Was: each of a refused launch.py's compositions (the command's checks, Hydra's mode, the run's) parsed every
-    # file of conf/ again; a fresh interpreter, as launch.py's, without the tests' conftest
+    # file of conf/ again; a fresh interpreter, as launch.py's, without the tests' conftest: a refused command
+    # composed conf/train/default.yaml, so loading it twice after parses it no more
     import subprocess
     import sys
 
-    script = ("import yaml; parsed = []; load = yaml.load\n"
+    script = ("import runpy, sys, yaml; parsed = []; load = yaml.load\n"
               "yaml.load = lambda *a, **k: parsed.append(1) or load(*a, **k)\n"
-              "import gensbi_sharding.harness.command_checks\n"
+              f"sys.argv = [{str(ROOT / 'launch.py')!r}, 'experiment=quick', 'train.steps=abc']\n"
+              "try:\n"
+              f"    runpy.run_path({str(ROOT / 'launch.py')!r}, run_name='__main__')\n"
+              "except SystemExit:\n"
+              "    pass\n"
               "from omegaconf import OmegaConf\n"
+              "before = len(parsed)\n"
               f"first, again = (OmegaConf.load({str(CONF / 'train' / 'default.yaml')!r}) for _ in range(2))\n"
-              "print(len(parsed), first == again, first is not again)")
+              "print(len(parsed) - before, first == again, first is not again)")
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    assert ran.stdout.split() == ["1", "True", "True"], ran.stderr
+    assert ran.stdout.split() == ["0", "True", "True"], ran.stderr
+
+
+def test_importing_the_harness_leaves_omegaconf_and_hydra_as_they_are():
+    # Was: importing command_checks (as run(cfg)'s callers do, a notebook's) replaced OmegaConf.load and
+    # ConfigStore.__deepcopy__ for the whole process: launch.py, the program, sets them now
+    import subprocess
+    import sys
+
+    script = ("from omegaconf import OmegaConf; from hydra.core.config_store import ConfigStore; import copy\n"
+              "load = OmegaConf.load\n"
+              "import gensbi_sharding.harness.command_checks, gensbi_sharding.harness.run\n"
+              "print(OmegaConf.load is load, copy.deepcopy(ConfigStore.instance()) is not ConfigStore.instance())")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert ran.stdout.split() == ["True", "True"], ran.stderr
 
 
 def test_a_schemas_structured_config_is_built_once_to_judge_many_values(monkeypatch):

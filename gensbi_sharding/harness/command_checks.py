@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
-from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
 from gensbi_sharding.harness.grammar_checks import grammar_problem
 from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
     mode_flags_problem
@@ -32,11 +31,6 @@ from gensbi_sharding.harness.task_fixed import task_fixed_problem
 from gensbi_sharding.harness.yaml_words import yes_no_word_problem
 
 __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
-
-# A command's checks, Hydra's mode and the run each compose the same files and schemas: each file parsed once a
-# process, the schemas' store never copied (was ~0.15 s of a refused launch.py's ~0.75 s of CPU)
-keep_parsed_config_files()
-share_the_config_store()
 
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
 # (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
