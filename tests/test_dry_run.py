@@ -322,8 +322,9 @@ def test_flux1s_rematerialization_warning_names_the_idle_model_axis_said_before_
     # Round 60: python launch.py experiment=quick model=flux1 rule=fsdp mesh.model_axis=2 dry_run=true said the idle
     # model axis's hint, then "XLA warned ...: [SPMD] Involuntary full rematerialization", which that axis causes in
     # the backward pass (mesh.model_axis=1: none); the warning's line now says so.
+    # Its single-stream block alone (model.depth=0: no double-stream block) warns alike, at ~20 % less CPU.
     proc = subprocess.run([sys.executable, "launch.py", "experiment=quick", "model=flux1", "rule=fsdp",
-                           "mesh.model_axis=2", "dry_run=true", f"hydra.run.dir={tmp_path / 'run'}"],
+                           "mesh.model_axis=2", "model.depth=0", "dry_run=true", f"hydra.run.dir={tmp_path / 'run'}"],
                           cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() + proc.stdout.splitlines() if "XLA warned" in line]
