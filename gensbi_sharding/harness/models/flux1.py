@@ -95,6 +95,9 @@ class Flux1Velocity(nnx.Module):
         -------
         jax.Array, shape (B, dim_theta), float32
         """
+        from gensbi_sharding.harness.agg_figure import import_matplotlib
+
+        import_matplotlib()  # gensbi.recipes imports matplotlib, which raises on an MPLBACKEND it lacks
         from gensbi.recipes.utils import init_ids_1d
 
         theta_t, x, t = prepare_inputs(theta_t, x, t, self.dim_theta, self.dim_x)

@@ -78,6 +78,9 @@ class SimformerVelocity(nnx.Module):
         jax.Array, shape (B, dim_theta), float32
         """
         from gensbi.models import JointWrapper
+        from gensbi_sharding.harness.agg_figure import import_matplotlib
+
+        import_matplotlib()  # gensbi.recipes imports matplotlib, which raises on an MPLBACKEND it lacks
         from gensbi.recipes.utils import init_ids_joint
 
         theta_t, x, t = prepare_inputs(theta_t, x, t, self.dim_theta, self.dim_x)
