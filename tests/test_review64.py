@@ -31,3 +31,18 @@ def test_gensbi_s_models_run_under_an_mplbackend_matplotlib_does_not_know():
     assert len(warned) == 1 and warned[0].endswith(
         "MPLBACKEND=nonexistent is not a backend matplotlib knows: ignored (the harness draws its PNG files with Agg, "
         "whatever it names); unset it, or set MPLBACKEND=agg"), warned
+
+
+@pytest.mark.parametrize("typed", ["Gaussian_Random_Field", "GAUSSIAN_RANDOM_FIELD"])
+def test_a_task_sbibm_jax_ships_typed_in_another_case_is_named_so_not_taken_for_a_typo(typed):
+    # Was: "unknown data 'Gaussian_Random_Field' (data.name=Gaussian_Random_Field); ...; set
+    # data.name=gaussian_mixture": another task, the fault ee4fd31 fixed for the name in its own case.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.name_hints import registered_name_problem
+
+    cfg = OmegaConf.create({"model": {"name": "mlp"}, "data": {"name": typed}, "rule": {"name": "replicated"}})
+    problem = registered_name_problem(cfg)
+    assert problem.startswith(f"unknown data '{typed}' (data.name={typed}; sbibm_jax's task gaussian_random_field, "
+                              "which the harness does not register); registered: bernoulli_glm, "), problem
+    assert f"; set data.name=two_moons, or drop data.name={typed} and choose one with data=<name>; " in problem

@@ -111,9 +111,11 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
     if not registry.is_registered("data", cfg.data.name):
         tasks = registry.data_names()
         chosen = choices.get("data")
-        shipped = cfg.data.name in SBIBM_JAX_OTHER_TASKS
+        # In another case too (Gaussian_Random_Field): else offered its nearest registered task as a typo's fix
+        shipped = next((t for t in SBIBM_JAX_OTHER_TASKS if t == str(cfg.data.name).casefold()), None)
         fix = (None if shipped else closest_name(cfg.data.name, tasks)) or (chosen if chosen in tasks else "two_moons")
-        note = "; a task of sbibm_jax that the harness does not register" if shipped else ""
+        note = ("" if shipped is None else "; a task of sbibm_jax that the harness does not register"
+                if shipped == cfg.data.name else f"; sbibm_jax's task {shipped}, which the harness does not register")
         return unknown_name_problem("data.name", cfg.data.name, kind="data", registered=tasks, fix=fix, note=note,
                                     group="data", chosen=chosen, register=f"register its factory, returning a "
                                     f"SimulationData (harness/simulation_data.py), with @register_data({cfg.data.name!r}) in "
