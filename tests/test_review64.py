@@ -46,3 +46,27 @@ def test_a_task_sbibm_jax_ships_typed_in_another_case_is_named_so_not_taken_for_
     assert problem.startswith(f"unknown data '{typed}' (data.name={typed}; sbibm_jax's task gaussian_random_field, "
                               "which the harness does not register); registered: bernoulli_glm, "), problem
     assert f"; set data.name=two_moons, or drop data.name={typed} and choose one with data=<name>; " in problem
+
+
+def test_a_run_of_a_conf_model_continued_without_its_option_is_offered_the_option_not_another_version(tmp_path):
+    # Was (dcc6a9d/0f396b4): its record lost, 'launch.py experiment=quick seed=0 hydra.run.dir=<a stopped run of
+    # model=transformer>' was told "the settings it saved, which this version's model=transformer lacks
+    # (model.embed=32, model.heads=4, ...): continue it with the version of gensbi_sharding that saved it", though this
+    # version's transformer has them: the saved fields were compared with the typed command's model (the mlp).
+    from omegaconf import OmegaConf
+
+    from faults_helpers import saved_checkpoint, under_command
+    from gensbi_sharding.harness.checkpoint_settings import lacked_settings, saved_settings_overrides
+    from gensbi_sharding.harness.outputs import write_json
+    from gensbi_sharding.harness.run_folder import ensure_fresh
+
+    run = tmp_path / "run"
+    typed = ["experiment=quick", "seed=0"]
+    config = under_command([*typed, "model=transformer"], lambda cfg: OmegaConf.to_container(cfg, resolve=True))
+    saved_checkpoint(run, config, {})
+    write_json(run / "metrics.json", {"status": "interrupted", "final_step": 8})
+    assert lacked_settings(run, typed) is None
+    assert saved_settings_overrides(run, typed) == [*typed, "model=transformer"]
+    with pytest.raises(FileExistsError) as err:
+        ensure_fresh(run, overrides=typed)
+    assert "lacks" not in str(err.value) and " experiment=quick seed=0 model=transformer " in str(err.value), err.value

@@ -42,12 +42,8 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     saved = _saved(run_dir)
     if not saved or (now := _composed(overrides)) is None:
         return None
-    fixed = list(overrides)
-    for section, field in _CHOICE.items():  # a group's option: its leaves follow it
-        key, option = f"{section}.{field}", saved.get(f"{section}.{field}")
-        if key in now and now[key] != option and isinstance(option, str) and _has_option(section, option):
-            fixed = [*_without(fixed, section), f"{section}={option}"]
-    if fixed != list(overrides) and (now := _composed(fixed)) is None:
+    fixed, now = _with_saved_options(saved, overrides, now)
+    if now is None:
         return None
     differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
     fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
@@ -81,7 +77,9 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
     saved, now = _saved(run_dir), _composed(overrides)
     if not saved or now is None:
         return None
-    if not (lacked := _lacked(saved, now)):
+    # Compared with conf/'s option it saved (was: the typed one's, so a run of model=transformer continued by a command
+    # without it was told "this version's model=transformer lacks (model.embed=32, ...)", a field it has)
+    if (now := _with_saved_options(saved, overrides, now)[1]) is None or not (lacked := _lacked(saved, now)):
         return None
     held = ", ".join(f"{k}={_literal(saved[k])}" for k in lacked[:3]) + (", ..." if len(lacked) > 3 else "")
     section = lacked[0].split(".")[0]
@@ -96,6 +94,18 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
     return (f"{section}={option} from a config folder of its own, which this command does not search (its checkpoint's "
             f"config holds {held}, which nothing this command composes sets): add the hydra.searchpath=[file://...] "
             f"that holds {section}/{option}.yaml, {section}={option} and train.resume=auto")
+
+
+def _with_saved_options(saved: dict[str, Any], overrides: Sequence[str],
+                        now: dict[str, Any]) -> tuple[list[str], dict[str, Any] | None]:
+    """``overrides`` with each group's option ``saved`` names from conf/ in place of the one ``now`` composed (its
+    leaves follow it), and what that composes to (None where nothing)."""
+    fixed = list(overrides)
+    for section, field in _CHOICE.items():
+        key, option = f"{section}.{field}", saved.get(f"{section}.{field}")
+        if key in now and now[key] != option and isinstance(option, str) and _has_option(section, option):
+            fixed = [*_without(fixed, section), f"{section}={option}"]
+    return fixed, (now if fixed == list(overrides) else _composed(fixed))
 
 
 def _lacked(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
