@@ -244,4 +244,3 @@ def closest_name(value: str, names: Sequence[str]) -> str | None:
         return near
     near = override_words.closest_name(str(value).casefold(), list(folded))
     return None if near is None else folded[near]
-

@@ -96,9 +96,9 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
         # so "choose the model with model=<it>" (below) would send them round in a circle.
         return (f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema); a model of "
                 f"your own needs a schema of its own: a dataclass in gensbi_sharding/harness/config.py (as "
-                f"{_schema_class(cfg.model)} is {loaded}'s) stored as {chosen}_schema by register_configs, listed in conf/model/{chosen}.yaml's "
-                f"defaults (README: A model of your own in the harness); or set name: {loaded} in that file to "
-                f"build {loaded}")
+                f"{_schema_class(cfg.model)} is {loaded}'s) stored as {chosen}_schema by register_configs, listed in "
+                f"conf/model/{chosen}.yaml's defaults (README: A model of your own in the harness); or set name: "
+                f"{loaded} in that file to build {loaded}")
     if loaded is not None and loaded != cfg.model.name and chosen not in (None, loaded):
         # A preset of the user's own (README: A preset of your own) naming one model and the schema of another.
         return Refusal(f"model={chosen} holds the fields of {loaded} (its defaults name /{loaded}_schema) but names "
@@ -118,8 +118,9 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
                 if shipped == cfg.data.name else f"; sbibm_jax's task {shipped}, which the harness does not register")
         return unknown_name_problem("data.name", cfg.data.name, kind="data", registered=tasks, fix=fix, note=note,
                                     group="data", chosen=chosen, register=f"register its factory, returning a "
-                                    f"SimulationData (harness/simulation_data.py), with @register_data({cfg.data.name!r}) in "
-                                    f"gensbi_sharding/harness/data.py or a module it imports, and add "
+                                    f"SimulationData (harness/simulation_data.py), with "
+                                    f"@register_data({cfg.data.name!r}) in gensbi_sharding/harness/data.py or a "
+                                    f"module it imports, and add "
                                     f"conf/data/{cfg.data.name}.yaml; with no sbibm reference posterior it trains "
                                     f"with eval.enabled=false")
     return _rule_name_problem(cfg.rule, choices.get("rule"), sorted(set(RULES) | set(group_options("rule"))))
