@@ -6,11 +6,13 @@ import pytest
 
 from gensbi_sharding.harness.fresh_folder import ensure_fresh
 
+
 def _failed(tmp_path, cut: str):
     run = tmp_path / "run"
     (run / "checkpoints" / cut / "arrays").mkdir(parents=True)  # a first save cut short, as Orbax names it
     (run / "metrics.json").write_text(json.dumps({"status": "error", "steps_done": 8}))
     return run
+
 
 def test_a_failed_run_with_only_a_save_cut_short_is_rerun_by_the_same_command(tmp_path):
     # Was: "metrics.json already exists (status error): ...; rerun with train.resume=auto to continue it in this
@@ -28,6 +30,7 @@ def test_a_failed_run_with_only_a_step_folder_cut_short_is_told_to_move_it_then_
     assert str(err.value).endswith(f"move them aside, e.g. {cut} to {cut}.incomplete, or delete them"), str(err.value)
     cut.rename(cut.with_name("8.incomplete"))  # the advice, followed
     assert ensure_fresh(run, overrides=["experiment=quick"]) == {"status": "error", "steps_done": 8}
+
 
 def test_a_failed_run_with_a_complete_step_is_still_told_to_continue_it(tmp_path):
     from faults_helpers import saved_checkpoint

@@ -49,9 +49,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
                              or (previous is None or status in RESUMABLE)
                              and requeued_step(out_dir, resume) is not None)
+    # A failed run with no complete step saved: any command reruns there
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
-            status == "error" and not dry_run and not _complete(out_dir, has_checkpoints)):  # failed, nothing saved:
-        # any command reruns there
+            status == "error" and not dry_run and not _holds_complete_step(out_dir, has_checkpoints)):
         hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
                  rerun_hint(out_dir, "continue it", overrides, multirun, steps))
                 + f", or choose another {_DIR[multirun]}"
@@ -75,7 +75,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     return previous
 
 
-def _complete(out_dir: Path, has_checkpoints: bool) -> bool:
+def _holds_complete_step(out_dir: Path, has_checkpoints: bool) -> bool:
     """Whether ``out_dir/checkpoints`` holds a complete step (Orbax's commit recorded). Was: anything there, so a
     failed run whose only save was cut short was told "rerun with train.resume=auto to continue it", which continued
     nothing and trained from step 0. ``FileExistsError`` (the library's, naming the move) for a step folder cut
