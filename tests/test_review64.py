@@ -70,3 +70,18 @@ def test_a_run_of_a_conf_model_continued_without_its_option_is_offered_the_optio
     with pytest.raises(FileExistsError) as err:
         ensure_fresh(run, overrides=typed)
     assert "lacks" not in str(err.value) and " experiment=quick seed=0 model=transformer " in str(err.value), err.value
+
+
+class _Builder:
+    def make(self, *, dim_theta, dim_x, rngs, hidden=64):  # no partition_axis
+        raise AssertionError("never built: refused before")
+
+
+def test_a_bound_method_registered_as_a_model_factory_is_named_with_its_file():
+    # Was: "model=built's factory _Builder.make takes no keyword partition_axis, ..." with no file (a partial, a class
+    # and a callable object got theirs: _where looked up the file of a bound method's type, a builtin's).
+    from gensbi_sharding.harness.factory_keywords import factory_keyword_problem
+
+    problem = factory_keyword_problem("built", _Builder().make, {"name": "built", "init": "eager", "hidden": 64})
+    assert problem.startswith(f"model=built's factory _Builder.make ({os.path.relpath(__file__)}) takes no keyword "
+                              "partition_axis"), problem

@@ -63,7 +63,8 @@ def _where(factory: Callable[..., Any]) -> str:
     while isinstance(inner, functools.partial):  # the file of the function it binds
         inner = inner.func
     try:
-        path = inspect.getsourcefile(inner if inspect.isfunction(inner) or inspect.isclass(inner) else type(inner))
+        # a callable object's file is its class's (a bound method's is its function's, not its type's)
+        path = inspect.getsourcefile(inner if inspect.isroutine(inner) or inspect.isclass(inner) else type(inner))
     except TypeError:  # a builtin: no file of its own
         path = None
     if path is None:
