@@ -20,6 +20,7 @@ print([model(jnp.zeros((2, 2)), jnp.zeros((2, 3)), jnp.zeros((2,))).shape for mo
 """
 
 
+@pytest.mark.slow  # a fresh process (the variable is read at matplotlib's first import): JAX, two models traced
 def test_gensbi_s_models_run_under_an_mplbackend_matplotlib_does_not_know():
     # Was: MPLBACKEND=nonexistent python launch.py experiment=quick model=flux1 (or simformer) ended at step 0 with
     # "ValueError: Key backend: 'nonexistent' is not a valid value for backend" (agg_figure covered the plots only).
