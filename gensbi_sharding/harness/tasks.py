@@ -6,21 +6,19 @@ their 10,000 reference posterior samples inside the package: nothing here needs 
 network. JAX and ``sbibm_jax`` are imported inside the functions, so importing this
 module never starts JAX's backend.
 
-Simulation runs one jitted ``lax.map`` over the rows: the ODE tasks (sir,
-lotka_volterra) solve each row on its own, so a row whose solver fails becomes a
-NaN row instead of turning the whole batch into NaN (Equinox, under which diffrax
-runs, reduces a failure over a vmapped batch to "any row failed").
+Simulation is ``harness.simulator_rows``' (re-exported here as ``simulate`` and ``simulate_at``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gensbi_sharding.harness.simulator_rows import simulate, simulate_at
 
 __all__ = ["TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS", "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
@@ -63,74 +61,6 @@ def task_dims(name: str) -> tuple[int, int]:
     """``(dim_theta, dim_x)`` of an sbibm task, without simulating anything."""
     task = get_task(name)
     return task.dim_theta, task.dim_x
-
-
-def simulate(task: Any, key: Any, num_simulations: int) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``num_simulations`` parameters from the prior and simulate one data set each.
-
-    Parameters
-    ----------
-    task : sbibm_jax task
-    key : jax.Array
-        Typed PRNG key; split into a prior key and one simulator key per row.
-    num_simulations : int
-
-    Returns
-    -------
-    theta, x
-        As ``simulate_at`` (which raises its ``RuntimeError`` here too).
-    """
-    import jax
-
-    prior_key, sim_key = jax.random.split(key)
-    return simulate_at(task, sim_key, task.get_prior(prior_key, num_simulations))
-
-
-def simulate_at(task: Any, key: Any, theta: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Simulate one data set at each row of ``theta`` (drawn from any proposal, not only the prior).
-
-    ``simulate`` is this at prior draws; a sequential scheme (``benchmarks/sequential_rounds.py``) calls it
-    at draws of a truncated prior.
-
-    Parameters
-    ----------
-    task : sbibm_jax task
-    key : jax.Array
-        Typed PRNG key of the simulator; split into one key per row.
-    theta : array_like, (n, dim_theta)
-        Parameters to simulate at.
-
-    Returns
-    -------
-    theta, x : ndarray, (n, dim_theta), (n, dim_x), float32
-        Rows whose simulation failed hold NaN in ``x`` (the caller drops them).
-
-    Raises
-    ------
-    RuntimeError
-        If the simulator aborts because Equinox was imported before ``get_task`` could
-        set ``EQX_ON_ERROR=nan``; the message says to set it in the environment.
-    """
-    import jax
-
-    theta = jax.numpy.asarray(theta, dtype=jax.numpy.float32)
-    simulator = task.get_simulator(key)
-    keys = jax.random.split(key, theta.shape[0])
-
-    @jax.jit
-    def rows(keys, theta):
-        return jax.lax.map(lambda pair: simulator(pair[0], pair[1][None])[0], (keys, theta))
-
-    try:
-        x = rows(keys, theta)
-    except Exception as err:
-        equinox = sys.modules.get("equinox")  # imported by the ODE tasks' simulators (diffrax), not by the others'
-        if equinox is None or not isinstance(err, equinox.EquinoxRuntimeError):
-            raise
-        raise RuntimeError(f"the {task.name} simulator failed on some prior draws and Equinox is set to "
-                           "raise; run with EQX_ON_ERROR=nan in the environment so that failed rows "
-                           "become NaN and are dropped") from None
-    return np.asarray(theta, dtype=np.float32), np.asarray(x, dtype=np.float32)
 
 
 def prior_bijection(task: Any) -> Any:
