@@ -21,7 +21,7 @@ from gensbi_sharding.harness.config_files import file_version
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
 
-__all__ = ["yes_no_word_problem", "yes_no_words"]
+__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package"]
 
 #: YAML 1.1's words for true/false besides true/false themselves (its own spellings: ``yEs`` is text).
 YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
@@ -71,7 +71,7 @@ def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ..
     return _scalars(str(path), *file_version(path))
 
 
-def _field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
+def field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
     """The schema type of the setting at ``dotted`` (``("eval", "plot")``: bool), or None where no schema says; a
     ``model`` setting by the job's model's schema (``model``, its name: flux1's ``qkv_bias`` is a bool, which the
     base ``ModelConfig`` lacks), a ``hydra`` one by Hydra's own (``hydra.conf.HydraConf``)."""
@@ -177,15 +177,21 @@ def _suspect(path: Path, folder: Path) -> bool:
     words = yes_no_words(path)
     if any(not BOOL_WORDS.fullmatch(word) for _, word, _, _ in words):
         return True
-    group = path.parent.relative_to(folder).as_posix()
-    package = _package(path, group) if group != "." else ()
+    package = file_package(path, folder)
     model = path.stem if package[:1] == ("model",) else None  # conf/model/<name>.yaml: that model's schema
-    return any(_text(_field_type((*package, *keys), model)) for keys, _, _, _ in words)
+    return any(_text(field_type((*package, *keys), model)) for keys, _, _, _ in words)
+
+
+def file_package(path: Path, folder: Path) -> tuple[str, ...]:
+    """Where the keys of ``path``, a file under the config folder ``folder``, land: its group's or header's package."""
+    group = path.parent.relative_to(folder).as_posix()
+    return _package(path, group) if group != "." else ()
 
 
 def yes_no_word_problem(command: CommandLine) -> str | None:
     """A yes/no word that a config file the command reads sets (``conf/eval/my_eval.yaml, line 3: plot: yes ...;
-    write plot: true there``); None where none does.
+    write plot: true there``), or a null that Hydra's setting cannot take (``hydra_null_problem``); None where none
+    does.
 
     Parameters
     ----------
@@ -198,13 +204,18 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
         One line naming the file, line, setting, how it is read and the fix.
     """
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
-    if not any(_suspect(p, f) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
-               for p in f.glob(depth) if p.is_file()):
+    files = [(p, f) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
+             for p in f.glob(depth) if p.is_file()]
+    from gensbi_sharding.harness.hydra_nulls import null_read_problem  # it imports this module
+
+    if null := null_read_problem(command, files):
+        return null
+    if not any(_suspect(p, f) for p, f in files):
         return None  # the common case: nothing composed
     for path, package, model in _read_files(command):
         for keys, word, line, bare in yes_no_words(path):
             full = (*package, *keys)
-            kind = _field_type(full, model)
+            kind = field_type(full, model)
             flag = kind is bool or bool in typing.get_args(kind)
             if BOOL_WORDS.fullmatch(word):  # YAML's own true/false: right for a yes/no, 'True' in a text setting
                 if _text(kind):

@@ -1,0 +1,82 @@
+"""A null in a config file that a setting of Hydra's cannot take (``hydra.job.env_set``'s ``MY_FLAG: null``).
+
+Hydra refuses it while composing, in several lines ("field 'hydra.job.env_set.MY_FLAG' is not Optional") that name
+the file as "In 'experiment/mine'" and no fix; ``null_read_problem`` (called by ``yaml_words.yes_no_word_problem``,
+among the command's checks before any folder) names the file, line, setting and fix in one line. The project's own
+settings' nulls are ``config_files``' to refuse. Pure Python until a file that names ``hydra`` holds a null.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import typing
+from pathlib import Path
+
+from gensbi_sharding.harness.config_files import file_version
+from gensbi_sharding.harness.override_grammar import CommandLine
+from gensbi_sharding.harness.yaml_words import field_type, file_package
+
+__all__ = ["hydra_null_problem", "null_read_problem", "MAYBE_NULL"]
+
+#: A value that may be YAML's null (``null``, ``~``, nothing after the colon): only a file that also names ``hydra``
+#: is parsed for them (``_hydra_nulls``; the project's own settings' nulls are ``config_files``' to refuse).
+MAYBE_NULL = re.compile(r"(?m):\s*(?:null|Null|NULL|~)?\s*(?:[,}\]#]|$)")
+
+
+@functools.lru_cache(maxsize=1024)
+def _hydra_nulls(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int], ...]:
+    """Each ``(key path, as written, line)`` of the file's mappings whose value is YAML's null; none in a file that
+    does not name ``hydra`` (Hydra's own settings are the ones checked) or that YAML cannot read."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    if "hydra" not in text or not MAYBE_NULL.search(text):
+        return ()
+    import yaml
+
+    try:
+        root = yaml.compose(text)
+    except Exception:
+        return ()
+    found = []
+
+    def walk(node: object, keys: tuple[str, ...]) -> None:
+        for key, value in getattr(node, "value", ()) if isinstance(node, yaml.MappingNode) else ():
+            name = (*keys, str(key.value))
+            if isinstance(value, yaml.MappingNode) and name != ("defaults",):
+                walk(value, name)
+            elif isinstance(value, yaml.ScalarNode) and value.tag == "tag:yaml.org,2002:null":
+                found.append((name, value.value, value.start_mark.line + 1))
+
+    walk(root, ())
+    return tuple(found)
+
+
+def hydra_null_problem(path: Path, package: tuple[str, ...]) -> str | None:
+    """A null that ``path`` (a config file whose keys land in ``package``) gives a setting of Hydra's that cannot
+    be null (``hydra.job.env_set``'s ``MY_FLAG: null``), in one line naming the file, line, setting and fix; None
+    where it gives none. Was: Hydra's multi-line "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
+    for keys, written, line in _hydra_nulls(str(path), *file_version(path)):
+        full = (*package, *keys)
+        kind = field_type(full) if full[0] == "hydra" else None
+        if kind is None or kind is typing.Any or type(None) in typing.get_args(kind):
+            continue  # not Hydra's, no schema, or Optional: null is taken
+        said = f"{path}, line {line}: {f'{keys[-1]}: {written}'.rstrip()} ({'.'.join(full)})"
+        entry = len(full) > 1 and typing.get_origin(field_type(full[:-1])) is dict  # env_set's MY_FLAG
+        fix = (f"write {keys[-1]}: '' there for an empty value, or delete that line to leave it unset" if entry
+               else f"delete that line so {'.'.join(full)} keeps its default")
+        return f"{said} is YAML's null, which Hydra's {'.'.join(full)} cannot take; {fix}"
+    return None
+
+
+def null_read_problem(command: CommandLine, files: list[tuple[Path, Path]]) -> str | None:
+    """``hydra_null_problem`` of a file (of ``files``, each with its config folder) that a job of ``command`` reads:
+    Hydra refuses such a file while composing (its error names it, "In 'experiment/mine'"), so it is found so."""
+    from gensbi_sharding.harness.command_defaults import command_jobs, composed
+
+    nulls = {path.relative_to(folder).with_suffix("").as_posix(): problem for path, folder in files
+             if (problem := hydra_null_problem(path, file_package(path, folder)))}
+    for job in command_jobs(command) or [] if nulls else []:
+        said = str(composed(*job)[1])
+        if problem := next((problem for name, problem in nulls.items() if f"In '{name}'" in said), None):
+            return problem
+    return None
