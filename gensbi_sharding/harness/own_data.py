@@ -76,8 +76,7 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
             value = np.asarray(getattr(data, field))
             if value.ndim != 2 or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
                 raise ConfigError(f"{where} returned {field} of shape {value.shape} and dtype {value.dtype}: "
-                                  f"give (rows, dim_{var}) real numbers, e.g. {field}[:, None] for one "
-                                  f"{'parameter' if var == 'theta' else 'feature'}")
+                                  f"give (rows, dim_{var}) real numbers, e.g. {_array_fix(field, value, var)}")
             if dims.setdefault(var, value.shape[1]) != value.shape[1]:
                 raise ConfigError(f"{where} returned {field} of {value.shape[1]} columns but {var}_train of "
                                   f"{dims[var]}: both splits hold the same dim_{var}")
@@ -107,6 +106,20 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
             _finite(where, f"{field} (z-scored, after its transforms)", value,
                     "drop the simulations its x_transform or theta_bijection cannot map, as load_task does")
     return data
+
+
+def _array_fix(field: str, value: np.ndarray, var: str) -> str:
+    """The change that makes ``value`` (a factory's ``field``) a (rows, dim) array of real numbers. Was "x_train[:, None]
+    for one feature" for any refusal, also for a (rows, dim) array of bools or complex numbers or a (rows, 2, 3) one."""
+    if value.ndim == 1:
+        return f"{field}[:, None] for one {'parameter' if var == 'theta' else 'feature'}"
+    if value.ndim > 2:
+        return f"{field}.reshape(len({field}), -1), one flat row per simulation"
+    if value.ndim < 1:
+        return f"one row per simulation, {field}.shape == (rows, dim_{var})"
+    if np.iscomplexobj(value):
+        return f"np.concatenate([{field}.real, {field}.imag], axis=1), each part columns of its own"
+    return f"{field}.astype(np.float32) in the factory"
 
 
 def _finite(where: str, field: str, value: np.ndarray, fix: str) -> None:
