@@ -4,6 +4,7 @@ Was: every such refusal ended "e.g. x_train[:, None] for one feature", also for 
 complex numbers, or a (rows, 2, 3) one, where that change fixes nothing.
 """
 
+import dataclasses
 import re
 
 import numpy as np
@@ -49,3 +50,17 @@ def test_the_refusal_names_the_change_for_its_kind_and_that_change_passes(kind, 
     checked = check_factory_result(fixed, "mine")  # the fix, applied to both splits, passes every check
     assert checked.x_train.shape == (10, dim_x) and checked.x_train.dtype == np.float32
     np.testing.assert_array_equal(checked.x_val, np.asarray(_pasted(message, "x_train", x[10:]), np.float32))
+
+
+def test_x_of_values_below_zero_under_a_log_transform_is_told_to_set_it_to_none_which_passes():
+    # Was: "returned x_train (z-scored, after its transforms) with NaN or inf in 6 row(s) of 10: drop the simulations
+    # its x_transform or theta_bijection cannot map" for most of the data set, with no word of data.x_transform=log
+    logged = dataclasses.replace(_data(X[:10], X[10:]), x_transform="log")
+    rows = int((X[:10] <= 0).any(1).sum())
+    with pytest.raises(ConfigError) as refused:
+        check_factory_result(logged, "mine", x_transform="log")
+    assert str(refused.value) == (
+        f"data=mine's factory returned x_train with values <= 0 in {rows} row(s) of 10, which data.x_transform=log "
+        "cannot map (log needs x > 0): set data.x_transform=none, or drop those simulations in the factory and count "
+        "them in dropped_non_finite, as load_task does")
+    assert check_factory_result(_data(X[:10], X[10:]), "mine", x_transform="none").x_transform == "none"  # the fix

@@ -102,6 +102,12 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
                           f"pass the factory's x_transform keyword on to SimulationData(x_transform=...), or set "
                           f"data.x_transform={data.x_transform}")
     for split in ("train", "val"):  # the transforms (log, the bijection's inverse) can send finite values off
+        if data.x_transform == "log" and (rows := int((np.asarray(getattr(data, f"x_{split}")) <= 0).any(1).sum())):
+            # named apart: was "drop the simulations its x_transform ... cannot map" for most of a data set's rows
+            raise ConfigError(f"{where} returned x_{split} with values <= 0 in {rows} row(s) of "
+                              f"{len(getattr(data, f'x_{split}'))}, which data.x_transform=log cannot map (log needs "
+                              "x > 0): set data.x_transform=none, or drop those simulations in the factory and count "
+                              "them in dropped_non_finite, as load_task does")
         for field, value in zip((f"theta_{split}", f"x_{split}"), data.normalized(split)):
             _finite(where, f"{field} (z-scored, after its transforms)", value,
                     "drop the simulations its x_transform or theta_bijection cannot map, as load_task does")
