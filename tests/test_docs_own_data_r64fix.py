@@ -17,7 +17,8 @@ def _section() -> str:
 
 def test_the_readme_link_lands_on_the_sentence_that_such_a_data_set_cannot_be_sampled_or_scored():
     readme = (REPO / "README.md").read_text()
-    assert "[your own simulator or model](docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness)" in readme
+    link = "[your own simulator or model](docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness)"
+    assert link in readme
     first = " ".join(_section().strip().split("\n\n", 1)[0].split())  # the paragraph right under the heading
     assert first.startswith("A data set of your own trains, but its runs cannot be sampled or scored")
     assert "`eval.enabled=false`" in first

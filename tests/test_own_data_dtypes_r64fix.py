@@ -1,4 +1,4 @@
-"""A data factory of one's own returning x or theta of a wrong dtype or rank is told the change that fixes it (round 64).
+"""A data factory of one's own returning x or theta of a wrong dtype or rank is told the change that fixes it (r64).
 
 Was: every such refusal ended "e.g. x_train[:, None] for one feature", also for a (rows, dim) array of bools, text or
 complex numbers, or a (rows, 2, 3) one, where that change fixes nothing.

@@ -115,8 +115,9 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
 
 
 def _array_fix(field: str, value: np.ndarray, var: str) -> str:
-    """The change that makes ``value`` (a factory's ``field``) a (rows, dim) array of real numbers. Was "x_train[:, None]
-    for one feature" for any refusal, also for a (rows, dim) array of bools or complex numbers or a (rows, 2, 3) one."""
+    """The change that makes ``value`` (a factory's ``field``) a (rows, dim) array of real numbers. Was
+    "x_train[:, None] for one feature" for any refusal, also for a (rows, dim) array of bools or complex numbers or a
+    (rows, 2, 3) one."""
     if value.ndim == 1:
         return f"{field}[:, None] for one {'parameter' if var == 'theta' else 'feature'}"
     if value.ndim > 2:
