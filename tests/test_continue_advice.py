@@ -165,7 +165,7 @@ def test_the_x64_refusal_of_a_setting_made_in_python_names_the_python_call(tmp_p
         refuse_resume_settings(step_dir, now)
     assert (f"; call jax.config.update('jax_enable_x64', {not on}) before run(cfg) (this process set it from Python) "
             f"to train it further, or start a new run without train.resume") in str(refused.value), refused.value
-    assert x64_prefix(step_dir, 6) == ("JAX_ENABLE_X64=1 " if not on else "env -u JAX_ENABLE_X64 ")
+    assert x64_prefix(step_dir) == ("JAX_ENABLE_X64=1 " if not on else "env -u JAX_ENABLE_X64 ")
     monkeypatch.setenv("JAX_ENABLE_X64", "1" if on else "0")  # set by the variable: the variable named, as before
     with pytest.raises(ConfigError, match=f"; {'set JAX_ENABLE_X64=1' if not on else 'unset JAX_ENABLE_X64'} to "):
         refuse_resume_settings(step_dir, now)

@@ -70,7 +70,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
             or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
     from gensbi_sharding.harness.resume_settings import x64_prefix  # the run's JAX_ENABLE_X64, or it is refused
 
-    env = x64_prefix(run_dir / "checkpoints" / str(saved_step), target) if overrides is not None else ""
+    env = x64_prefix(run_dir / "checkpoints" / str(saved_step)) if overrides is not None else ""
     command = ("the same command with " if overrides is None else env + command_for() + " ") + " ".join([*kept, *tail])
     final = "newest complete" if newer else "final"
     return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
@@ -102,14 +102,15 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
     ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
     <its command>" (``sweep_hints.job_command``). Was: 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>' was told
     "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws.
-    Where this process's ``JAX_ENABLE_X64`` is not the run's (``resume_settings.continue_prefix``, to ``steps``), the
-    whole command, led by the setting that continues it (a sweep's job: the sweep's, ``sweep_again``; was:
-    "rerun with train.resume=auto", refused pasted in the same shell)."""
+    Where this process's ``JAX_ENABLE_X64`` is not the run's (``resume_settings.continue_prefix``), the whole
+    command, led by the setting that continues it (a sweep's job: the sweep's, ``sweep_again``; was:
+    "rerun with train.resume=auto", refused pasted in the same shell). ``steps`` is not used (fresh_folder passes it).
+    """
     from gensbi_sharding.harness.resume_command import folder_resume
     from gensbi_sharding.harness.sweep_hints import job_command
 
     said = f"rerun with {folder_resume(run_dir)} to {again} in this folder"
-    own, env = _own_command(run_dir, overrides, multirun), continue_prefix(run_dir, steps, overrides)
+    own, env = _own_command(run_dir, overrides, multirun), continue_prefix(run_dir, overrides)
     if own is None and env:  # a sweep's job: the whole sweep's command, as the user typed it, led by the setting
         from gensbi_sharding.harness.sweep_continue import sweep_again
 
@@ -127,7 +128,7 @@ def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool, 
     from gensbi_sharding.harness.sweep_hints import job_command
 
     own = _own_command(run_dir, overrides, multirun)
-    if own is None and continue_prefix(run_dir, steps, overrides):
+    if own is None and continue_prefix(run_dir, overrides):
         return f"continue it here: {job_command(overrides or (), run_dir, multirun=multirun)}"
     return ("continue it here with the same command plus train.resume=auto" if own is None else
             f"continue it here with the settings it was launched with: {own}")

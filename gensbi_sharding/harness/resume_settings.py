@@ -188,27 +188,25 @@ def run_x64(step_dir: Path) -> tuple[bool | None, str]:
     return launched, f"{saving_record(Path(step_dir)) / X64_FILE}: "
 
 
-def x64_prefix(step_dir: Path, steps: int) -> str:
-    """What a pasted command that trains ``step_dir`` on to ``steps`` puts before ``python``: the run's setting
-    (``run_x64``) in ``x64_words.x64_lead``'s words, wherever the command is printed (was: only where this process's
-    setting was not the run's, so the run's own commands at a stop had none, refused pasted in a fresh shell).
-    ``steps`` is kept for the callers: a command that only evaluates carries the setting alike."""
+def x64_prefix(step_dir: Path) -> str:
+    """What a pasted command that continues ``step_dir`` (to any ``train.steps``, or only evaluates it) puts before
+    ``python``: the run's setting (``run_x64``) in ``x64_words.x64_lead``'s words, wherever the command is printed
+    (was: only where this process's setting was not the run's, so the run's own commands at a stop had none, refused
+    pasted in a fresh shell)."""
     return x64_lead(run_x64(step_dir)[0])
 
 
-def continue_prefix(run_dir: Any, steps: int | None = None, overrides: Sequence[str] | None = ()) -> str:
-    """``x64_prefix`` of a command that continues ``run_dir``'s newest checkpoint to ``train.steps=steps`` (None:
-    further than it), as the train-further command has it (was: none on the continue-here and sweep commands, which
-    pasted in the same shell were refused "trained with JAX_ENABLE_X64 off ..."); where it holds no checkpoint (run
-    again from the start), this launch's setting in the same words (``x64_words.x64_lead``); ``""`` where
-    ``overrides`` is None (a run from Python, told in its own words).
+def continue_prefix(run_dir: Any, overrides: Sequence[str] | None = ()) -> str:
+    """``x64_prefix`` of a command that continues ``run_dir``'s newest checkpoint, as the train-further command has
+    it (was: none on the continue-here and sweep commands, which pasted in the same shell were refused "trained with
+    JAX_ENABLE_X64 off ..."); where it holds no checkpoint (run again from the start), this launch's setting in the
+    same words (``x64_words.x64_lead``); ``""`` where ``overrides`` is None (a run from Python, told in its own
+    words).
 
     Parameters
     ----------
     run_dir : path-like
         The run's folder (``<run_dir>/checkpoints/<step>``, its ``metrics.json``).
-    steps : int or None
-        The ``train.steps`` the command reaches.
     overrides : sequence of str or None
         The command's overrides; None: no command is printed.
 
@@ -223,4 +221,4 @@ def continue_prefix(run_dir: Any, steps: int | None = None, overrides: Sequence[
         return ""
     if not (saved := step_folder_names(Path(run_dir))):  # run again from its start: this launch's setting
         return x64_lead(x64_on())
-    return x64_prefix(Path(run_dir) / "checkpoints" / str(saved[-1]), saved[-1] + 1 if steps is None else steps)
+    return x64_prefix(Path(run_dir) / "checkpoints" / str(saved[-1]))
