@@ -14,10 +14,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import logging
 import os
 import signal
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +39,9 @@ class ChildOutput:
         # console: fd 2, past sys.stderr, as the child wrote it (a test's capture too)
         self.out, self.console, self._quiet, self._threads = Path(out), console, set(), []
         self._open = b""  # what the console shows after its last newline (a progress bar, say), its last 4 KiB
+        self._opened_by: int | None = None  # the child whose text is on the console's open line
+        self._ended_for: int | None = None  # the child whose open line end_line ended: its own newline not written
+        self._lock = threading.Lock()  # the pumps and this process's own lines write to one console
 
     def follow(self, rank: int, stderr: IO[bytes]) -> None:
         """Start passing on ``stderr`` (a child's, ``subprocess.PIPE``), the child of ``rank``."""
@@ -57,11 +62,33 @@ class ChildOutput:
         """End the console's line if a child left text on it (a progress bar cut off: a peer died, a time limit),
         so the parent's next line starts a line of its own (was: "... step=580][ERROR] process 1 of 2 died ...");
         a bar its child cleared (spaces, then a carriage return) leaves nothing to end."""
-        shown = [part for part in self._open.split(b"\r") if part]
-        if shown and shown[-1].strip():
-            with contextlib.suppress(OSError):
-                os.write(self.console, b"\n")
-        self._open = b""
+        with self._lock:
+            shown = [part for part in self._open.split(b"\r") if part]
+            if shown and shown[-1].strip():
+                with contextlib.suppress(OSError):
+                    os.write(self.console, b"\n")
+                self._ended_for = self._opened_by  # the newline that child writes next is this one: not again
+            self._open = b""
+
+    @contextlib.contextmanager
+    def own_lines(self) -> Iterator[None]:
+        """Inside: each line this process logs to the console starts a line of its own, after any child's text left
+        open there (was: a child's line written in two pieces, as ``tqdm.write`` does, had the parent's "[WARNING]
+        received Ctrl-C: ..." glued on: "... (Ctrl-C again stops at once)[WARNING] received Ctrl-C: ...")."""
+        handlers = {h for name in (None, "gensbi_sharding") for h in logging.getLogger(name).handlers
+                    if isinstance(h, logging.StreamHandler) and getattr(h.stream, "fileno", None) is not None}
+
+        def ends_line(record: logging.LogRecord) -> bool:
+            self.end_line()
+            return True
+
+        for handler in handlers:
+            handler.addFilter(ends_line)
+        try:
+            yield
+        finally:
+            for handler in handlers:
+                handler.removeFilter(ends_line)
 
     def _pump(self, rank: int, stderr: IO[bytes]) -> None:
         # Read until the child closes its end, whatever becomes of each chunk: a pump that stopped reading would leave
@@ -74,14 +101,19 @@ class ChildOutput:
         """``chunk`` to the console (whole: a pipe may take part of it), or to the log once quiet or if the console
         fails (a closed pipe, as under ``| head``); dropped only if both fail."""
         if rank not in self._quiet:
-            try:
-                line = chunk.rsplit(b"\n", 1)
-                self._open = (line[1] if len(line) == 2 else self._open + chunk)[-4096:]
-                while chunk:
-                    chunk = chunk[os.write(self.console, chunk):]
-                return
-            except OSError:
-                pass
+            with self._lock:
+                if self._ended_for == rank:
+                    chunk = chunk[1:] if chunk.startswith(b"\n") else chunk  # its line's end, written by end_line
+                    self._ended_for = None
+                try:
+                    line = chunk.rsplit(b"\n", 1)
+                    self._open = (line[1] if len(line) == 2 else self._open + chunk)[-4096:]
+                    self._opened_by = rank
+                    while chunk:
+                        chunk = chunk[os.write(self.console, chunk):]
+                    return
+                except OSError:
+                    pass
         with contextlib.suppress(OSError), open(self.out / f"process_{rank}.log", "ab") as log_file:
             log_file.write(chunk)
 

@@ -116,46 +116,47 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
 
     # Before any child starts (was: from after the last one, and one that came earlier was the run's watch's alone:
     # the children trained on, the preemption lost).
-    previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
-    try:
-        if getattr(watch, "signum", None) is not None:  # came since the run's last check
-            forward(watch.signum, None)
+    with output.own_lines():  # the parent's lines (a stop's warning) never continue a child's
+        previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
         try:
-            for rank in range(n):
-                if signalled:  # stopped before this one started: it never does (was: started, to train on)
-                    break
-                command = [sys.executable, str(script), *overrides,
-                           "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
-                           f"distributed.num_processes={n}", f"distributed.process_id={rank}",
-                           "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
-                           f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
-                           f"hydra.job.name=process_{rank}", "hydra.output_subdir=null",
-                           "hydra.mode=RUN"]  # one run each, in out: a preset's MULTIRUN (sbibm) started sweeps
-                children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,), stderr=subprocess.PIPE))
-                output.follow(rank, children[-1].stderr)  # to the console; once a peer died, to its log
-                if signalled:  # it may have come before this child was in the list: again (twice changes nothing)
-                    children[-1].send_signal(signal.SIGTERM if signalled[0] == signal.SIGINT else signalled[0])
-        finally:
-            os.close(lifeline)  # the children hold it; this process holds only the write end
-        if len(children) == n:  # launch.log holds only this parent's lines: where the run's own account goes
-            log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each); each logs to "
-                     "process_<i>.log in %s", n, port, cpu // n, out)
-        codes, first_dead, lag = wait_children(children, cfg.distributed.run_timeout_s,
-                                               cfg.distributed.heartbeat_s + DEATH_GRACE_S, signalled, time_up,
-                                               output.quiet)
-    finally:  # Ctrl-C here: no child outlives the parent
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        live = [rank for rank, child in enumerate(children) if child.poll() is None]
-        output.quiet(live)  # what the others say as one dies (its coordinator gone) is noise here: to their logs
-        for rank in live:  # (was: each killed after the one before had ended: a JAX fatal error on the console)
-            children[rank].kill()
-        for rank in live:
-            children[rank].wait()
-        os.close(keep_open)
-        os.unlink(received)
-        output.join()
-        output.end_line()  # the parent's own lines (the outcome, an error) never continue a child's progress bar
+            if getattr(watch, "signum", None) is not None:  # came since the run's last check
+                forward(watch.signum, None)
+            try:
+                for rank in range(n):
+                    if signalled:  # stopped before this one started: it never does (was: started, to train on)
+                        break
+                    command = [sys.executable, str(script), *overrides,
+                               "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
+                               f"distributed.num_processes={n}", f"distributed.process_id={rank}",
+                               "distributed.local_processes=1", f"devices.cpu_count={cpu // n}",
+                               f"hydra.run.dir={hydra_value(out)}",  # runs/a(1) quoted for Hydra, as the user had to
+                               f"hydra.job.name=process_{rank}", "hydra.output_subdir=null",
+                               "hydra.mode=RUN"]  # one run each, in out: a preset's MULTIRUN (sbibm) started sweeps
+                    children.append(subprocess.Popen(command, env=env, pass_fds=(lifeline,), stderr=subprocess.PIPE))
+                    output.follow(rank, children[-1].stderr)  # to the console; once a peer died, to its log
+                    if signalled:  # it may have come before this child was in the list: again (twice changes nothing)
+                        children[-1].send_signal(signal.SIGTERM if signalled[0] == signal.SIGINT else signalled[0])
+            finally:
+                os.close(lifeline)  # the children hold it; this process holds only the write end
+            if len(children) == n:  # launch.log holds only this parent's lines: where the run's own account goes
+                log.info("started %d local processes (coordinator 127.0.0.1:%d, %d CPU devices each); each logs to "
+                         "process_<i>.log in %s", n, port, cpu // n, out)
+            codes, first_dead, lag = wait_children(children, cfg.distributed.run_timeout_s,
+                                                   cfg.distributed.heartbeat_s + DEATH_GRACE_S, signalled, time_up,
+                                                   output.quiet)
+        finally:  # Ctrl-C here: no child outlives the parent
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            live = [rank for rank, child in enumerate(children) if child.poll() is None]
+            output.quiet(live)  # what the others say as one dies (its coordinator gone) is noise here: to their logs
+            for rank in live:  # (was: each killed after the one before had ended: a JAX fatal error on the console)
+                children[rank].kill()
+            for rank in live:
+                children[rank].wait()
+            os.close(keep_open)
+            os.unlink(received)
+            output.join()
+            output.end_line()  # the parent's own lines (the outcome, an error) never continue a child's progress bar
     metrics_path = out / "metrics.json"
     # Only what process 0 wrote in this attempt: else an attempt whose processes died before writing took the
     # earlier attempt's steps, figures and error ("process 0 reported: preempted ... at step 231") as its own.
