@@ -25,7 +25,7 @@ from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
-from gensbi_sharding.harness.run_steps import run_steps
+from gensbi_sharding.harness.run_steps import claim_first, run_steps
 from gensbi_sharding.harness.stop_watchdog import watch_setup
 
 __all__ = ["run"]
@@ -66,8 +66,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             watch_parent()
             if jobs_share_jax() and folder.owner is not None:  # an explicit multirun's later job: a refusal of the
                 run_folder.claim_together(folder, watch)  # folder ends every process alike, at once (auto: run_steps)
-            elif folder.owner:
-                folder.claim()
+            elif folder.owner:  # process 0 of several explicit ones: a refusal told to the others too
+                claim_first(folder, cfg, watch)
             if folder.owner or jobs_share_jax():  # a signal held since launch.py's start (signal_hold): recorded now
                 watch.check()  # several processes: each asks JAX's sync point, whose count they must share
             if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:

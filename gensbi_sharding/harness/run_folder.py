@@ -66,6 +66,7 @@ class RunFolder:
         self.resume = cfg.train.resume  # auto, or a run to continue
         self.dry_run, self.dry_run_problem = bool(cfg.get("dry_run")), dry_run_resume_problem(cfg)
         self.claimed, self.previous, self._lock, self.steps = False, None, None, cfg.train.steps
+        self.told = False  # whether its claim's outcome was told to every process JAX joins (``claim_together``)
         self.config = None if HydraConfig.initialized() else cfg  # run(cfg) from Python: recorded here
 
     def claim(self) -> None:
@@ -143,18 +144,19 @@ class RunFolder:
         settle_record(self.out, continued=metrics.get("resumed_from_step") is not None or bool(metrics.get("steps")))
 
 
-def claim_together(folder: RunFolder, watch: Any) -> None:
+def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = None) -> None:
     """``folder.claim()`` on its owner (process 0), told to every process JAX joins: a refusal raises the same words
     on each, at once (was: a multirun's later job, explicit mode, whose claim process 0 was refused left the other
     processes waiting in the job's collectives until their timeout); and every process's stop checks count on from
     process 0's (``watch.check_count``), the step ids of JAX's preemption sync point alike. A collective: every
-    process calls it, at the same point."""
+    process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before JAX joined
+    the processes (``run_steps.claim_first``), told as its own would be."""
     import jax
     import numpy as np
     from jax.experimental import multihost_utils
 
-    refused: Exception | None = None
-    if (folder.owner or folder.owner is None and jax.process_index() == 0) and not folder.claimed:
+    folder.told = True  # once a job: run_steps tells the first job's claim only where run did not
+    if refused is None and (folder.owner or folder.owner is None and jax.process_index() == 0) and not folder.claimed:
         try:
             folder.claim()
         except Exception as err:  # noqa: BLE001 - whatever refused it is told to every process, then raised here

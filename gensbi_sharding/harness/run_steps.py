@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from gensbi_sharding.harness.rule_config import as_rule, rule_table
 from gensbi_sharding.harness.run_mesh import run_mesh
 from gensbi_sharding.harness.units import format_bytes
 
-__all__ = ["run_steps"]
+__all__ = ["run_steps", "claim_first"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -65,8 +66,10 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     from gensbi_sharding.harness.state import build_state
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
-    if folder.owner is None and jax.process_count() > 1:  # distributed=auto: process 0 owns the folder, its refusal
-        run_folder.claim_together(folder, watch)  # told to every process (was: the others went on, to collectives)
+    if jax.process_count() > 1 and not folder.told and not os.environ.get(run_folder.LOCAL_CHILD_ENV):
+        # distributed=auto: process 0 owns the folder, its refusal told to every process (was: the others went on, to
+        # collectives); explicit mode's first job: process 0 claimed before JAX joined them (claim_first), told here
+        run_folder.claim_together(folder, watch)
     elif folder.owner is None and not folder.claimed:
         folder.claim()
     if jax.process_count() > 1:  # distributed=auto: known once JAX joined the processes
@@ -211,3 +214,33 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     log.info("[7/7] outputs: %s", "written (the last line names their folder)" if run_folder.is_writer() else
              "process 0 writes them (its last line names their folder)")  # the folder once: in final_line's line
     return metrics
+
+
+def claim_first(folder: run_folder.RunFolder, cfg: DictConfig, watch: PreemptionWatch) -> None:
+    """Process 0's ``folder.claim()`` before JAX starts; where it is refused and other processes are to join it
+    (``distributed.mode=explicit``, ``num_processes`` > 1), it joins them all the same, to tell them the refusal
+    (``run_folder.claim_together``, which they reach in ``run_steps``): every process raises the same words at once
+    (was: the others waited in ``jax.distributed.initialize`` for process 0, gone, until ``distributed.timeout_s``).
+
+    Raises
+    ------
+    Exception
+        The claim's refusal (``ConfigError``, ``FileExistsError``, ``FolderInUseError``), on every process.
+    """
+    try:
+        folder.claim()
+    except Exception as refused:  # noqa: BLE001 - whatever refused it is told to the others, then raised here
+        dist = cfg.distributed
+        if dist.mode != "explicit" or (dist.num_processes or 0) < 2 or os.environ.get(run_folder.LOCAL_CHILD_ENV):
+            raise
+        from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+
+        try:  # as run_steps joins them: the others wait there for this process, the coordinator's
+            initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
+                                   num_processes=dist.num_processes, process_id=dist.process_id,
+                                   timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
+            configure_devices(resolve_cpu_count(cfg.devices.cpu_count)[0], cfg.devices.platform)
+        except Exception:  # noqa: BLE001 - the others cannot be told: the refusal is this process's own error
+            raise refused from None
+        run_folder.claim_together(folder, watch, refused)
+        raise
