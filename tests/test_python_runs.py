@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import pytest
 from omegaconf import OmegaConf
 
@@ -106,7 +107,8 @@ def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(t
     # Its own config, no command typed; the other launch's record aside, whole (was: deleted, as that launch saved no
     # checkpoint: only config.yaml was left).
     aside = {name.replace(".yaml", ".attempt1.yaml"): data for name, data in other.items()}
-    assert {p.name: p.read_bytes() for p in record.iterdir() if p.name != "config.yaml"} == aside
+    assert {p.name: p.read_bytes() for p in record.iterdir() if p.name not in ("config.yaml", "x64.yaml")} == aside
+    assert (record / "x64.yaml").read_text() == f"jax_enable_x64: {str(bool(jax.config.jax_enable_x64)).lower()}\n"
     assert OmegaConf.load(record / "config.yaml").model.width == width
     metrics = json.loads((out / "metrics.json").read_text())
     (out / "metrics.json").write_text(json.dumps({**metrics, "status": "preempted"}))  # stopped: auto continues it
@@ -117,6 +119,6 @@ def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(t
     # The refused attempt continued nothing: the record is the run's that saved the checkpoints, as before it, and the
     # other launch's still aside.
     assert sorted(p.name for p in record.iterdir()) == ["config.attempt1.yaml", "config.yaml", "hydra.attempt1.yaml",
-                                                        "overrides.attempt1.yaml"]
+                                                        "overrides.attempt1.yaml", "x64.yaml"]
     assert OmegaConf.load(record / "config.yaml").model.width == width
     assert {p.name: p.read_bytes() for p in record.glob("*.attempt1.yaml")} == aside

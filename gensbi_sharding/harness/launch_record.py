@@ -201,9 +201,10 @@ def saving_record(step_dir: Path) -> Path:
     return kept if older else run_dir / ".hydra"
 
 
-def record_x64(run_dir: Path, on: bool) -> None:
+def record_x64(run_dir: Path, on: bool, make: bool = False) -> None:
     """Write this launch's ``jax_enable_x64`` ``on`` into ``run_dir``'s Hydra record (``X64_FILE``), as the run starts;
-    nothing where the folder has no record (``run(cfg)`` from Python into a new folder).
+    where the folder has no record, nothing, unless ``make`` (``run(cfg)`` from Python into a new folder: a record
+    of that file alone; was none, so a Python run killed before its metrics.json left no word of its setting).
 
     Parameters
     ----------
@@ -211,9 +212,13 @@ def record_x64(run_dir: Path, on: bool) -> None:
         The run's folder, claimed.
     on : bool
         The launch's setting (``x64_words.x64_on``).
+    make : bool
+        Make the record (``.hydra``) where there is none.
     """
     from gensbi_sharding.harness.outputs import write_atomic
 
+    if make:
+        (Path(run_dir) / ".hydra").mkdir(exist_ok=True)
     if (record := Path(run_dir) / ".hydra").is_dir():
         write_atomic(record / X64_FILE, f"jax_enable_x64: {str(bool(on)).lower()}\n")
 

@@ -89,8 +89,9 @@ class RunFolder:
         self._lock, self.claimed = lock, True
         if self.config is not None:  # from Python: Hydra recorded nothing of this run (was: another launch's record)
             record_python_run(self.out, self.config, self.previous)
-        else:  # a launch's, as it starts: a run killed before its metrics.json still says it (its commands need it)
-            record_x64(self.out, x64_on())
+        # As it starts: a run killed before its metrics.json still says it (its commands and resumes need it); from
+        # Python too, where the folder had no record (was: none, so a resume under the other setting went on)
+        record_x64(self.out, x64_on(), make=self.config is not None)
         if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
             log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 
