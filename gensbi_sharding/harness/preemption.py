@@ -35,6 +35,7 @@ from typing import Any
 
 from gensbi_sharding.harness.console import stop_level
 from gensbi_sharding.harness.interrupt_hold import defer_interrupt, handler_lines, say
+from gensbi_sharding.harness.stop_ids import ask_past_saves, saves_near
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.signal_hold import PREEMPT_SIGNALS, take_held
 from gensbi_sharding.harness.train_checkpoints import train_with_checkpoints
@@ -102,6 +103,7 @@ class PreemptionWatch:
         self._previous: dict[int, Any] = {}
         self._pending = False  # a notice met as the job before closed (``stop_pending``)
         self._checks = 0  # stop checks so far: the sequence every process runs alike (``checks_made``: from there)
+        self.save_every, self._saved = 0, None  # train.checkpoint_every; steps a save asked the sync point with
         self._told = False  # whether a check told JAX's preemption service of this process's signal
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
         self.stop_lock, self.settled, self.watchdog = threading.Lock(), False, None  # settle(); a StopWatchdog
@@ -133,11 +135,10 @@ class PreemptionWatch:
             self.watchdog.close()
         PreemptionWatch.checks_made, PreemptionWatch.stop_pending = 0, False
         if self._several():  # the last question of this job is this watch's: a notice before the next job sets the
-            from jax.experimental import multihost_utils  # sync point at the next id, that job's first check (was:
-
-            # an id of Orbax's last save, the step number, or of each job's own count from 1: answered late or never)
-            self._checks += 1
-            PreemptionWatch.stop_pending = multihost_utils.reached_preemption_sync_point(self._checks) or self._pending
+            # sync point at the next id, that job's first check (was: an id of Orbax's last save, the step number, or
+            # of each job's own count from 1: answered late or never); past the last save's id (stop_ids)
+            reached, self._checks = ask_past_saves(self._checks + 1, self._saved)
+            PreemptionWatch.stop_pending = reached or self._pending
             PreemptionWatch.checks_made = self._checks
         service = self._several() and not self._ignore_after  # JAX's service took SIGTERM: left to it, for the
         for signum, handler in self._previous.items():  # next job's checks (a multirun's) to hear of a notice
@@ -169,6 +170,7 @@ class PreemptionWatch:
 
     def should_stop(self, step: int) -> bool:
         """Whether to checkpoint and stop after ``step``: every process gets the same answer."""
+        self._saved = saves_near(step, self.save_every, self._saved)  # its save asked the sync point too (stop_ids)
         return self.stop_requested()
 
     def stop_requested(self) -> bool:
@@ -183,8 +185,6 @@ class PreemptionWatch:
 
         self._checks += 1
         if jax.distributed.is_initialized() and jax.process_count() > 1:
-            from jax.experimental import multihost_utils
-
             if self._pending:  # met as the job before closed, on every process alike: answered at this first check
                 return True
 
@@ -194,7 +194,9 @@ class PreemptionWatch:
                 # a no-op to the service)
                 self._told = True
                 signal.raise_signal(signal.SIGTERM)
-            return multihost_utils.reached_preemption_sync_point(self._checks)
+            reached, self._checks = ask_past_saves(self._checks, self._saved)  # past a save's id (was: its own only)
+            self._saved = None
+            return reached
         self.answered = self.answered or self.signum is not None
         return self.signum is not None
 
@@ -255,7 +257,7 @@ class PreemptionWatch:
     def training_done(self, step: int, checkpoint: Any) -> None:
         """Training is over and saved at ``step``: a signal from now on stops the run at once, naming it."""
         self.settle()
-        self._trained = (step, checkpoint)
+        self._trained, self._saved = (step, checkpoint), saves_near(step, 1, self._saved)  # its last save asked too
 
     def settle(self, step: int | None = None) -> None:
         """From here the run answers signals itself (``StopWatchdog`` waits for a step boundary); a forced stop under

@@ -131,6 +131,7 @@ def watch_setup(cfg: Any, watch: PreemptionWatch, **run: Any) -> None:
     **run
         ``metrics``, ``out``, ``start``, ``folder``: as ``end_preempted_run`` takes them.
     """
+    watch.save_every = cfg.train.checkpoint_every or 0  # its saves ask JAX's sync point with their steps (stop_ids)
     if cfg.distributed.mode == "none":  # several processes: JAX's preemption service agrees on the stop
         StopWatchdog(watch, lambda signum: end_preempted_run(signum, watch=watch, **run),
                      lambda signum, bound: end_hung_run(signum, bound, watch=watch, **run))
