@@ -76,7 +76,7 @@ class ChildOutput:
         open there (was: a child's line written in two pieces, as ``tqdm.write`` does, had the parent's "[WARNING]
         received Ctrl-C: ..." glued on: "... (Ctrl-C again stops at once)[WARNING] received Ctrl-C: ...")."""
         handlers = {h for name in (None, "gensbi_sharding") for h in logging.getLogger(name).handlers
-                    if isinstance(h, logging.StreamHandler) and getattr(h.stream, "fileno", None) is not None}
+                    if isinstance(h, logging.StreamHandler) and self._shows(h.stream)}  # not launch.log's
 
         def ends_line(record: logging.LogRecord) -> bool:
             self.end_line()
@@ -89,6 +89,14 @@ class ChildOutput:
         finally:
             for handler in handlers:
                 handler.removeFilter(ends_line)
+
+    def _shows(self, stream: Any) -> bool:
+        """Whether ``stream`` writes to this console (the same file: a log file's lines end no child's line)."""
+        try:
+            mine, its = os.fstat(self.console), os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError):  # closed, or no descriptor (a test's capture)
+            return False
+        return (mine.st_dev, mine.st_ino) == (its.st_dev, its.st_ino)
 
     def _pump(self, rank: int, stderr: IO[bytes]) -> None:
         # Read until the child closes its end, whatever becomes of each chunk: a pump that stopped reading would leave
