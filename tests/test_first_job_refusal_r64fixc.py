@@ -36,3 +36,43 @@ def test_a_first_jobs_folder_refused_to_process_0_ends_every_process_with_its_wo
     assert [[job[0] for job in process] for process in done] == [["error", "ok"]] * 2, done
     assert "already" in done[0][0][1] and done[0][0][1] == done[1][0][1], done
     assert json.loads((tmp_path / "0" / "metrics.json").read_text()) == {"status": "ok", "final_step": 4}
+
+
+def _launch_two(tmp_path, *overrides, bound=300):
+    """Processes 0 and 1 of one launch.py run, explicit mode (a free local coordinator port): their outputs."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from faults_helpers import TINY
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    launch = Path(__file__).parent.parent / "launch.py"
+    procs = [subprocess.Popen([sys.executable, str(launch), *TINY, "distributed.mode=explicit",
+                               "distributed.num_processes=2", f"distributed.process_id={rank}",
+                               f"distributed.coordinator_address=127.0.0.1:{port}", *overrides],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    try:
+        return [(proc.communicate(timeout=bound)[0], proc.returncode) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.slow  # two launch.py processes refused before training; each bounded by 300 s
+def test_a_launch_whose_folder_is_refused_to_process_0_ends_process_1_with_the_refusal(tmp_path):
+    # Was: launch.py's own claim (Hydra's callback) refused process 0, which left; process 1 waited for it in
+    # jax.distributed.initialize until distributed.timeout_s and failed with a timeout of its own words
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"status": "ok", "final_step": 4}))
+    (zero, code0), (one, code1) = _launch_two(tmp_path, "distributed.timeout_s=60", f"hydra.run.dir={run}")
+    assert code0 == 1 and "already" in zero, zero[-2000:]
+    refusal = next(line for line in zero.splitlines() if "already" in line)
+    said = refusal.split("[ERROR] ", 1)[-1]
+    assert said[:60] in one and "timeout" not in one.lower(), one[-3000:]

@@ -260,6 +260,9 @@ class RefuseCompletedRun(Callback):
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
             print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors
+            from gensbi_sharding.harness.run_steps import tell_refusal  # (it imports this module)
+
+            tell_refusal(config, err)  # explicit mode's other processes wait for process 0: told, not left waiting
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
             self._release()

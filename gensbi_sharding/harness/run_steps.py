@@ -217,10 +217,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
 
 
 def claim_first(folder: run_folder.RunFolder, cfg: DictConfig, watch: PreemptionWatch) -> None:
-    """Process 0's ``folder.claim()`` before JAX starts; where it is refused and other processes are to join it
-    (``distributed.mode=explicit``, ``num_processes`` > 1), it joins them all the same, to tell them the refusal
-    (``run_folder.claim_together``, which they reach in ``run_steps``): every process raises the same words at once
-    (was: the others waited in ``jax.distributed.initialize`` for process 0, gone, until ``distributed.timeout_s``).
+    """Process 0's ``folder.claim()`` before JAX starts; a refusal is told to the other processes (``tell_refusal``).
 
     Raises
     ------
@@ -230,17 +227,31 @@ def claim_first(folder: run_folder.RunFolder, cfg: DictConfig, watch: Preemption
     try:
         folder.claim()
     except Exception as refused:  # noqa: BLE001 - whatever refused it is told to the others, then raised here
-        dist = cfg.distributed
-        if dist.mode != "explicit" or (dist.num_processes or 0) < 2 or os.environ.get(run_folder.LOCAL_CHILD_ENV):
-            raise
-        from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
-
-        try:  # as run_steps joins them: the others wait there for this process, the coordinator's
-            initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
-                                   num_processes=dist.num_processes, process_id=dist.process_id,
-                                   timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
-            configure_devices(resolve_cpu_count(cfg.devices.cpu_count)[0], cfg.devices.platform)
-        except Exception:  # noqa: BLE001 - the others cannot be told: the refusal is this process's own error
-            raise refused from None
-        run_folder.claim_together(folder, watch, refused)
+        tell_refusal(cfg, refused, folder, watch)
         raise
+
+
+def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch: Any = None) -> None:
+    """Where process 0's folder was refused before JAX started and other processes are to join it
+    (``distributed.mode=explicit``, ``num_processes`` > 1): join them all the same and tell them ``refused``
+    (``run_folder.claim_together``, which they reach in ``run_steps``), so every process raises the same words at
+    once (was: the others waited in ``jax.distributed.initialize`` for process 0, gone, until
+    ``distributed.timeout_s``). Else, or where they cannot be joined, nothing. Called by ``run(cfg)``'s claim and by
+    launch.py's, in Hydra's callback (``run_folder.RefuseCompletedRun``: no folder or watch there yet)."""
+    dist = cfg.distributed
+    if dist.mode != "explicit" or (dist.num_processes or 0) < 2 or os.environ.get(run_folder.LOCAL_CHILD_ENV):
+        return
+    from types import SimpleNamespace
+
+    from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+
+    try:  # as run_steps joins them: the others wait there for this process, the coordinator's
+        initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
+                               num_processes=dist.num_processes, process_id=dist.process_id,
+                               timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
+        configure_devices(resolve_cpu_count(cfg.devices.cpu_count)[0], cfg.devices.platform)
+        run_folder.claim_together(folder or SimpleNamespace(told=False), watch or SimpleNamespace(check_count=0),
+                                  refused)
+    except Exception as err:  # noqa: BLE001 - claim_together raises it on being told; any other: not told
+        if err is not refused:
+            log.debug("the refusal could not be told to the other processes: %s", err)
