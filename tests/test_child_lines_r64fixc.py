@@ -8,7 +8,8 @@ import select
 
 from gensbi_sharding.harness.local_children import ChildOutput
 
-CHILD = b"[WARNING] received Ctrl-C: stopping at the next step boundary, after a checkpoint (Ctrl-C again stops at once)"
+CHILD = (b"[WARNING] received Ctrl-C: stopping at the next step boundary, after a checkpoint "
+         b"(Ctrl-C again stops at once)")
 
 
 def _read_until(fd: int, wanted: bytes, got: bytes = b"") -> bytes:
