@@ -31,12 +31,12 @@ def test_a_bare_true_in_env_set_is_refused_and_the_quoted_fix_sets_the_text_true
 
 def test_a_bare_false_in_a_text_setting_is_refused_a_yes_no_settings_is_not(tmp_path):
     preset = own_file(tmp_path, "experiment/mine.yaml",
-                      "# @package _global_\ndefaults:\n  - quick\neval:\n  plot: false\ntrain:\n  resume: False\n")
+                      "# @package _global_\ndefaults:\n  - quick\neval:\n  plot: false\ntrain:\n  resume: false\n")
     command = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine"]
     assert command_problem(command) == (
-        f"{preset}, line 7: resume: False (train.resume) is YAML's false, which this text setting takes as 'False' "
+        f"{preset}, line 7: resume: false (train.resume) is YAML's false, which this text setting takes as 'False' "
         "(Python's spelling), not the text 'false'; write resume: 'false' there for the text")
-    preset.write_text(preset.read_text().replace("  resume: False\n", ""))
+    preset.write_text(preset.read_text().replace("  resume: false\n", ""))
     assert command_problem(command) is None  # plot: false, a yes/no's own word
 
 

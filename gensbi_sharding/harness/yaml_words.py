@@ -31,7 +31,8 @@ TRUE_WORDS = ("y", "yes", "on")
 #: A value that may be one of them (``key: yes``, ``{plot: 'n'}``), or a bare true/false (``MY_FLAG: true`` in a
 #: text setting: the text 'True', Python's spelling): only a file holding one is parsed.
 MAYBE_WORD = re.compile(r"""(?im):\s*['"]?(?:y|yes|n|no|on|off|true|false)['"]?\s*(?:[,}\]#]|$)""")
-#: YAML's own true/false, bare (``True``, ``FALSE``): a yes/no setting's; a text setting reads 'True' / 'False'.
+#: YAML's own true/false, bare (``True``, ``FALSE``): a yes/no setting's; a text setting reads 'True' / 'False'
+#: (refused there only where that differs from what was written: ``true``, ``FALSE``).
 BOOL_WORDS = re.compile(r"true|True|TRUE|false|False|FALSE")
 
 
@@ -179,7 +180,8 @@ def _suspect(path: Path, folder: Path) -> bool:
         return True
     package = file_package(path, folder)
     model = path.stem if package[:1] == ("model",) else None  # conf/model/<name>.yaml: that model's schema
-    return any(_text(field_type((*package, *keys), model)) for keys, _, _, _ in words)
+    return any(_text(field_type((*package, *keys), model))
+               for keys, word, _, _ in words if word not in ("True", "False"))  # those read as written
 
 
 def file_package(path: Path, folder: Path) -> tuple[str, ...]:
@@ -218,11 +220,11 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
             kind = field_type(full, model)
             flag = kind is bool or bool in typing.get_args(kind)
             if BOOL_WORDS.fullmatch(word):  # YAML's own true/false: right for a yes/no, 'True' in a text setting
-                if _text(kind):
+                read = str(word.lower() == "true")  # Python's spelling, what a text setting gets
+                if _text(kind) and read != word:  # 'True' written is 'True' read: nothing to refuse
                     return (f"{path}, line {line}: {keys[-1]}: {word} ({'.'.join(full)}) is YAML's "
-                            f"{word.lower()}, which this text setting takes as {str(word.lower() == 'true')!r} "
-                            f"(Python's spelling), not the text {word.lower()!r}; write {keys[-1]}: "
-                            f"'{word.lower()}' there for the text")
+                            f"{word.lower()}, which this text setting takes as {read!r} (Python's spelling), not "
+                            f"the text {word!r}; write {keys[-1]}: '{word}' there for the text")
                 continue
             if full[0] == "hydra" and (flag or kind is None):
                 continue  # Hydra's yes/no (hydra.job.chdir=no on the command line: false too), or a plugin's to type
