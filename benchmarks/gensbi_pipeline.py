@@ -1,13 +1,11 @@
 """The harness against GenSBI's own ``Flux1FlowPipeline``: time per step and C2ST, side by side.
 
-Same process, same device (no mesh: GenSBI's pipeline trains on one device by
-default), same Flux1 (``Flux1Params`` of ``conf/model/flux1.yaml``, float32 compute),
-same data (two_moons, 10,000 simulations, z-scored by the harness, the *same* global
-batches in the same order: GenSBI's pipeline is fed the harness's batch iterator as
-``(theta (B, 2, 1), x (B, 2, 1))``), same batch size and number of steps. Each side
-uses its own training recipe, as a user gets it: the harness's (``conf/train``) and
-GenSBI's defaults (warm-up, cosine decay, adaptive gradient clipping, EMA, a validation
-batch every 100 steps) with its peak learning rate set to the harness's (GenSBI's 1e-4
+Same process, same device (no mesh: GenSBI's pipeline trains on one device by default), same Flux1
+(``Flux1Params`` of ``conf/model/flux1.yaml``, float32 compute), same data (two_moons, 10,000 simulations, z-scored
+by the harness, the *same* global batches in the same order: GenSBI's pipeline is fed the harness's batch iterator
+as ``(theta (B, 2, 1), x (B, 2, 1))``), same batch size and number of steps. Each side uses its own training recipe,
+as a user gets it: the harness's (``conf/train``) and GenSBI's defaults (warm-up, cosine decay, adaptive gradient
+clipping, EMA, a validation batch every 100 steps) with its peak learning rate set to the harness's (GenSBI's 1e-4
 default is tuned for 50,000 steps) and early stopping off (so both run every step).
 
 Time per step is the median over steady steps: the harness's own windows
@@ -176,10 +174,13 @@ def run_gensbi(cfg, args, out_dir: str):
     import jax
     import numpy as np
     from flax import nnx
-    from gensbi.recipes import Flux1FlowPipeline
 
     from gensbi_sharding.harness import evaluate
+    from gensbi_sharding.harness.agg_figure import import_matplotlib
     from gensbi_sharding.harness.pipeline import build_pipeline
+
+    import_matplotlib()  # gensbi.recipes imports matplotlib, which raises on an MPLBACKEND it lacks
+    from gensbi.recipes import Flux1FlowPipeline
 
     pipe = build_pipeline(cfg.data, seed=cfg.seed, mesh=None)  # the harness's data and batch order
     sims = pipe.sims
