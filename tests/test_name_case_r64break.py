@@ -64,7 +64,6 @@ def test_a_task_sbibm_jax_ships_but_the_harness_does_not_register_is_named_so_no
 def test_the_list_of_sbibm_jax_s_other_tasks_is_sbibm_jax_s_own():
     import sbibm_jax
 
-    from gensbi_sharding.harness.name_hints import SBIBM_JAX_OTHER_TASKS
-    from gensbi_sharding.harness.tasks import TASKS
+    from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS, TASKS
 
     assert sorted(SBIBM_JAX_OTHER_TASKS) == sorted(set(sbibm_jax.get_available_tasks()) - set(TASKS))

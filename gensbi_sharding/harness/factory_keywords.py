@@ -19,8 +19,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gensbi_sharding.harness.registry import factory_name
+
 __all__ = ["RUN_KEYWORDS", "DATA_KEYWORDS", "factory_keyword_problem", "data_factory_keyword_problem",
-           "own_data_problem", "factory_name"]
+           "own_data_problem"]
 
 #: The keywords every model factory is called with besides its settings, and what each gives it.
 RUN_KEYWORDS = {
@@ -41,19 +43,6 @@ DATA_KEYWORDS = {
     "process_index": "this shard's index",
     "process_count": "the number of shards",
 }
-
-
-def factory_name(factory: Callable[..., Any], *, qualified: bool = False) -> str:
-    """The factory as a user wrote it: ``make_gated``, ``functools.partial(make_gated, hidden=32)`` (was its repr,
-    ``functools.partial(<function make_gated at 0x7f...>, hidden=32)``); ``qualified``: with its module."""
-    if isinstance(factory, functools.partial):
-        bound = [factory_name(factory.func, qualified=qualified), *map(repr, factory.args),
-                 *(f"{k}={v!r}" for k, v in factory.keywords.items())]
-        return f"functools.partial({', '.join(bound)})"
-    name, module = getattr(factory, "__qualname__", None), getattr(factory, "__module__", None)
-    if name is None:  # a callable object (was its repr, an address): its class's
-        name, module = f"a {type(factory).__qualname__} object", None
-    return f"{module}.{name}" if qualified and module else name
 
 
 def _where(factory: Callable[..., Any]) -> str:

@@ -13,14 +13,7 @@ from typing import Any
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["unknown_name_problem", "registered_name_problem", "SBIBM_JAX_OTHER_TASKS"]
-
-#: The tasks ``sbibm_jax.get_available_tasks()`` lists beyond the eight sbibm tasks the harness registers (pinned
-#: against it by tests/test_name_case_r64break.py; importing sbibm_jax to ask costs a refusal ~2.7 s and JAX).
-#: Such a name is no typo: offering the nearest registered one (gaussian_random_field -> gaussian_mixture) misled.
-SBIBM_JAX_OTHER_TASKS = ("beer_molbiosystems", "bernoulli_glm_raw", "gaussian_random_field",
-                         "gaussian_random_field_256", "gravitational_waves", "slcp_distractors", "spherical_grf",
-                         "spherical_grf_128", "toy_lensing")
+__all__ = ["unknown_name_problem", "registered_name_problem"]
 
 
 def unknown_name_problem(key: str, value: str, *, kind: str, registered: Sequence[str], fix: str,
@@ -112,6 +105,8 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
         tasks = registry.data_names()
         chosen = choices.get("data")
         # In another case too (Gaussian_Random_Field): else offered its nearest registered task as a typo's fix
+        from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS  # deferred: tasks imports NumPy
+
         shipped = next((t for t in SBIBM_JAX_OTHER_TASKS if t == str(cfg.data.name).casefold()), None)
         fix = (None if shipped else closest_name(cfg.data.name, tasks)) or (chosen if chosen in tasks else "two_moons")
         note = ("" if shipped is None else "; a task of sbibm_jax that the harness does not register"

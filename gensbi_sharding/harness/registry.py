@@ -16,6 +16,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 from collections.abc import Callable
@@ -34,6 +35,7 @@ __all__ = [
     "Requirement",
     "GENSBI",
     "import_required",
+    "factory_name",
 ]
 
 
@@ -56,10 +58,36 @@ _REQUIRES: dict[str, Requirement] = {}  # model name -> optional package it need
 _BUILT_IN: set[tuple[str, str]] = set()
 
 
+def factory_name(factory: Callable[..., Any], *, qualified: bool = False) -> str:
+    """The factory as a user wrote it: ``make_gated``, ``functools.partial(make_gated, hidden=32)`` (was its repr,
+    ``functools.partial(<function make_gated at 0x7f...>, hidden=32)``).
+
+    Here, not in a check module: the registry names a factory in its own errors, and ``factory_keywords`` in its.
+
+    Parameters
+    ----------
+    factory : callable
+        A function, a ``functools.partial`` of one, or a callable object (named by its class).
+    qualified : bool
+        With its module (``mypkg.models.make_gated``).
+
+    Returns
+    -------
+    str
+        The name.
+    """
+    if isinstance(factory, functools.partial):
+        bound = [factory_name(factory.func, qualified=qualified), *map(repr, factory.args),
+                 *(f"{k}={v!r}" for k, v in factory.keywords.items())]
+        return f"functools.partial({', '.join(bound)})"
+    name, module = getattr(factory, "__qualname__", None), getattr(factory, "__module__", None)
+    if name is None:  # a callable object (was its repr, an address): its class's
+        name, module = f"a {type(factory).__qualname__} object", None
+    return f"{module}.{name}" if qualified and module else name
+
+
 def _describe(factory: Callable[..., Any]) -> str:
     # A functools.partial or a callable object has no __qualname__: named as written, not by its repr (an address).
-    from gensbi_sharding.harness.factory_keywords import factory_name
-
     return factory_name(factory, qualified=True)
 
 
