@@ -39,11 +39,8 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     list of str or None
         ``overrides`` itself where it already composes to the saved settings.
     """
-    saved = _saved(run_dir)
-    if not saved or (now := _composed(overrides)) is None:
-        return None
-    fixed, now = _with_saved_options(saved, overrides, now)
-    if now is None:
+    saved, fixed, now = _last.pop(_memo_key(run_dir, overrides), None) or _compared(run_dir, overrides)
+    if not saved or now is None:
         return None
     differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
     fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
@@ -74,12 +71,11 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
         config holds model.hidden=64, which nothing this command composes sets): add the hydra.searchpath=[file://...]
         that holds model/gated.yaml, model=gated and train.resume=auto"``.
     """
-    saved, now = _saved(run_dir), _composed(overrides)
-    if not saved or now is None:
-        return None
-    # Compared with conf/'s option it saved (was: the typed one's, so a run of model=transformer continued by a command
-    # without it was told "this version's model=transformer lacks (model.embed=32, ...)", a field it has)
-    if (now := _with_saved_options(saved, overrides, now)[1]) is None or not (lacked := _lacked(saved, now)):
+    compared = _compared(run_dir, overrides)
+    _last.clear()  # kept for the saved_settings_overrides call that follows (further_hint's), and for it only
+    _last[_memo_key(run_dir, overrides)] = compared
+    saved, _, now = compared
+    if not saved or now is None or not (lacked := _lacked(saved, now)):
         return None
     held = ", ".join(f"{k}={_literal(saved[k])}" for k in lacked[:3]) + (", ..." if len(lacked) > 3 else "")
     section = lacked[0].split(".")[0]
@@ -94,6 +90,33 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
     return (f"{section}={option} from a config folder of its own, which this command does not search (its checkpoint's "
             f"config holds {held}, which nothing this command composes sets): add the hydra.searchpath=[file://...] "
             f"that holds {section}/{option}.yaml, {section}={option} and train.resume=auto")
+
+
+def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | None, list[str], dict[str, Any] | None]:
+    """The saved config's leaves (one checkpoint read), ``overrides`` with its groups' saved options, and what those
+    compose to: both public functions' start. Compared with conf/'s option it saved (was: the typed one's, so a run of
+    model=transformer continued by a command without it was told "this version's model=transformer lacks
+    (model.embed=32, ...)", a field it has)."""
+    saved = _saved(run_dir)
+    if not saved or (now := _composed(overrides)) is None:
+        return saved, list(overrides), None
+    return (saved, *_with_saved_options(saved, overrides, now))
+
+
+#: ``lacked_settings``' last ``_compared``, by ``_memo_key``: a refusal's advice calls it, then
+#: ``saved_settings_overrides`` on the same run and command, which takes it (was: each read the checkpoint and composed
+#: anew, up to 5 compositions and 2 Orbax reads a refusal). Taken once, so a later call reads and composes afresh.
+_last: dict[tuple, tuple] = {}
+
+
+def _memo_key(run_dir: Any, overrides: Sequence[str]) -> tuple:
+    """The run, its checkpoints' folder version (a step written since: another config) and the command."""
+    folder = Path(run_dir) / "checkpoints"
+    try:
+        version = folder.stat().st_mtime_ns
+    except OSError:
+        version = None
+    return str(Path(run_dir).resolve()), version, tuple(overrides)
 
 
 def _with_saved_options(saved: dict[str, Any], overrides: Sequence[str],
