@@ -42,7 +42,7 @@ class Pipeline:
     val_batches: list[dict]
     local_batch_size: int
     val_pairs: int = 0  # held-out pairs over all shards, each counted once
-    dropped_non_finite: int = 0  # simulations dropped for NaN/inf, over all shards
+    dropped_non_finite: int = 0  # simulations dropped for NaN/inf, over all shards (each shard counts its own)
 
 
 def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None,
@@ -87,6 +87,9 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                 x_transform=data_cfg.x_transform) for s in own]
 
     parts = agreed_shards(made, data_cfg.name, num_simulations=data_cfg.num_simulations, shards=shards)
+    # Each shard's count of its own drops, summed over every shard below (was: the first shard's, which held the
+    # total only where its factory gathered one, so a factory of one's own counting its own shard's was misreported)
+    dropped = sum(p.dropped_non_finite for p in parts)
     if shards > processes:  # several shards per process: statistics over all of them, every process's
         parts = _with_stats_of(parts, processes)
     if statistics is not None:
@@ -94,17 +97,17 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
             parts = [part.with_statistics(statistics) for part in parts]
         except ValueError as err:
             raise ConfigError(f"train.resume: {err}; start a new run without train.resume") from None
-    dropped = parts[0].dropped_non_finite
     # Non-finite simulations may have shrunk a shard: check the batch against the pairs left.
     # The sizes are agreed over processes, so every process decides alike. The held-out pairs are counted
     # here, not read from a factory's val_pairs: one of one's own may leave it out, or count one process's.
-    train_rows, val_rows, val_pairs = _across_processes(min(len(p.theta_train) for p in parts),
-                                                        max(len(p.theta_val) for p in parts),
-                                                        sum(len(p.theta_val) for p in parts))
+    train_rows, val_rows, val_pairs, dropped = _across_processes(min(len(p.theta_train) for p in parts),
+                                                                 max(len(p.theta_val) for p in parts),
+                                                                 sum(len(p.theta_val) for p in parts), dropped)
     if val_pairs == 0:  # only a factory of one's own gets here: the config checks keep load_task's split non-empty
         raise ConfigError(f"data={data_cfg.name}'s factory returned no held-out pairs (theta_val, x_val empty) for "
                           f"data.val_fraction={data_cfg.val_fraction}: the run would train unvalidated, with no best "
-                          "checkpoint; split its simulations with split_sizes(n, val_fraction) (harness/data.py), as load_task does")
+                          "checkpoint; split its simulations with split_sizes(n, val_fraction) (harness/data.py), "
+                          "as load_task does")
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
                                  dropped=dropped, train_rows=train_rows, per_process=per_process)
     if problem:
@@ -189,14 +192,14 @@ def _with_stats_of(parts: list[SimulationData], processes: int) -> list[Simulati
     # In the model's space: the statistics of the transformed rows, as load_task computes them.
     theta = np.concatenate([to_unconstrained(p.theta_bijection, p.theta_train) for p in parts])
     x = np.concatenate([transform_x(p.x_transform, p.x_train) for p in parts])
-    dropped, val_pairs = sum(p.dropped_non_finite for p in parts), sum(p.val_pairs for p in parts)
+    val_pairs = sum(p.val_pairs for p in parts)  # the drops: each shard keeps its own count (build_pipeline sums)
     if processes == 1:
         (theta_mean, theta_std), (x_mean, x_std) = stats(theta), stats(x)
     else:  # each process saw only its own shards: one set of statistics for all (was: a set per shard, which
         # normalised each process's batches differently and failed the checkpoint's save, its values unalike)
-        (dropped,), (theta_mean, theta_std), (x_mean, x_std) = global_stats([dropped], [theta, x], processes)
+        _, (theta_mean, theta_std), (x_mean, x_std) = global_stats([], [theta, x], processes)
     return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
-                                dropped_non_finite=dropped, val_pairs=val_pairs) for p in parts]
+                                val_pairs=val_pairs) for p in parts]
 
 
 def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int) -> dict[str, np.ndarray]:
@@ -207,13 +210,14 @@ def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int) -> dict[str
     return {"theta": np.pad(theta, ((0, pad), (0, 0))), "x": np.pad(x, ((0, pad), (0, 0))), "weight": weight}
 
 
-def _across_processes(smallest: int, largest: int, count: int) -> tuple[int, int, int]:
-    """``(min of smallest, max of largest, sum of count)`` over every process (one all-gather; as given on one)."""
+def _across_processes(smallest: int, largest: int, *counts: int) -> tuple[int, ...]:
+    """``(min of smallest, max of largest, sum of each count)`` over every process (one all-gather; as given on
+    one)."""
     import jax
 
     if jax.process_count() == 1:
-        return smallest, largest, count
+        return smallest, largest, *counts
     from jax.experimental import multihost_utils
 
-    every = np.asarray(multihost_utils.process_allgather(np.array([smallest, largest, count], np.int64)))
-    return int(every[:, 0].min()), int(every[:, 1].max()), int(every[:, 2].sum())
+    every = np.asarray(multihost_utils.process_allgather(np.array([smallest, largest, *counts], np.int64)))
+    return int(every[:, 0].min()), int(every[:, 1].max()), *(int(c) for c in every[:, 2:].sum(0))
