@@ -25,7 +25,8 @@ from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
-from gensbi_sharding.harness.tasks import NUM_OBSERVATIONS, TASKS, num_samples_problem, ode_steps_problem
+from gensbi_sharding.harness.tasks import (NUM_OBSERVATIONS, REFERENCE_SAMPLES, TASKS, num_samples_problem,
+                                           ode_steps_problem)
 
 __all__ = ["validate", "dry_run_resume_problem", "scored_observations"]
 
@@ -101,6 +102,20 @@ def _with_fix(message: str, cfg: DictConfig) -> str:
     return Refusal(message, f"{path}={override_literal(default)}", how="; e.g. ") if found else message
 
 
+def _folds_refusal(cfg: DictConfig, reason: str = "") -> Refusal:
+    """eval.num_samples below 2 * eval.c2st_folds, with a fix that passes: 2 * folds samples where the task has that
+    many reference samples, else the most it has and the folds they support (was: "set eval.num_samples=12000", then
+    "set eval.num_samples=10000", still below 2 * 6000: advice that never passed). ``reason``: another refusal's
+    reason of eval.num_samples (above the reference samples), which the same fix answers."""
+    folds, samples = cfg.eval.c2st_folds, cfg.eval.num_samples
+    reason = reason or f"eval.num_samples={samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds={folds})"
+    if cfg.data.name not in TASKS or not cfg.eval.enabled or 2 * folds <= REFERENCE_SAMPLES:
+        return Refusal(reason, f"eval.num_samples={2 * folds}")
+    return Refusal(reason, (f"eval.num_samples={REFERENCE_SAMPLES}", f"eval.c2st_folds={REFERENCE_SAMPLES // 2}"),
+                   after=f" (task {cfg.data.name!r} has {REFERENCE_SAMPLES} reference posterior samples per "
+                   "observation for C2ST, so at most that many samples and half as many folds)")
+
+
 def _validate(cfg: DictConfig) -> None:
     problem = interpolation_problem(cfg) or dry_run_resume_problem(cfg)  # first: the checks below read resolved values
     require(problem is None, problem or "")
@@ -134,11 +149,13 @@ def _validate(cfg: DictConfig) -> None:
     # One condition per message (was both: "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and ..._folds=1 >= 2")
     require(cfg.eval.c2st_folds >= 2, Refusal(f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
                                               "needs two folds)", "eval.c2st_folds=2"))
-    require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), Refusal(
-        f"eval.num_samples={cfg.eval.num_samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds={folds})",
-        f"eval.num_samples={2 * folds}"))
+    require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), _folds_refusal(cfg))
     require((problem := ode_steps_problem(cfg.eval.ode_steps)) is None, problem or "")  # was: any up to 2**31 - 1
-    require((problem := num_samples_problem(cfg.data.name, cfg.eval)) is None, problem or "")  # before any folder
+    problem = num_samples_problem(cfg.data.name, cfg.eval)  # before any folder
+    if problem:  # its fix as data (the most samples); where that is below 2 * folds, both lowered
+        reason, fix = problem.rsplit("; set ", 1)
+        problem = _folds_refusal(cfg, reason) if 2 * folds > REFERENCE_SAMPLES else Refusal(reason, fix)
+    require(problem is None, problem or "")
     if cfg.data.name in TASKS:  # another data source's observations are its own to check
         require(1 <= cfg.data.num_observation <= NUM_OBSERVATIONS, Refusal(
             f"data.num_observation={cfg.data.num_observation} is out of range: sbibm task {cfg.data.name!r} has "
