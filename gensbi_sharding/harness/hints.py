@@ -12,8 +12,8 @@ from typing import Any
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.harness.cpu_count import count_setting  # noqa: F401 (re-exported: sweep_check's)
-from gensbi_sharding.harness import override_words
-from gensbi_sharding.harness.override_words import override_literal, overrides_named  # noqa: F401 (re-exported)
+# closest_name, override_literal, overrides_named: re-exported (one matcher, override_words')
+from gensbi_sharding.harness.override_words import closest_name, override_literal, overrides_named  # noqa: F401
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
 
@@ -216,31 +216,3 @@ def mesh_spec_fix(value: Any) -> str:
     word = str(value).strip().lower()
     meant = "null" if word in ("none", "null", "no", "off", "single") else closest_name(word, ("auto", "dict"))
     return f"mesh.spec={meant or 'auto'}"
-
-
-def closest_name(value: str, names: Sequence[str]) -> str | None:
-    """The name of ``names`` closest to ``value``, its case ignored (``SLCP`` -> ``slcp``), or None when none is close.
-
-    difflib counts an upper-case letter as another letter, so ``data=SLCP`` was near no task and was offered
-    ``data=bernoulli_glm``; a name equal but for case comes first, then the nearest in ``override_words``' sense,
-    then the nearest with both sides in lower case (``TwoMoons`` -> ``two_moons``).
-
-    Parameters
-    ----------
-    value : str
-        The name typed.
-    names : sequence of str
-        The valid names.
-
-    Returns
-    -------
-    str or None
-        The name to offer, as ``names`` spells it.
-    """
-    folded = {str(name).casefold(): name for name in reversed(list(names))}  # the first of names wins a tie
-    if (same := folded.get(str(value).casefold())) is not None:
-        return same
-    if (near := override_words.closest_name(value, names)) is not None:
-        return near
-    near = override_words.closest_name(str(value).casefold(), list(folded))
-    return None if near is None else folded[near]

@@ -73,7 +73,14 @@ GENSBI_NAMES = {"nsteps": "steps", "max_lr": "learning_rate", "save_every": "che
 
 
 def closest_name(value: str, names: Sequence[str]) -> str | None:
-    """The name of ``names`` closest to ``value`` (``modle`` -> ``model``), or None when none is close.
+    """The name of ``names`` closest to ``value``, its case ignored (``SLCP`` -> ``slcp``, ``modle`` -> ``model``), or
+    None when none is close.
+
+    difflib counts an upper-case letter as another letter, so ``data=SLCP`` was near no task and was offered
+    ``data=bernoulli_glm``; a name equal but for case comes first, then GenSBI's name for it (``GENSBI_NAMES``), then
+    difflib's nearest, then the nearest with both sides in lower case (``TwoMoons`` -> ``two_moons``). One matcher
+    (was: this without the case, and ``hints.closest_name`` wrapping it with the case, so callers that imported this
+    one offered ``bernoulli_glm`` for ``SLCP``).
 
     Parameters
     ----------
@@ -85,8 +92,18 @@ def closest_name(value: str, names: Sequence[str]) -> str | None:
     Returns
     -------
     str or None
-        ``GENSBI_NAMES``' counterpart where ``names`` holds it, else ``difflib.get_close_matches``'s best.
+        The name to offer, as ``names`` spells it.
     """
-    if GENSBI_NAMES.get(str(value)) in names:  # not the nearest spelling: save_every was read as val_every
-        return GENSBI_NAMES[str(value)]
-    return next(iter(difflib.get_close_matches(str(value), list(names), n=1)), None)
+    folded = {str(name).casefold(): name for name in reversed(list(names))}  # the first of names wins a tie
+    if (same := folded.get(str(value).casefold())) is not None:
+        return same
+    if (near := _nearest(str(value), list(names))) is not None:
+        return near
+    near = _nearest(str(value).casefold(), list(folded))
+    return None if near is None else folded[near]
+
+
+def _nearest(value: str, names: list[str]) -> str | None:
+    if GENSBI_NAMES.get(value) in names:  # not the nearest spelling: save_every was read as val_every
+        return GENSBI_NAMES[value]
+    return next(iter(difflib.get_close_matches(value, names, n=1)), None)
