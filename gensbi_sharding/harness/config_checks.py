@@ -16,6 +16,7 @@ from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.held_out import val_pairs_problem
 from gensbi_sharding.harness.known_fields import check_known_fields
 from gensbi_sharding.harness.hints import mesh_spec_fix, override_literal
+from gensbi_sharding.harness.config_schema import check_schema
 from gensbi_sharding.harness.config_values import check_lists, check_numbers, interpolation_problem
 from gensbi_sharding.harness.factory_keywords import own_data_problem
 from gensbi_sharding.harness.model_checks import check_model
@@ -119,6 +120,7 @@ def _folds_refusal(cfg: DictConfig, reason: str = "") -> Refusal:
 def _validate(cfg: DictConfig) -> None:
     problem = interpolation_problem(cfg) or dry_run_resume_problem(cfg)  # first: the checks below read resolved values
     require(problem is None, problem or "")
+    check_schema(cfg)  # a config loaded untyped (a run's .hydra/config.yaml) and edited: its types and keys first
     check_lists(cfg)
     check_numbers(cfg)
     check_known_fields(cfg)

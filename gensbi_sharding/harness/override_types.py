@@ -36,12 +36,31 @@ from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.override_keys import (group_keys, list_fields, option_groups,
                                                    options, schema_default, schema_name, sections, settings)
 
-__all__ = ["override_problem"]
+__all__ = ["override_problem", "value_problem"]
 
 
-def _value_problem(schema: type, name: str, key: str, value, suggest=None) -> tuple[str, str] | None:
+def value_problem(schema: type, name: str, key: str, value, suggest=None) -> tuple[str, str] | None:
     """Why ``value`` cannot be assigned to field ``name`` of ``schema`` (OmegaConf's reason), and a value to type:
-    ``suggest()``'s (the command's composition, ~0.3 s of CPU: made for a refused value only), else the schema's."""
+    ``suggest()``'s (the command's composition, ~0.3 s of CPU: made for a refused value only), else the schema's.
+
+    Parameters
+    ----------
+    schema : type
+        A dataclass of ``harness/config.py``.
+    name : str
+        Its field.
+    key : str
+        The dotted key said, e.g. ``"train.steps"``.
+    value : Any
+        The value as set.
+    suggest : callable, optional
+        ``suggest()``: the value to offer.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        The reason (``"train.steps takes a whole number (...)"``) and the value to type as the override writes it.
+    """
     example = lambda: override_literal(suggest() if suggest else schema_default(schema, name)[1])  # noqa: E731
     kind = type_hints(schema)[name]
     if isinstance(value, bool) and str in (kind, *typing.get_args(kind)):  # OmegaConf took it as the text 'True'
@@ -175,7 +194,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if section == "model" and chosen is None:  # a swept experiment= (each job its model): Hydra's multi-line
             having = [s for s in typed["model"] if name in settings(s)]  # error composing the sweep, no fix named
             plain = [v for v in o.values() if not (isinstance(v, str) and "${" in v)]
-            if having and any(all(_value_problem(s, name, key, v) for s in having) for v in plain):
+            if having and any(all(value_problem(s, name, key, v) for s in having) for v in plain):
                 candidates = having[:1]  # a value no model's field takes
         for schema in candidates:
             for i, value in enumerate(o.values()):
@@ -183,13 +202,13 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     continue
                 # the value the command's own groups compose (experiment=quick: train.steps=20), not the schema's
                 suggest = functools.partial(command_default, command, o, schema, key)
-                if (problem := _value_problem(schema, name, key, value, suggest)) is not None:
+                if (problem := value_problem(schema, name, key, value, suggest)) is not None:
                     why, fix = problem
                     of = f" (model={schema_name(schema)})" if section == "model" and chosen is not None else ""
                     if strings:  # the sweep with that one value replaced
                         shown = f"the swept value {str(value).lower() if isinstance(value, bool) else strings[i]}: "
                         fix = ",".join(fix if j == i else p[1] if not (isinstance(v, str) and "${" in v) and (  # each
-                            p := _value_problem(schema, name, key, v, suggest)) else text  # (was: on,off -> true,off)
+                            p := value_problem(schema, name, key, v, suggest)) else text  # (was: on,off -> true,off)
                             for j, (v, text) in enumerate(zip(o.values(), strings)))
                     else:
                         shown = ""
