@@ -74,7 +74,7 @@ def validate_every(cfg: Any) -> None:
             validate(cfg)
         except ConfigError as err:
             return err.args[0] if err.args else str(err)
-        return None
+        return _mesh_refusal(cfg)  # listed beside the others (was: train.steps=-3 mesh.model_axis=3 named the steps)
 
     try:
         validate(cfg)
@@ -83,6 +83,24 @@ def validate_every(cfg: Any) -> None:
         if len(parts_of(every)) < 2:
             raise  # one value: validate's words, as they were
         raise ConfigError(every) from None
+
+
+def _mesh_refusal(cfg: Any) -> str | None:
+    """``mesh.devices`` and ``mesh.model_axis`` against the CPU devices a one-process job will have, where they are
+    known before JAX starts (``cpu_devices_known``), as the run checks them once its devices start; else None."""
+    from gensbi_sharding.harness.cpu_count import cpu_devices_known, resolve_cpu_count
+    from gensbi_sharding.harness.hints import mesh_devices_problem, model_axis_problem
+
+    if cfg.distributed.mode != "none" or cfg.mesh.spec != "dict" or not cpu_devices_known(cfg.devices.platform):
+        return None
+    try:
+        devices, source = resolve_cpu_count(cfg.devices.cpu_count)
+    except Exception:  # noqa: BLE001 (a count the environment gives wrong: the run's own refusal, as it starts)
+        return None
+    listed = None if cfg.mesh.devices is None else list(cfg.mesh.devices)
+    simulated = bool(cfg.dry_run) and not listed and source in ("default", "devices.cpu_count")
+    return mesh_devices_problem(listed, list(range(devices)), cfg.mesh.model_axis) or model_axis_problem(
+        cfg.mesh.model_axis, len(listed or range(devices)), simulated, listed, cfg.data.batch_size)
 
 
 def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str | None]) -> str | None:
