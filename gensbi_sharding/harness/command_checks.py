@@ -21,6 +21,7 @@ from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_pr
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.override_hydra_text import hydra_text_problem
 from gensbi_sharding.harness.override_lists import list_override_problem
 from gensbi_sharding.harness.override_types import override_problem
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, parts_of, refused_too, \
@@ -39,7 +40,8 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose
 OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
                    hydra_missing_problem, hydra_list_problem,
-                   config_file_problem, yes_no_word_problem, task_fixed_problem, command_sweep_problem,
+                   config_file_problem, yes_no_word_problem, hydra_text_problem, task_fixed_problem,
+                   command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
                    hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem,
                    experiment_sizes_problem, rule_file_problem)
