@@ -24,3 +24,23 @@ def test_folds_beyond_the_reference_samples_are_lowered_to_what_the_most_samples
     problem = _config_problem(["experiment=quick", "eval.c2st_folds=6000"], every=True)
     assert problem.startswith("ConfigError: eval.num_samples=128 must be >= 2 * eval.c2st_folds "
                               "(eval.c2st_folds=6000); set eval.num_samples=10000 eval.c2st_folds=5000 "), problem
+
+
+def test_a_checked_fix_whose_own_fix_is_refused_in_turn_offers_no_value_that_fails():
+    # The kind: a fix (a=12) refused by another bound (a <= 10), whose fix (a=10) the first bound refuses again.
+    # Was: "...; set a=12, though a=12 is refused too: a=12 is above 10; set a=10", a=10 below 2 x 6 too.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.checked_fix import with_checked_fix
+    from gensbi_sharding.harness.refusal import Refusal
+
+    def check(cfg):
+        if cfg.a < 2 * cfg.b:
+            return Refusal(f"a={cfg.a} must be >= 2 * b (b={cfg.b})", f"a={2 * cfg.b}")
+        return Refusal(f"a={cfg.a} is above 10", "a=10") if cfg.a > 10 else None
+
+    problem = with_checked_fix(OmegaConf.create({"a": 1, "b": 6}), check(OmegaConf.create({"a": 1, "b": 6})), check)
+    assert problem == "a=1 must be >= 2 * b (b=6); set a=12, though a=12 is refused too: a=12 is above 10", problem
+    # where the second fix passes, it is offered as before
+    problem = with_checked_fix(OmegaConf.create({"a": 1, "b": 5}), check(OmegaConf.create({"a": 1, "b": 5})), check)
+    assert problem == "a=1 must be >= 2 * b (b=5); set a=10", problem

@@ -131,13 +131,20 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     # divides the devices: was that axis alone, refused by the first check again, so the refused fix was offered)
     kept, words = tuple(fix for fix in sets if _key(fix) not in {_key(n) for n in new}), problem.shown or said(sets)
     better = (*drops, *kept, *new)
-    if {_key(fix) for fix in fixes} & {_key(fix) for fix in new} and \
-            (again := _applied(cfg, better)) is not None and fix_refusal(check, _applied, again, better) is None:
+    tried = {_key(fix) for fix in fixes} & {_key(fix) for fix in new} and (again := _applied(cfg, better)) is not None
+    if tried and fix_refusal(check, _applied, again, better) is None:
         # the note its first fix had ("(GenSBI's default)") is not the new one's; another way out still is
         after = problem.after if " or " in problem.after else ""
         return Refusal(problem.reason, better, how=problem.how, after=refused_too(words, then.reason) + after,
                        shown=_reshown(problem.shown, sets, new))
-    return f"{problem}, though {words} is refused too: {then.removeprefix('ConfigError: ')}"
+    # its fix, refused by a check in turn, is not offered (was: "set a=12, though a=12 is refused too: ...; set a=10",
+    # a=10 below 2 x 6 again: advice that never passed)
+    return f"{problem}, though {words} is refused too: {_unfixed(then, bool(tried)).removeprefix('ConfigError: ')}"
+
+
+def _unfixed(then: str, refused: bool) -> str:
+    """``then``, without the fix it offers where that fix was tried and ``refused``."""
+    return then.reason if refused and isinstance(then, Refusal) and then.fix is not None else then
 
 
 def _reshown(shown: str | None, sets: tuple[str, ...], new: tuple[str, ...]) -> str | None:

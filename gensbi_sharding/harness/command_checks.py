@@ -174,10 +174,11 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
     if then is None:  # passes, or refused for another override typed wrong beside it: that one is named on its own
         return problem
     better, fixed = fixes_of(fix_of(then)), " ".join(fixes)
-    if key in map(_key, better) and fix_refusal(_config_problem, _retyped, _with_fixes(
-            command.args, refused.arg, better), better) is None:
+    tried = key in map(_key, better)
+    if tried and fix_refusal(_config_problem, _retyped, _with_fixes(command.args, refused.arg, better), better) is None:
         return problem.fixed_by(fix_of(then), refused_too(fixed, then.reason))
-    return f"{problem}, though {fixed} is refused too: {then.removeprefix('ConfigError: ')}"
+    said = then.reason if tried and isinstance(then, Refusal) else then  # its fix refused in turn: not offered
+    return f"{problem}, though {fixed} is refused too: {said.removeprefix('ConfigError: ')}"
 
 
 def _key(override: str) -> str:
