@@ -62,3 +62,14 @@ def test_run_of_an_edited_untyped_config_records_the_one_line_refusal(tmp_path):
     assert metrics["status"] == "error", metrics
     assert "train.steps=abc: Value 'abc' of type 'str' could not be converted to Integer; e.g. train.steps=3000" \
         in metrics["error"], metrics["error"]
+
+
+def test_a_model_name_naming_another_models_fields_is_said_so_with_the_model_they_fit(tmp_path):
+    cfg = _loaded(tmp_path)
+    cfg.model.name = "transformer"  # model=mlp's fields: named so, not "model.<field> is missing"
+    with pytest.raises(ConfigError) as caught:
+        validate_every(cfg)
+    assert str(caught.value) == ("model.name=transformer does not fit the model settings in the config (those of "
+                                 "mlp); set model.name=mlp, or the settings of transformer")
+    cfg.model.name = "mlp"
+    validate_every(cfg)

@@ -39,15 +39,19 @@ def schema_problem(cfg: DictConfig) -> str | None:
         E.g. ``"train.steps='abc': train.steps: Value 'abc' of type 'str' could not be converted to Integer; e.g.
         train.steps=3000"``.
     """
+    if (problem := _model_name_problem(cfg)) is not None:
+        return problem
     for section, schema, names in _sections(cfg):
         node = cfg if section is None else cfg[section]
         for name in names:
             key = name if section is None else f"{section}.{name}"
-            if name not in node:  # a key deleted: every check and the run read it
+            if name not in node and (section != "model" or set(node) <= set(names)):
+                # a key deleted: every check and the run read it (model.name naming another model than the fields
+                # loaded, model=mlp model.name=transformer, is the name checks' to say)
                 found, default = schema_default(schema, name)
                 return Refusal(f"{key} is missing from the config", f"{key}={override_literal(default)}" if found
                                else None, how="; set ", after=" (its default), or put the key back")
-            problem = _type_problem(schema, name, key, node)
+            problem = _type_problem(schema, name, key, node) if name in node else None
             if problem is not None:
                 return problem
     return None
@@ -67,6 +71,21 @@ def check_schema(cfg: DictConfig) -> None:
     """
     if (problem := schema_problem(cfg)) is not None:
         raise ConfigError(problem)
+
+
+def _model_name_problem(cfg: DictConfig) -> str | None:
+    """``model.name`` naming another model than the one whose settings an untyped config holds (a typed one's is the
+    name checks' to say, by its schema): the model those settings fit, to name instead."""
+    model = cfg.get("model")
+    if not isinstance(model, DictConfig) or OmegaConf.get_type(model) is not dict:
+        return None
+    fields = {c.name: {f.name for f in dataclasses.fields(c)} for c in model_schema_classes()}
+    name = model.get("name")
+    if name not in fields or set(model) <= fields[name]:
+        return None
+    fit = next((other for other, names in fields.items() if set(model) <= names), None)
+    return None if fit is None else Refusal(f"model.name={name} does not fit the model settings in the config (those "
+                                            f"of {fit})", f"model.name={fit}", after=f", or the settings of {name}")
 
 
 def _sections(cfg: DictConfig) -> list[tuple[str | None, type, list[str]]]:
