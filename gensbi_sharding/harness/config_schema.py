@@ -43,6 +43,8 @@ def schema_problem(cfg: DictConfig) -> str | None:
         return problem
     for section, schema, names in _sections(cfg):
         node = cfg if section is None else cfg[section]
+        if OmegaConf.get_type(node) is schema:  # typed (Hydra composed it onto the schema): it refuses as it is set
+            continue
         for name in names:
             key = name if section is None else f"{section}.{name}"
             if name not in node and (section != "model" or set(node) <= set(names)):
