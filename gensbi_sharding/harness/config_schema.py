@@ -43,7 +43,8 @@ def schema_problem(cfg: DictConfig) -> str | None:
         return problem
     for section, schema, names in _sections(cfg):
         node = cfg if section is None else cfg[section]
-        if OmegaConf.get_type(node) is schema:  # typed (Hydra composed it onto the schema): it refuses as it is set
+        if OmegaConf.get_type(node) not in (dict, None):  # typed (Hydra composed it onto its schema, another
+            # model's too: the name checks say which): it refuses a wrong value as it is set
             continue
         for name in names:
             key = name if section is None else f"{section}.{name}"
