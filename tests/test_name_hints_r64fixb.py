@@ -2,7 +2,7 @@
 
 from gensbi_sharding.harness import hints, override_words
 from gensbi_sharding.harness.command_checks import _config_problem, command_problem
-from gensbi_sharding.harness.name_hints import SBIBM_JAX_OTHER_TASKS
+from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS
 from gensbi_sharding.harness.refusal import fix_of
 
 TASKS = ["bernoulli_glm", "gaussian_linear", "slcp", "two_moons"]

@@ -27,7 +27,6 @@ from gensbi_sharding.harness.config_files import resumed_search_path, unsearched
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.groups import chosen_default, option_value_problem
 from gensbi_sharding.harness.model_choice import chosen_models
-from gensbi_sharding.harness.name_hints import SBIBM_JAX_OTHER_TASKS
 from gensbi_sharding.harness.model_files import model_file_problem
 from gensbi_sharding.harness.override_prefixes import prefix_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
@@ -252,6 +251,8 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
                         f"resumes was launched with {searched}, whose folder holds it: add {searched}")
             # a task sbibm_jax has but the harness does not register is no typo (was: gaussian_random_field ->
             # "did you mean data=gaussian_mixture?"): said so, the default offered, as data.name= says it
+            from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS  # deferred: tasks imports NumPy
+
             shipped = group == "data" and value in SBIBM_JAX_OTHER_TASKS
             near = None if shipped else closest_name(value, choices)
             said = f"{o.arg}: Could not find '{group}/{value}' ({group} options: {', '.join(choices)})" + (
