@@ -15,17 +15,19 @@ launch that died before its first checkpoint had its record overwritten by the n
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from gensbi_sharding.harness.earlier_attempts import set_aside, with_aside_copies
 
 __all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", "complete_step", "record_python_run",
-           "saving_record", "record_x64", "launch_x64", "X64_FILE"]
+           "saving_record", "record_x64", "launch_x64", "X64_FILE",
+           "quiet_absl"]
 
 #: This launch's ``jax_enable_x64``, written as the run starts (``record_x64``): a run killed before its
 #: ``metrics.json`` still says it (was: its continue commands carried no ``JAX_ENABLE_X64``, and a resume under the
@@ -38,6 +40,19 @@ _RECORD = re.compile("|".join(map(re.escape, _FILES)))
 def saved_record(run_dir: Path) -> Path:
     """The folder holding the kept record of ``run_dir`` (it may not exist)."""
     return Path(run_dir) / ".hydra" / "saved_by"
+
+
+@contextlib.contextmanager
+def quiet_absl() -> Iterator[None]:
+    """Inside: absl's logger (Orbax's) says warnings and errors only, its level put back after. Orbax's info line
+    "Read Metadata={...} from ..." as a checkpoint is read would otherwise stand above a refusal's one line."""
+    absl = logging.getLogger("absl")
+    level = absl.level
+    absl.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        absl.setLevel(level)
 
 
 def step_folder_names(run_dir: Path) -> list[int]:
@@ -64,10 +79,8 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps, find_checkpoint
     from gensbi_sharding.harness.step_items import step_damage
 
-    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
-    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...} from ..." (was: above a refusal's one line)
     checkpoints = Path(run_dir) / CHECKPOINT_SUBDIR
-    try:
+    with quiet_absl():
         try:
             newest, note = int(find_checkpoint(run_dir).name), ""
         except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
@@ -78,8 +91,6 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
         damage = {s: why for s in steps if (why := step_damage(checkpoints / str(s))) is not None}
         while steps and (why := damage.get(steps[-1])) is not None:
             note, steps = note or f"; step {steps[-1]}, newer, is damaged: {why}", steps[:-1]
-    finally:
-        absl.setLevel(level)
     if not steps:  # every step damaged: said (was: nothing, the refusal then offered no command at all)
         return None, Path(run_dir), "; ".join(f"step {s}: {why}" for s, why in sorted(damage.items(), reverse=True))
     return steps[-1], Path(run_dir) if not note else checkpoints / str(steps[-1]), note
@@ -225,18 +236,43 @@ def record_x64(run_dir: Path, on: bool, make: bool = False) -> None:
 
 def launch_x64(step_dir: Path) -> bool | None:
     """The ``jax_enable_x64`` the launch that saved ``step_dir`` recorded (``record_x64``, in ``saving_record``'s
-    folder); None where none is recorded or it cannot be read.
+    folder); None where none is recorded.
 
     Parameters
     ----------
     step_dir : Path
         A checkpoint's step folder (``<run>/checkpoints/<step>``).
+
+    Raises
+    ------
+    ConfigError
+        The record (hand-edited) holds no bool ``jax_enable_x64``: named, with its fix.
     """
     record = saving_record(Path(step_dir))
     if not record.is_dir():  # no copy kept (the running job's first attempt): the folder's record is the saver's
         record = Path(step_dir).parent.parent / ".hydra"  # (was: none read, at a stop of this very launch)
     try:
-        text = (record / X64_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        text = (record / X64_FILE).read_text(encoding="utf-8")
+    except OSError:  # none recorded (or gone): the run's setting is not known
         return None
-    return {"jax_enable_x64: true": True, "jax_enable_x64: false": False}.get(text)
+    except UnicodeDecodeError:
+        text = None
+    # Read as YAML, as Hydra's own files (OmegaConf's loader: true/false, any case, are bools; yes/on are words): a
+    # hand-edited record ("jax_enable_x64: True", "true  # 64-bit", "{jax_enable_x64: true}") is read (was: compared
+    # as exact text, so ignored: a resume under the other setting went on unrefused)
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+    from yaml import YAMLError
+
+    try:
+        value = OmegaConf.to_container(OmegaConf.create(text)).get("jax_enable_x64") if text is not None else None
+    except (OmegaConfBaseException, YAMLError, AttributeError, ValueError):  # not a mapping, not YAML
+        value = None
+    if isinstance(value, bool):
+        return value
+    from gensbi_sharding.harness.config import ConfigError
+
+    said = repr(text.strip()[:80]) if text is not None else "no UTF-8 text"
+    raise ConfigError(f"{record / X64_FILE} holds {said}, not 'jax_enable_x64: true' or 'jax_enable_x64: false': "
+                      f"write the setting the run was launched with (true: JAX_ENABLE_X64=1), or delete the file if "
+                      f"it is not known")

@@ -193,7 +193,10 @@ def x64_prefix(step_dir: Path) -> str:
     ``python``: the run's setting (``run_x64``) in ``x64_words.x64_lead``'s words, wherever the command is printed
     (was: only where this process's setting was not the run's, so the run's own commands at a stop had none, refused
     pasted in a fresh shell)."""
-    return x64_lead(run_x64(step_dir)[0])
+    try:
+        return x64_lead(run_x64(step_dir)[0])
+    except ConfigError:  # a hand-edited record that is no bool: the pasted command's refusal names it and its fix
+        return x64_lead(None)
 
 
 def continue_prefix(run_dir: Any, overrides: Sequence[str] | None = ()) -> str:

@@ -8,7 +8,6 @@ another. Pure Python: no JAX.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.launch_record import step_folder_names
+    from gensbi_sharding.harness.launch_record import quiet_absl, step_folder_names
     from gensbi_sharding.harness.python_words import as_overrides
     from gensbi_sharding.harness.resume import resume_step_dir
     from gensbi_sharding.harness.resume_settings import refuse_resume_settings
@@ -52,16 +51,14 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     named = (launch_dir() / Path(str(resume)).expanduser()).resolve()
     if out == named or out in named.parents or step_folder_names(out):  # by name: Orbax would start JAX
         return None
-    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
-    absl.setLevel(logging.WARNING)  # Orbax's notes as it reads the checkpoint ("Read Metadata=..."): no console's
     hydra, before = HydraConfig.instance(), HydraConfig.instance().cfg
     hydra.cfg = None  # no job's folder yet (--cfg's app, a sweep's start): out, checked above, is the run's own
     try:
-        step_dir = resume_step_dir(cfg)
+        with quiet_absl():  # Orbax's notes as it reads the checkpoint ("Read Metadata=..."): no console's
+            step_dir = resume_step_dir(cfg)
     except (ConfigError, FileNotFoundError) as refused:  # as run() records them
         return f"{type(refused).__name__}: {refused}"
     finally:
-        absl.setLevel(level)
         hydra.cfg = before
     if step_dir is not None and (damaged := damaged_refusal(step_dir)) is not None:  # Orbax's step metadata lists an
         return damaged  # item deleted since: the run refused it in its new folder (the arrays item, never read here)
