@@ -23,7 +23,7 @@ def test_a_later_jobs_stop_checks_count_on_from_the_job_before(tmp_path, monkeyp
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     monkeypatch.setattr(run_module, "run_steps", lambda *args: {})
     monkeypatch.setattr(multihost_utils, "broadcast_one_to_all", lambda words: words)
-    monkeypatch.setattr(PreemptionWatch, "checks_made", 0)
+    monkeypatch.setattr(PreemptionWatch, "prior_checks", 0)
     asked = []
     monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n: asked.append(n) or False)
     for job in (0, 1, 2):

@@ -28,7 +28,7 @@ def test_each_process_of_a_later_multirun_job_asks_the_sync_point_alike(tmp_path
     asked = {}
     for process in (0, 1):
         calls = asked[process] = []
-        monkeypatch.setattr(PreemptionWatch, "checks_made", 0)  # each a process of its own: no earlier job's checks
+        monkeypatch.setattr(PreemptionWatch, "prior_checks", 0)  # each a process of its own: no earlier job's checks
         monkeypatch.setattr(multihost_utils, "reached_preemption_sync_point", lambda n, c=calls: c.append(n) or False)
         run_module.run(compose_tiny(f"distributed.mode={mode}", f"distributed.process_id={process}",
                                     output_dir=tmp_path / "run"))

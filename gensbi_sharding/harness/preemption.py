@@ -20,7 +20,7 @@ JAX's preemption service (started by ``jax.distributed.initialize``, it takes ov
 (``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed on to it as SIGTERM. SIGTERM
 stays the service's once it started: a multirun's later jobs leave it there (was: each watch put a handler over it
 and the service never heard of a notice); one between two jobs is the service's too, answered at the next job's
-first check (the ids count on across the jobs, each watch closing with a question of its own: ``checks_made``).
+first check (the ids count on across the jobs, each watch closing with a question of its own: ``prior_checks``).
 """
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ class PreemptionWatch:
     as one still starting up, so one after the run must not end it; was: SIG_DFL, exit -15, as it ended).
     """
 
-    #: Stop checks the jobs of this process made so far while JAX stays joined to several processes (a multirun's,
+    #: Stop checks the ended jobs of this process made while JAX stays joined to several processes (a multirun's,
     #: explicit or auto mode): a later job's watch counts on from it, so the step ids of JAX's preemption sync point
     #: grow across the jobs, alike on every process (was: each job counted from 1, so a notice between two jobs set a
     #: sync point the next job reached only after as many checks as the job before made: late in it, not at its start).
-    checks_made = 0
+    prior_checks = 0
     #: Whether the closing question of the last job's watch met the sync point (a notice as it ended): the next job
     #: stops at its first check.
     stop_pending = False
@@ -102,7 +102,7 @@ class PreemptionWatch:
         self._deferred = False
         self._previous: dict[int, Any] = {}
         self._pending = False  # a notice met as the job before closed (``stop_pending``)
-        self._checks = 0  # stop checks so far: the sequence every process runs alike (``checks_made``: from there)
+        self._checks = 0  # stop checks so far: the sequence every process runs alike (``prior_checks``: from there)
         self.save_every, self._saved = 0, None  # train.checkpoint_every; steps a save asked the sync point with
         self._told = False  # whether a check told JAX's preemption service of this process's signal
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
@@ -112,8 +112,8 @@ class PreemptionWatch:
 
     def __enter__(self) -> PreemptionWatch:
         # JAX joined already (a multirun's later job): its sync point's ids go on from the jobs before
-        # (``checks_made``); a notice the last job's closing question met is this job's to answer, at its first check
-        self._checks, self._pending = (PreemptionWatch.checks_made, PreemptionWatch.stop_pending) if self._several() \
+        # (``prior_checks``); a notice the last job's closing question met is this job's to answer, at its first check
+        self._checks, self._pending = (PreemptionWatch.prior_checks, PreemptionWatch.stop_pending) if self._several() \
             else (0, False)
         PreemptionWatch.stop_pending = False
         if self._pending:
@@ -133,13 +133,13 @@ class PreemptionWatch:
     def __exit__(self, *exc) -> None:
         if self.watchdog is not None:  # a forced stop under way still ends the process
             self.watchdog.close()
-        PreemptionWatch.checks_made, PreemptionWatch.stop_pending = 0, False
+        PreemptionWatch.prior_checks, PreemptionWatch.stop_pending = 0, False
         if self._several():  # the last question of this job is this watch's: a notice before the next job sets the
             # sync point at the next id, that job's first check (was: an id of Orbax's last save, the step number, or
             # of each job's own count from 1: answered late or never); past the last save's id (stop_ids)
             reached, self._checks = ask_past_saves(self._checks + 1, self._saved)
             PreemptionWatch.stop_pending = reached or self._pending
-            PreemptionWatch.checks_made = self._checks
+            PreemptionWatch.prior_checks = self._checks
         service = self._several() and not self._ignore_after  # JAX's service took SIGTERM: left to it, for the
         for signum, handler in self._previous.items():  # next job's checks (a multirun's) to hear of a notice
             if signum == signal.SIGTERM and service:
@@ -150,13 +150,13 @@ class PreemptionWatch:
         self._previous.clear()
 
     @property
-    def check_count(self) -> int:
-        """The stop checks so far (a multirun's earlier jobs' included while JAX stays joined): the step id of the
-        last question to JAX's preemption sync point; set to agree with process 0's (``run_folder.claim_together``)."""
+    def last_check_id(self) -> int:
+        """This watch's count of stop checks (counting on from ``prior_checks``, the ended jobs', while JAX stays
+        joined): the step id of its last question to JAX's preemption sync point; set to agree with process 0's (``run_folder.claim_together``)."""
         return self._checks
 
-    @check_count.setter
-    def check_count(self, count: int) -> None:
+    @last_check_id.setter
+    def last_check_id(self, count: int) -> None:
         self._checks = count
 
     @contextlib.contextmanager
@@ -177,7 +177,7 @@ class PreemptionWatch:
         """Whether to stop here (a step boundary, or between validation batches), alike on every process.
 
         One process: whether a signal came. Several: JAX's preemption sync point, asked with the count of checks so
-        far, a multirun's earlier jobs' included while JAX stays joined (``checks_made``: every process makes the
+        far, a multirun's earlier jobs' included while JAX stays joined (``prior_checks``: every process makes the
         same checks in the same order, so the count is a step id they share and it grows by one per check, as the
         sync point requires); all processes get True at the same check.
         """

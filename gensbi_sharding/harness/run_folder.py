@@ -149,7 +149,7 @@ def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = No
     """``folder.claim()`` on its owner (process 0), told to every process JAX joins: a refusal raises the same words
     on each, at once (was: a multirun's later job, explicit mode, whose claim process 0 was refused left the other
     processes waiting in the job's collectives until their timeout); and every process's stop checks count on from
-    process 0's (``watch.check_count``), the step ids of JAX's preemption sync point alike. A collective: every
+    process 0's (``watch.last_check_id``), the step ids of JAX's preemption sync point alike. A collective: every
     process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before JAX joined
     the processes (``run_steps.claim_first``), told as its own would be."""
     import jax
@@ -164,9 +164,9 @@ def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = No
             refused = err
     said = f"{type(refused).__name__}\n{refused}".encode()[:_SAID] if refused is not None else b""
     words = np.zeros(_SAID + 2, np.int32)  # process 0's count of checks, the length of its words, their bytes
-    words[:2], words[2:2 + len(said)] = (watch.check_count, len(said)), np.frombuffer(said, np.uint8)
+    words[:2], words[2:2 + len(said)] = (watch.last_check_id, len(said)), np.frombuffer(said, np.uint8)
     got = np.asarray(multihost_utils.broadcast_one_to_all(words))
-    watch.check_count = int(got[0])
+    watch.last_check_id = int(got[0])
     if refused is not None:
         raise refused
     if got[1]:

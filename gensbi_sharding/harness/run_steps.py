@@ -251,7 +251,7 @@ def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch:
                                num_processes=dist.num_processes, process_id=dist.process_id,
                                timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
         configure_devices(resolve_cpu_count(cfg.devices.cpu_count)[0], cfg.devices.platform)
-        run_folder.claim_together(folder or SimpleNamespace(told=False), watch or SimpleNamespace(check_count=0),
+        run_folder.claim_together(folder or SimpleNamespace(told=False), watch or SimpleNamespace(last_check_id=0),
                                   refused)
     except Exception as err:  # noqa: BLE001 - claim_together raises it on being told; any other: not told
         if err is not refused:
