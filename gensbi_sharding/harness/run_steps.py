@@ -238,8 +238,13 @@ def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch:
     once (was: the others waited in ``jax.distributed.initialize`` for process 0, gone, until
     ``distributed.timeout_s``). Else, or where they cannot be joined, nothing. Called by ``run(cfg)``'s claim and by
     launch.py's, in Hydra's callback (``run_folder.RefuseCompletedRun``: no folder or watch there yet)."""
-    dist = cfg.get("distributed")  # Hydra's callback may get a config of a sweep's settings alone
-    if dist is None or dist.get("mode") != "explicit" or (dist.get("num_processes") or 0) < 2 \
+    from omegaconf import OmegaConf
+
+    # A config without a distributed section (one of one's own, from Python) has no other process to tell (was:
+    # 'Missing key distributed' raised out of launch.py's callback after its refusal, in place of its SystemExit(1))
+    dist = OmegaConf.select(cfg, "distributed", default=None)
+    if dist is None or OmegaConf.select(dist, "mode", default=None) != "explicit" \
+            or (OmegaConf.select(dist, "num_processes", default=None) or 0) < 2 \
             or os.environ.get(run_folder.LOCAL_CHILD_ENV):
         return
     from types import SimpleNamespace
