@@ -33,6 +33,7 @@ from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrid
                                                  shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
+from gensbi_sharding.harness.told_refusal import told_refusal
 from gensbi_sharding.harness.x64_words import x64_on
 
 __all__ = ["output_dir", "RunFolder", "claim_together", "folder_owner", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
@@ -171,7 +172,7 @@ def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = No
         raise refused
     if got[1]:
         kind, _, text = bytes(got[2:2 + got[1]].astype(np.uint8)).decode("utf-8", "replace").partition("\n")
-        raise {"FileExistsError": FileExistsError, "FolderInUseError": FolderInUseError}.get(kind, ConfigError)(text)
+        raise told_refusal(kind, text)
 
 
 #: The bytes of a refusal ``claim_together`` tells the other processes (a longer one is cut there).
