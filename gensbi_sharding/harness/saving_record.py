@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["launched_with", "saving_overrides", "as_it_ran"]
+__all__ = ["launched_with", "saving_overrides", "as_it_ran", "gone_presets"]
 
 
 def launched_with(step_dir: Any) -> str:
@@ -90,6 +90,10 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
     if not OmegaConf.is_dict(saved := read_record(ran)):
         return words
     saved = _leaves(OmegaConf.to_container(saved, resolve=False))
+    # A preset deleted (or renamed) since: Hydra's optional group skips it as it composes, but launch.py refuses its
+    # word pasted ("Could not find 'experiment/mine'"): left out, its settings added as they ran (was: kept)
+    gone = gone_presets(words)
+    words = [w for w in words if w not in gone]
     if (now := _composed(words)) is None:
         return words
     differ = [k for k, v in saved.items() if k in now and now[k] != v and not k.startswith(("train.resume", "hydra."))]
@@ -100,6 +104,36 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
     fixed = [*(w for w in words if w.split("=", 1)[0].lstrip("+~") not in differ), *typed]
     again = _composed(fixed)
     return fixed if again is not None and all(again.get(k) == saved[k] for k in differ) else words
+
+
+def gone_presets(words: list[str]) -> list[str]:
+    """The words of ``words`` that pick a group's option (``experiment=mine``) no folder of their search path (and
+    ``conf/``) holds any longer; none where a search path is not a folder (``pkg://``: Hydra's to list).
+
+    Parameters
+    ----------
+    words : list of str
+        A launch's overrides, its search path among them.
+
+    Returns
+    -------
+    list of str
+    """
+    from gensbi_sharding.harness.override_grammar import parse
+    from gensbi_sharding.harness.override_keys import option_groups, options
+
+    try:
+        command = parse(words)
+        groups, paths = option_groups(), command.search_paths
+        picks = [(o.arg, o.key, o.values()) for o in command.parsed if o.key in groups and o.hydra.package is None]
+    except Exception:  # noqa: BLE001 - a record that does not parse: its words as they are
+        return []
+    gone = []
+    for arg, group, values in picks:
+        choices = options(group, paths)
+        if choices is not None and any(isinstance(v, str) and "${" not in v and v not in choices for v in values):
+            gone.append(arg)
+    return gone
 
 
 def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
