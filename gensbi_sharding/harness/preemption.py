@@ -152,7 +152,8 @@ class PreemptionWatch:
     @property
     def last_check_id(self) -> int:
         """This watch's count of stop checks (counting on from ``prior_checks``, the ended jobs', while JAX stays
-        joined): the step id of its last question to JAX's preemption sync point; set to agree with process 0's (``run_folder.claim_together``)."""
+        joined): the step id of its last question to JAX's preemption sync point; set to agree with process 0's
+        (``run_folder.claim_together``)."""
         return self._checks
 
     @last_check_id.setter
