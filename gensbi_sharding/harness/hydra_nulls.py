@@ -46,6 +46,10 @@ def _hydra_nulls(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, 
                 walk(value, name)
             elif isinstance(value, yaml.ScalarNode) and value.tag == "tag:yaml.org,2002:null":
                 found.append((name, value.value, value.start_mark.line + 1))
+            elif isinstance(value, yaml.SequenceNode):  # env_copy: [~] (was: Hydra's multi-line ValidationError)
+                found.extend(((*name, f"[{i}]"), item.value, item.start_mark.line + 1) for i, item in
+                             enumerate(value.value) if isinstance(item, yaml.ScalarNode)
+                             and item.tag == "tag:yaml.org,2002:null")
 
     walk(root, ())
     return tuple(found)
@@ -57,9 +61,18 @@ def hydra_null_problem(path: Path, package: tuple[str, ...]) -> str | None:
     where it gives none. Was: Hydra's multi-line "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
     for keys, written, line in _hydra_nulls(str(path), *file_version(path)):
         full = (*package, *keys)
-        kind = field_type(full) if full[0] == "hydra" else None
+        if item := keys[-1].startswith("["):  # a list's item: the list's element type
+            listed = field_type(full[:-1]) if full[0] == "hydra" else None
+            kind = typing.get_args(listed)[0] if typing.get_origin(listed) is list and typing.get_args(listed) \
+                else None
+            said = f"{path}, line {line}: an item {written or 'left empty'} of {'.'.join(full[:-1])}"
+            fix = "delete that item"
+        else:
+            kind = field_type(full) if full[0] == "hydra" else None
         if kind is None or kind is typing.Any or type(None) in typing.get_args(kind):
             continue  # not Hydra's, no schema, or Optional: null is taken
+        if item:
+            return f"{said} is YAML's null, which Hydra's {'.'.join(full[:-1])} cannot hold; {fix}"
         said = f"{path}, line {line}: {f'{keys[-1]}: {written}'.rstrip()} ({'.'.join(full)})"
         entry = len(full) > 1 and typing.get_origin(field_type(full[:-1])) is dict  # env_set's MY_FLAG
         fix = (f"write {keys[-1]}: '' there for an empty value, or delete that line to leave it unset" if entry
