@@ -79,16 +79,39 @@ def simulate_at(task: Any, key: Any, theta: Any) -> tuple[np.ndarray, np.ndarray
     return np.asarray(theta, dtype=np.float32), np.asarray(x, dtype=np.float32)
 
 
-#: One jitted row-by-row simulation per task kind, (its type, its name): made anew on every call, it compiled
-#: anew (~0.35 s), once per data shard, so data.shards=1000 sat in step [3/7] for minutes. A task's simulator
-#: depends on its kind only (sbibm_jax's simulator parameters are fixed per task; the key get_simulator takes
-#: is not used by its simulator, which gets a key a row), so shards and runs in one process share it.
-_ROWS: dict[tuple[type, str], Any] = {}
+#: One jitted row-by-row simulation per task kind (``_task_kind``): made anew on every call, it compiled anew
+#: (~0.35 s), once per data shard, so data.shards=1000 sat in step [3/7] for minutes. A task's simulator depends on
+#: its type and settings only (the key get_simulator takes is not used by its simulator, which gets a key a row), so
+#: shards and runs in one process share it.
+_ROWS: dict[tuple, Any] = {}
+
+
+def _task_kind(task: Any) -> tuple:
+    """``task``'s type and its settings (``GaussianLinear(dim=5, simulator_scale=0.5)``: its scalars and its
+    ``simulator_params``' values): two tasks of one kind simulate alike. Was: (type, name) only, so a task of the
+    same name with other settings, from Python (``simulate_at``), was simulated with the first one's simulator: an
+    AssertionError for another dim, another scale's data without a word."""
+    import numpy as np
+
+    def fingerprint(value: Any) -> object:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, dict):
+            return tuple((str(k), fingerprint(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+        try:
+            array = np.asarray(value)
+        except Exception:  # noqa: BLE001 - not array-like: its text
+            return repr(value)
+        return (array.shape, array.dtype.str, array.tobytes()) if array.dtype.kind in "biufc" else repr(value)
+
+    settings = {k: v for k, v in vars(task).items() if k == "simulator_params" or not isinstance(v, (dict, list))}
+    return (type(task), tuple((k, fingerprint(v)) for k, v in sorted(settings.items())
+                              if k == "simulator_params" or v is None or isinstance(v, (bool, int, float, str))))
 
 
 def _jitted_rows(task: Any, key: Any) -> Any:
     """``rows(keys, theta)``: ``task``'s simulator over the rows of ``theta``, one ``lax.map`` step a row, jitted."""
-    kind = (type(task), task.name)
+    kind = _task_kind(task)
     if kind not in _ROWS:
         import jax
 
