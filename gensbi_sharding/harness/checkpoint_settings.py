@@ -145,18 +145,14 @@ def _saved(run_dir: Any) -> dict[str, Any] | None:
     steps = step_folder_names(Path(run_dir))
     if not steps:
         return None
-    import logging
-
     from gensbi_sharding.checkpoint import saved_config
+    from gensbi_sharding.harness.launch_record import quiet_absl
 
-    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
-    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
     try:
-        return _leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
+        with quiet_absl():  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
+            return _leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
     except (OSError, ValueError, TypeError):  # FileNotFoundError too: a damaged step says nothing here
         return None
-    finally:
-        absl.setLevel(level)
 
 
 def _literal(value: Any) -> str:

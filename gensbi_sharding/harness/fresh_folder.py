@@ -82,15 +82,11 @@ def _holds_complete_step(out_dir: Path, has_checkpoints: bool) -> bool:
     short, which the rerun's first save would refuse."""
     if not has_checkpoints:
         return False
-    import logging
+    from gensbi_sharding.harness.launch_record import quiet_absl
 
-    absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
-    absl.setLevel(logging.WARNING)  # Orbax's info line "Read Metadata={...}" above the refusal's one line
-    try:
+    with quiet_absl():  # Orbax's info line "Read Metadata={...}" above the refusal's one line
         if holds_checkpoint(out_dir):
             return True
-    finally:
-        absl.setLevel(level)
     from gensbi_sharding.checkpoint_lock import check_none_cut_short
 
     # A step folder cut short (not Orbax's temporary one, which the next run's checkpointer removes) would refuse
