@@ -148,4 +148,6 @@ def test_shard_model_benchmark_reports_its_peak_in_mb_not_mib(monkeypatch):
 
     held = []
     place = lambda model, mesh, rule: held.append(np.ones(25_000_000))  # 200,000,000 bytes touched
-    assert 198 <= b.measured(place, b.Stack(1, 8), None, "replicated")[1] <= 206  # MB; in MiB it read 190.7
+    # 195, not 198: memory another thread frees during the call lowers the peak above the start (197.97 seen in a
+    # fresh clone's whole suite); in MiB it read 190.7, still refused
+    assert 195 <= b.measured(place, b.Stack(1, 8), None, "replicated")[1] <= 206  # MB
