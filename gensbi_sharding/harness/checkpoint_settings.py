@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["saved_settings_overrides", "lacked_settings", "FREE_KEYS"]
+__all__ = ["saved_settings_overrides", "lacked_settings", "dotted_leaves", "FREE_KEYS"]
 
 #: Keys a continued run may set as it likes (the step to reach, where from): never compared.
 FREE_KEYS = ("train.steps", "train.resume")
@@ -150,7 +150,7 @@ def _saved(run_dir: Any) -> dict[str, Any] | None:
 
     try:
         with quiet_absl():  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
-            return _leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
+            return dotted_leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
     except (OSError, ValueError, TypeError):  # FileNotFoundError too: a damaged step says nothing here
         return None
 
@@ -184,13 +184,27 @@ def _has_option(section: str, option: str) -> bool:
     return (Path(CONF) / section / f"{option}.yaml").is_file()
 
 
-def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"model.width": 32, ...}``: every leaf of a nested dict by its dotted key (lists are leaves)."""
+def dotted_leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a nested dict by its dotted key: ``{"model.width": 32, ...}`` (lists are leaves).
+
+    Parameters
+    ----------
+    tree : Any
+        A plain container (``OmegaConf.to_container``'s); anything but a dict is one leaf.
+    prefix : str
+        The dotted key of ``tree`` itself ("" at the top).
+
+    Returns
+    -------
+    dict of str to Any
+        The leaves; a saved config's and a composed one's compare key by key (``checkpoint_settings``,
+        ``saving_record``, its one source).
+    """
     if not isinstance(tree, dict):
         return {prefix: tree} if prefix else {}
     out: dict[str, Any] = {}
     for name, value in tree.items():
-        out.update(_leaves(value, f"{prefix}.{name}" if prefix else str(name)))
+        out.update(dotted_leaves(value, f"{prefix}.{name}" if prefix else str(name)))
     return out
 
 
@@ -223,4 +237,4 @@ def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - any composition failure: no command is offered from it
         return None
     tree.pop("hydra", None)
-    return _leaves(tree)
+    return dotted_leaves(tree)

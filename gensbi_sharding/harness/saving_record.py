@@ -83,13 +83,14 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
     """
     from omegaconf import OmegaConf
 
+    from gensbi_sharding.harness.checkpoint_settings import dotted_leaves
     from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.override_grammar import hydra_value
     from gensbi_sharding.harness.override_words import override_literal
 
     if not OmegaConf.is_dict(saved := read_record(ran)):
         return words
-    saved = _leaves(OmegaConf.to_container(saved, resolve=False))
+    saved = dotted_leaves(OmegaConf.to_container(saved, resolve=False))
     # A preset deleted (or renamed) since: Hydra's optional group skips it as it composes, but launch.py refuses its
     # word pasted ("Could not find 'experiment/mine'"): left out, its settings added as they ran (was: kept)
     gone = gone_presets(words)
@@ -136,16 +137,6 @@ def gone_presets(words: list[str]) -> list[str]:
     return gone
 
 
-def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"model.width": 32, ...}``: every leaf of a nested dict by its dotted key (lists are leaves)."""
-    if not isinstance(tree, dict):
-        return {prefix: tree} if prefix else {}
-    out: dict[str, Any] = {}
-    for name, value in tree.items():
-        out.update(_leaves(value, f"{prefix}.{name}" if prefix else str(name)))
-    return out
-
-
 def _composed(words: list[str]) -> dict[str, Any] | None:
     """The leaves, unresolved, of the config ``words`` compose to now from ``conf/`` (their search path read), Hydra's
     section aside; None where they do not compose (a hint is worth no failure)."""
@@ -153,6 +144,7 @@ def _composed(words: list[str]) -> dict[str, Any] | None:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
+    from gensbi_sharding.harness.checkpoint_settings import dotted_leaves
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.groups import CONF
 
@@ -170,4 +162,4 @@ def _composed(words: list[str]) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - any composition failure: the record's words as they are
         return None
     tree.pop("hydra", None)
-    return _leaves(tree)
+    return dotted_leaves(tree)
