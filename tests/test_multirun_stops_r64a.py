@@ -58,7 +58,10 @@ print("DONE", json.dumps(done), flush=True)
 def test_a_notice_between_two_jobs_stops_the_next_job_before_it_trains(tmp_path):
     done = _run_on_two_processes(_BETWEEN_WORKER, tmp_path, "DONE")
     assert [[job[0] for job in process] for process in done] == [["ok", "preempted"]] * 2, done
-    assert [process[1][1] for process in done] == [None, None], done  # before training: no step (was: mid-training)
+    # Before training, or at the first step's check where JAX's preemption service agreed on the sync point after the
+    # job's first check (the agreement travels through the coordinator: a loaded machine gave step 1 in 2 of ~6
+    # runs); was: mid-training (step 26 of 400)
+    assert all(process[1][1] in (None, 1) for process in done), done
 
 
 # Two dry-run jobs of two processes, explicit mode; the second job's folder already holds a completed run, which
