@@ -249,3 +249,18 @@ def proc_takes_no_new_name():
         pytest.skip(f"/proc refuses a new folder otherwise here ({err.strerror})")
     os.rmdir("/proc/gensbi-probe")  # no /proc here: "/" took it
     pytest.skip("/proc takes a new folder here")
+
+
+def pytest_report_header(config):
+    """The versions a run tested, in its header: a fresh install takes the newest releases the bounds allow, and
+    jax/jaxlib 0.12.1 (newer than the working tree's) hung CI's two-process tests while the working tree passed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return "installed: " + ", ".join(f"{name} {installed(name)}" for name in
+                                     ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "hydra-core", "gensbi"))
