@@ -5,7 +5,7 @@
 #      giving per-device memory and the collectives of one train step; under fsdp XLA's GPU
 #      pipeline turns the gradients' all-reduce + slice into a reduce-scatter, which XLA:CPU never does;
 #   2. a short real fsdp run on the one GPU, with the device's peak memory (metrics.json).
-# Usage (repository root, dependencies importable): OUT=<folder> bash benchmarks/gpu_check.sh
+# Usage (repository root, after `make run` or `make test` installed .venv): OUT=<folder> bash benchmarks/gpu_check.sh
 set -u
 OUT=${OUT:?set OUT to an empty folder for the results}
 # A folder holding an earlier check: its runs would be refused and the old results printed as new.
@@ -14,6 +14,9 @@ if [ -e "$OUT" ] && { [ ! -d "$OUT" ] || [ -n "$(ls -A "$OUT")" ]; }; then
   exit 2
 fi
 export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+# The project's venv first, as the README's commands made it (was: the system python3, without jax, unless the user
+# had activated it): its python3 runs every step below.
+if [ -x .venv/bin/python3 ]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 # Don't let JAX take 75 % of the GPU up front, so the peak it reports is what the run used.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 
