@@ -66,6 +66,22 @@ def under_command(overrides, check):
             HydraConfig.instance().cfg = None
 
 
+
+def run_with_own_preset(tmp_path):
+    """A run folder's ``.hydra`` record of ``<searchpath> experiment=mine seed=3``, where ``experiment/mine`` is a
+    preset of one's own (``model.width: 24``) in ``tmp_path/my_conf``: ``(the preset's file, the searchpath override,
+    the run folder)``."""
+    preset = tmp_path / "my_conf" / "experiment" / "mine.yaml"
+    preset.parent.mkdir(parents=True)
+    preset.write_text("# @package _global_\nmodel:\n  width: 24\n")
+    search = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text(under_command([search, "experiment=mine", "seed=3"], OmegaConf.to_yaml))
+    (run / ".hydra" / "overrides.yaml").write_text("- experiment=mine\n- seed=3\n")
+    (run / ".hydra" / "hydra.yaml").write_text(f"hydra:\n  overrides:\n    hydra:\n    - {search}\n")
+    return preset, search, run
+
 def hint(message: str, key: str) -> str:
     """The value a message tells the user to give ``key`` (``set key=V`` or ``key to at least V``)."""
     found = re.search(rf"(?:set |add ){re.escape(key)}=([\w\-]+)|{re.escape(key)} to at least (\d+)", message)

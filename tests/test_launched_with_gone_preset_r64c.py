@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from omegaconf import OmegaConf
-
-from faults_helpers import under_command
+from faults_helpers import run_with_own_preset, under_command
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.saving_record import gone_presets
@@ -15,15 +13,7 @@ from gensbi_sharding.harness.saving_record import gone_presets
 def test_a_deleted_presets_word_is_left_out_and_every_setting_that_ran_added(tmp_path):
     # Was: '... experiment=mine seed=3 model.width=24', refused pasted: "Could not find 'experiment/mine'" (Hydra's
     # optional experiment skipped the missing option as it composed, so the check before printing passed)
-    preset = tmp_path / "my_conf" / "experiment" / "mine.yaml"
-    preset.parent.mkdir(parents=True)
-    preset.write_text("# @package _global_\nmodel:\n  width: 24\n")
-    search = f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]"
-    run = tmp_path / "run"
-    (run / ".hydra").mkdir(parents=True)
-    (run / ".hydra" / "config.yaml").write_text(under_command([search, "experiment=mine", "seed=3"], OmegaConf.to_yaml))
-    (run / ".hydra" / "overrides.yaml").write_text("- experiment=mine\n- seed=3\n")
-    (run / ".hydra" / "hydra.yaml").write_text(f"hydra:\n  overrides:\n    hydra:\n    - {search}\n")
+    preset, search, run = run_with_own_preset(tmp_path)
     assert gone_presets([search, "experiment=mine", "seed=3"]) == []
     preset.unlink()  # deleted after the run started
     assert gone_presets([search, "experiment=mine", "seed=3"]) == ["experiment=mine"]
