@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Refusal", "fix_of", "fixes_of", "said", "pasted", "listed", "parts_of", "sweep_parts", "fix_refusal",
-           "refused_too", "rephrased"]
+__all__ = ["Refusal", "fix_of", "fixes_of", "said", "listed", "parts_of", "sweep_parts", "fix_refusal", "refused_too",
+           "rephrased"]
 
 
 class Refusal(str):
@@ -120,34 +120,6 @@ def said(fix: str | tuple[str, ...] | None) -> str:
     return f"drop {' '.join(drops)}" + (f" and set {sets}" if sets else "") if drops else sets
 
 
-def pasted(fix: str | tuple[str, ...] | None) -> tuple[str, str]:
-    """A fix as the words to paste into bash: ``(drops, overrides)``, each override one shell word (``shlex.quote``),
-    so that ``shlex.split(overrides)`` gives back the overrides the fix types; ``drops`` the keys it drops
-    (``~key=value``), as typed with ``+`` (a word to take out of the command, not to paste), "" where none.
-
-    Parameters
-    ----------
-    fix : str or tuple of str or None
-        E.g. ``("~model.dpeth=2", "+hydra.job.env_set.MY_FLAG='true'", "eval.observations=[1]")``.
-
-    Returns
-    -------
-    tuple of (str, str)
-        E.g. ``("+model.dpeth=2", "\"+hydra.job.env_set.MY_FLAG='true'\" 'eval.observations=[1]'")``.
-    """
-    drops = " ".join(_shell_word(f"+{f[1:]}") for f in fixes_of(fix) if f.startswith("~"))
-    return drops, " ".join(_shell_word(f) for f in fixes_of(fix) if not f.startswith("~"))
-
-
-def _shell_word(word: str) -> str:
-    """``word`` as one bash word: ``shlex.quote``'s, or in double quotes where it holds a single quote and nothing
-    bash reads inside double quotes (shlex's ``'a='"'"'b'"'"''`` is hard to read back)."""
-    import shlex
-
-    quoted = shlex.quote(word)
-    return f'"{word}"' if quoted != word and "'" in word and not set(word) & set('"$`\\!') else quoted
-
-
 def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, lead: str = "",
            together: bool = True) -> Refusal:
     """Several refusals as one: ``head``, then each problem on a line of its own (its key, value and fix), ``parts``
@@ -182,6 +154,8 @@ def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, le
                     for label, problem in zip([*labels] or [""] * len(problems), problems))
     # one shell word each (was: as typed, so "+hydra.job.env_set.MY_FLAG='true'" pasted gave Hydra the bare true it
     # refused, and [1] a glob); a key to drop is said before the colon: it is taken out of the command, not pasted
+    from gensbi_sharding.harness.paste_command import pasted
+
     drops, words = pasted(typed)
     how = f"\n  all fixed together{f' (drop {drops})' if drops and words else ''}: "
     refusal = Refusal(head + lines, typed if one_each else None, how=how,
