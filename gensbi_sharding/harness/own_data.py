@@ -22,7 +22,8 @@ __all__ = ["check_factory_result", "check_shards", "agreed_shards"]
 
 _DOCS = "docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness"
 _TEXT_BYTES = 2048  # of a process's refusal, gathered with the shards' digests (a multiple of 4: uint32 words)
-_SEEDS = "simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), as load_task does"
+_SEEDS = ("simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), as load_task "
+          "does")
 
 
 def check_factory_result(data: Any, name: str, *, x_transform: str | None = None) -> SimulationData:
@@ -259,7 +260,8 @@ def _check_distinct(digests: list[bytes], name: str, shards: int) -> None:
     for index, digest in enumerate(digests):
         if (first := first_of.setdefault(digest, index)) != index:
             raise ConfigError(f"data={name}'s factory returned the same simulations for shards {first} and {index} "
-                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; {_SEEDS}")
+                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; "
+                              f"{_SEEDS}")
 
 
 def _every_digest(parts: list[SimulationData], *, count: int, refusal: str) -> tuple[list[bytes], list[str]]:
