@@ -89,10 +89,10 @@ def _last_resort_on_root() -> logging.Handler | None:
 @contextlib.contextmanager
 def last_resort_kept() -> Iterator[None]:
     """While a job runs, a root logger without handlers (``hydra/job_logging=disabled`` or ``none``) gets one that
-    prints as logging's last resort did (``_last_resort_on_root``), so absl finds one: its ``log()`` (Orbax's first note,
-    e.g. as ``import gensbi.models.flux1`` imports Orbax) runs ``logging.basicConfig()`` on a root without handlers,
-    whose stderr handler then printed each error the job's own console handler (``log_file.errors_on_console``) had
-    said, again ("ERROR:gensbi_sharding:...")."""
+    prints as logging's last resort did (``_last_resort_on_root``), so absl finds one: its ``log()`` (Orbax's first
+    note, e.g. as ``import gensbi.models.flux1`` imports Orbax) runs ``logging.basicConfig()`` on a root without
+    handlers, whose stderr handler then printed each error the job's own console handler
+    (``log_file.errors_on_console``) had said, again ("ERROR:gensbi_sharding:...")."""
     added = _last_resort_on_root()
     try:
         yield

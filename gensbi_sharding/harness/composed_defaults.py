@@ -110,7 +110,28 @@ def _schema_default(cfg: Any, path: str) -> tuple[bool, Any]:
             else Config
     except ValueError:  # not a config node
         return False, None
+    if schema is dict:  # an untyped section (OmegaConf.load of a run's .hydra/config.yaml, a dict): its place says
+        schema = _untyped_schema(cfg, parent)  # (was: dict, no default, so "train.steps=-3 must be >= 1" no fix)
     return schema_default(schema, key)
+
+
+def _untyped_schema(cfg: Any, parent: str) -> type | None:
+    """The dataclass the section at the dotted ``parent`` has in ``Config``, as Hydra would type it (``model``'s by
+    ``model.name``); None where none does."""
+    import dataclasses
+
+    from gensbi_sharding.harness.config import Config, model_schema_classes, type_hints
+
+    schema: Any = Config
+    for depth, part in enumerate(parent.split(".")):
+        if depth == 0 and part == "model":
+            name = OmegaConf.select(cfg, "model.name", default=None, throw_on_resolution_failure=False)
+            schema = next((c for c in model_schema_classes() if c.name == name), None)
+        else:
+            schema = type_hints(schema).get(part) if dataclasses.is_dataclass(schema) else None
+        if not dataclasses.is_dataclass(schema):
+            return None
+    return schema
 
 
 def _composed(cfg: Any) -> Any:

@@ -130,7 +130,8 @@ class DataConfig:
     batch_size: int = 256  # global batch, split over the data-parallel devices
     num_observation: int = 1  # which of the task's 10 benchmark observations to condition on
     shards: Optional[int] = None  # data shards (seed streams); None: one per process
-    theta_transform: str = "support"  # support (train in R^d through the prior's bijection) | none (as simulated; draws outside the prior rejected)
+    # support (train in R^d through the prior's bijection) | none (as simulated; draws outside the prior rejected)
+    theta_transform: str = "support"
     x_transform: str = "none"  # none | log (positive data spanning decades)
 
 

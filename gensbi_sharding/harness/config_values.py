@@ -44,7 +44,8 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
         try:
             OmegaConf.to_container(cfg[key], resolve=True, throw_on_missing=True) if OmegaConf.is_config(cfg[key]) \
                 else cfg[key]
-        except MissingMandatoryValue as err:  # was: its multi-line text, a traceback, or the run's refusal in its folder
+        except MissingMandatoryValue as err:  # was: its multi-line text, a traceback, or the run's refusal in its
+            # folder
             return _missing_problem(cfg, str(getattr(err, "full_key", None) or key))
         except (InterpolationResolutionError, GrammarParseError) as err:
             path = str(getattr(err, "full_key", None) or key)
@@ -54,7 +55,8 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
             reason = str(err).strip().splitlines()[0]
             found, default = suggested_default(cfg, path)
             said = f"{path}={raw} cannot be resolved ({reason}); give a value"
-            after = f", or point the ${{...}} at an existing key of the right type ({command_for()} --cfg job lists the keys)"
+            after = (f", or point the ${{...}} at an existing key of the right type ({command_for()} --cfg job lists "
+                     "the keys)")
             return Refusal(said, f"{path}={override_literal(default)}", how=", e.g. ", after=after) if found \
                 else said + after
     return None

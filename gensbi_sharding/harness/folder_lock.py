@@ -22,9 +22,11 @@ __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_not
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
-_RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st(\.attempt\d+)?\.csv|posterior(\.attempt\d+)?\.png|"
+# (the .attempt<N> names: earlier_attempts')
+_RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st(\.attempt\d+)?\.csv|"
+                          r"posterior(\.attempt\d+)?\.png|"
                           r"train_losses\.npz|losses\.png|error(\.attempt\d+)?\.txt|checkpoints|"
-                          r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|process_\d+(\.attempt\d+)?\.log)")  # earlier_attempts' names
+                          r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|process_\d+(\.attempt\d+)?\.log)")
 _SWEEP_OUTPUTS = re.compile(r"(sweep_summary\.(csv|md|png)|continue_unfinished\.sh|\d+)")
 _MARKS = {False: (".run.lock", ".hydra", "metrics.json", "checkpoints"), True: (".run.lock", "multirun.yaml")}
 

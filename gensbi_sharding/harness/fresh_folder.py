@@ -53,7 +53,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
             status == "error" and not dry_run and not _holds_complete_step(out_dir, has_checkpoints)):
         hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 rerun_hint(out_dir, "continue it", overrides, multirun, steps))
+                 rerun_hint(out_dir, "continue it", overrides, multirun))
                 + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
@@ -70,7 +70,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
         # read it back (was: as it is)
         from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
-                              f"could not be written); {stopped_hint(out_dir, overrides, multirun, steps)}, or in a "
+                              f"could not be written); {stopped_hint(out_dir, overrides, multirun)}, or in a "
                               f"new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous
 

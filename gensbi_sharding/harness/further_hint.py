@@ -95,8 +95,7 @@ def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -
     return [*(o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))), *map(str, saved)]
 
 
-def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multirun: bool,
-               steps: int | None = None) -> str:
+def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multirun: bool) -> str:
     """"rerun with <its train.resume> to <again> in this folder" (``resume_command.folder_resume``): the command's own
     plus that override; where the command's settings are not those of the launch the folder's record holds (but
     ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
@@ -104,7 +103,7 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
     "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws.
     Where this process's ``JAX_ENABLE_X64`` is not the run's (``resume_settings.continue_prefix``), the whole
     command, led by the setting that continues it (a sweep's job: the sweep's, ``sweep_again``; was:
-    "rerun with train.resume=auto", refused pasted in the same shell). ``steps`` is not used (fresh_folder passes it).
+    "rerun with train.resume=auto", refused pasted in the same shell).
     """
     from gensbi_sharding.harness.resume_command import folder_resume
     from gensbi_sharding.harness.sweep_hints import job_command
@@ -120,7 +119,7 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
     return said if own is None else f"{again} in this folder with the settings it was launched with: {own}"
 
 
-def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool, steps: int | None = None) -> str:
+def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str:
     """"continue it here with the same command plus train.resume=auto", or where the command's settings are not
     those of the folder's record, "continue it here with the settings it was launched with: <its command>"
     (``rerun_hint``'s rule; was: the same command's, a seed=1 typed over a killed seed=0 run's checkpoints); the

@@ -117,7 +117,8 @@ def preset_is_multirun(group: str, option: str, search_paths: Sequence[str] = ()
     preset = OmegaConf.load(files[-1])  # a later search path's file wins, as Hydra reads them
     entries = [next(iter(d)) if OmegaConf.is_dict(d) else str(d) for d in OmegaConf.select(preset, "defaults") or []]
     nested = [e for e in entries if e != "_self_" and (not e.startswith("override /")  # another preset's file
-                                                       or e.split("/", 1)[1].startswith(("sweep", "experiment", "hydra")))]
+                                                       or e.split("/", 1)[1].startswith(("sweep", "experiment",
+                                                                                         "hydra")))]
     return nested != [] or str(OmegaConf.select(preset, "hydra.mode", default="")).upper() == "MULTIRUN"
 
 

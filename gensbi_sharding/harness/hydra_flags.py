@@ -123,7 +123,8 @@ def mode_flags_problem(args: Sequence[str] | CommandLine) -> str | None:
     if len(given) < 2:
         return None
     fix = ("to see a job's composed config, leave out -m and give each swept key one value: "
-           f"{command_for()} <overrides> --cfg job") if "-m" in given and "--cfg" in given else f"keep one of {', '.join(given)}"
+           f"{command_for()} <overrides> --cfg job") if "-m" in given and "--cfg" in given else \
+        f"keep one of {', '.join(given)}"
     return f"{' and '.join(given)} cannot be combined (Hydra runs one mode); {fix}"
 
 

@@ -84,8 +84,8 @@ def hold_interrupt() -> Iterator[None]:
 
 def defer_interrupt(frame: Any = None) -> bool:
     """Whether the Ctrl-C that would stop the run at once is deferred: inside ``hold_interrupt``, or when it landed in
-    a finalizer (``__del__``, a ``weakref`` or garbage-collector callback: Python prints "Exception ignored in ..." there
-    and goes on); never a third.
+    a finalizer (``__del__``, a ``weakref`` or garbage-collector callback: Python prints "Exception ignored in ..."
+    there and goes on); never a third.
 
     Parameters
     ----------

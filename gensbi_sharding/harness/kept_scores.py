@@ -43,12 +43,13 @@ def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],
 
 
 def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, Path] | None:
-    """``(samples, c2st_scores, acceptance, path)`` of ``path`` if an earlier attempt wrote it with these ``settings`` and
-    ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
+    """``(samples, c2st_scores, acceptance, path)`` of ``path`` if an earlier attempt wrote it with these ``settings``
+    and ``n`` samples, else None (no file, one from other weights or settings, or one written before these fields)."""
     try:
         with np.load(path) as saved:
             if len(saved["samples"]) != n or any(saved[key].item() != value for key, value in settings.items()):
                 return None
             return saved["samples"], saved["c2st_scores"], float(saved["acceptance"]), path
-    except Exception:  # noqa: BLE001 (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
+    # (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
+    except Exception:  # noqa: BLE001
         return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over

@@ -52,10 +52,12 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         if key.startswith(("+", "~")) or "=" not in o.arg or len(parts) < 2 or parts[0] == "hydra" or "/" in key:
             continue
         keys, below, typed = group_keys(parts[:-1], models := choice.models if known else None), [], ""
-        if keys is None and (found := unknown_part(parts, lambda path: group_keys(path, models), list_fields())):  # mesh.shape.x
+        # a key below a setting or a section (mesh.shape.x)
+        if keys is None and (found := unknown_part(parts, lambda path: group_keys(path, models), list_fields())):
             if (keys := found[1]) is None:  # train.steps.x=1
                 return setting_path_problem(o.arg, parts[:found[0] + 1], value, list_fields())
-            below, parts, typed, key = parts[found[0] + 1:], parts[:found[0] + 1], f"{o.arg}: ", ".".join(parts[:found[0] + 1])
+            below, parts, typed = parts[found[0] + 1:], parts[:found[0] + 1], f"{o.arg}: "
+            key = ".".join(parts)
         if keys is None or parts[-1] in keys:
             continue
         group, of_model = ".".join(parts[:-1]), parts[0] == "model" and len(parts) == 2 and known
@@ -63,7 +65,8 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         if of_model and (owners := sorted(m for m, f in fields.items() if parts[-1] in f)):
             if not choice.given:
                 continue  # model_key_problem names the model to add (an experiment's file may hold its own keys)
-            return f"{typed}{key} is a setting of model={' or model='.join(owners)}, not of {choice.label}; its settings: {shown}"
+            return (f"{typed}{key} is a setting of model={' or model='.join(owners)}, not of {choice.label}; its "
+                    f"settings: {shown}")
         if parts[0] == "rule" and len(parts) == 2 and not below and o.hydra is not None and o.values() and all(
                 other_name_problem(parts[1], v) is None for v in o.values()):  # as the library's tables take it
             return f"{key} is no key of the rule table ({shown}); add another name declared unsplit: +{key}={value}"
@@ -101,7 +104,8 @@ def model_key_problem(args: Sequence[str] | CommandLine) -> str | None:
     if any(o.hydra.is_sweep_override() for o in experiments):
         return None  # each job's experiment may pick another model
     picked = experiment_model(str(experiments[-1].hydra.value())) if experiments else None
-    base = None if picked == "?" else picked or default_model(command.args)  # the model of the config before model= is applied
+    # the model of the config before model= is applied
+    base = None if picked == "?" else picked or default_model(command.args)
     swept = command.models if command.model is None else []
     if command.models:
         chosen, given = command.models, True

@@ -185,10 +185,11 @@ def record_python_run(run_dir: Path, config: Any, previous: dict | None = None) 
 
 
 def saving_record(step_dir: Path) -> Path:
-    """The Hydra record (its folder) of the launch that saved the step folder ``step_dir`` (``<run>/checkpoints/<step>``):
-    in the running Hydra job's own folder, whose record Hydra has replaced by this attempt's, the copy ``keep_record``
-    made; elsewhere that copy for a step not after the one it kept (one a run from Python, or an attempt killed
-    before it settled, left: a later attempt's record replaced the folder's), else the folder's own.
+    """The Hydra record (its folder) of the launch that saved the step folder ``step_dir``
+    (``<run>/checkpoints/<step>``): in the running Hydra job's own folder, whose record Hydra has replaced by this
+    attempt's, the copy ``keep_record`` made; elsewhere that copy for a step not after the one it kept (one a run from
+    Python, or an attempt killed before it settled, left: a later attempt's record replaced the folder's), else the
+    folder's own.
 
     Parameters
     ----------

@@ -26,8 +26,8 @@ from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes
 
-__all__ = ["check_fits", "fits_problem", "check_draw_fits", "simulations_problem", "state_bytes_per_device", "host_available_bytes",
-           "MOMENTS", "DATA_COPIES"]
+__all__ = ["check_fits", "fits_problem", "check_draw_fits", "simulations_problem", "state_bytes_per_device",
+           "host_available_bytes", "MOMENTS", "DATA_COPIES"]
 
 MOMENTS = 2  # AdamW's mu and nu, each shaped and placed like the parameters
 DATA_COPIES = 4  # the simulations on the host: as simulated, as NumPy float32, transformed, normalised

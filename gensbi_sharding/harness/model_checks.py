@@ -158,8 +158,8 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None,
                       "and model.id_emb_dim)")
     rope = any(str(s).startswith("rope") for s in model.id_embedding_strategy)
     if model.id_merge_mode == "sum" and axes and not rope and any(axes[1:]):  # measured: [4,4] trains as [8,0]
-        unused.append(f"the split of model.axes_dim={_literal(axes)} (without a rope1d id strategy only its sum is used: "
-                      f"the same model as model.axes_dim=[{sum(axes)},0]; rope1d gives each id axis its size)")
+        unused.append(f"the split of model.axes_dim={_literal(axes)} (without a rope1d id strategy only its sum is "
+                      f"used: the same model as model.axes_dim=[{sum(axes)},0]; rope1d gives each id axis its size)")
     # GenSBI's single-stream blocks build their query/key/value projection with a bias whatever qkv_bias says.
     if model.get("depth") == 0 and model.get("qkv_bias") != Flux1Config().qkv_bias:
         unused.append(f"model.qkv_bias={_literal(model.qkv_bias)} (only the double-stream blocks read it, and "
@@ -197,14 +197,15 @@ def _dtypes(model: DictConfig) -> None:
     _require(model["param_dtype"] != "float16",
              Refusal("model.param_dtype=float16 trains to NaN from the first steps at any learning rate (AdamW keeps "
                      "its moments in the parameters' dtype, where its eps=1e-8 and small squared gradients round to 0; "
-                     "model.dtype=float16, the compute dtype, is allowed where it compiles)", "model.param_dtype=bfloat16",
-                     how="; e.g. ", after=" (float32's range)"))
+                     "model.dtype=float16, the compute dtype, is allowed where it compiles)",
+                     "model.param_dtype=bfloat16", how="; e.g. ", after=" (float32's range)"))
 
 
 def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> None:
     mode = model.id_merge_mode
-    _require(mode in MERGE_MODES, Refusal(f"model.id_merge_mode={_literal(mode)} is not one of {', '.join(MERGE_MODES)}",
-                                          "model.id_merge_mode=sum", how="; e.g. ", after=" (GenSBI's default)"))
+    _require(mode in MERGE_MODES, Refusal(f"model.id_merge_mode={_literal(mode)} is not one of "
+                                          f"{', '.join(MERGE_MODES)}", "model.id_merge_mode=sum", how="; e.g. ",
+                                          after=" (GenSBI's default)"))
     strategies = list(model.id_embedding_strategy)
     _require(len(strategies) == 2 and all(s in ID_STRATEGIES_1D for s in strategies),
              Refusal(f"model.id_embedding_strategy={_literal(strategies)}: give two of {', '.join(ID_STRATEGIES_1D)} "
@@ -240,8 +241,9 @@ def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> 
         # GenSBI's pos1d table is sin | cos halves of the id embedding's width: hidden size here (odd: its
         # "Hidden size (3) must be divisible by 2" after the simulations, naming no setting).
         _require("pos1d" not in strategies or hidden % 2 == 0,
-                 Refusal(f"model.axes_dim={_literal(axes)} with model.num_heads={model.num_heads}: the pos1d id strategy "
-                         f"needs an even hidden size (sum(axes_dim) * num_heads = {hidden}, sine and cosine halves)",
+                 Refusal(f"model.axes_dim={_literal(axes)} with model.num_heads={model.num_heads}: the pos1d id "
+                         f"strategy needs an even hidden size (sum(axes_dim) * num_heads = {hidden}, sine and cosine "
+                         "halves)",
                          f"model.axes_dim=[{','.join(str(a + (i == 0)) for i, a in enumerate(axes))}]", how="; e.g. "))
     else:
         bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (isinstance(model[k], int) and model[k] >= 1)]
@@ -275,8 +277,8 @@ def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> 
                      "allocates nothing) cannot evaluate, so this model has no dry run", ("dry_run=false",
                      "model.init=eager"), how="; ", shown="drop dry_run=true and train it with model.init=eager"))
     _require("pos1d" not in strategies or model.init == "eager" or not traced,
-             Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's pos1d "
-                     "id embedding sizes its table with jnp.maximum inside the constructor, which no trace can "
+             Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's "
+                     "pos1d id embedding sizes its table with jnp.maximum inside the constructor, which no trace can "
                      "evaluate", "model.init=eager", how="; e.g. ",
                      after=" (built whole on one device, then placed), or absolute or rope1d ids"))
 

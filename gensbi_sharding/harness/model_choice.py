@@ -1,9 +1,9 @@
 """Which model(s) a command line's ``model.<field>`` keys apply to, before Hydra composes anything.
 
 ``model=`` picks it (the last one typed, each swept or glob-matched one); else ``experiment=``'s file
-(``override /model: transformer``); else the primary config's default (``conf/config.yaml``'s ``mlp``, or ``--config-name``'s). The key checks
-(``override_keys``, ``override_types``, ``override_prefixes``) read the model here, so a hint names the
-fields of the model the run would build, not every model's. Pure Python: no JAX.
+(``override /model: transformer``); else the primary config's default (``conf/config.yaml``'s ``mlp``, or
+``--config-name``'s). The key checks (``override_keys``, ``override_types``, ``override_prefixes``) read the model
+here, so a hint names the fields of the model the run would build, not every model's. Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ __all__ = ["ModelChoice", "chosen_models", "default_model", "experiment_model"]
 
 class ModelChoice(typing.NamedTuple):
     """The models a command's ``model.*`` keys apply to (``models``), as a message names them (``label``:
-    ``the default model=mlp``, ``experiment=quick's model=mlp``, ``model=mlp,flux1``), and whether ``model=`` was typed (``given``)."""
+    ``the default model=mlp``, ``experiment=quick's model=mlp``, ``model=mlp,flux1``), and whether ``model=`` was
+    typed (``given``)."""
 
     models: list[str]
     label: str

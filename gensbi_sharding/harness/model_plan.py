@@ -72,7 +72,8 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
                                        len(plan.fallbacks), "\n".join(f"  {p}: {r}" for p, r in plan.fallbacks.items()))
     if strict:
         raise ConfigError(strict_problem(model, plan))
-    log.warning("%s", plan.fallback_message(every=f"metrics.json 'fallbacks' and {job_log_name()}"), extra=EVERY_PROCESS)
+    log.warning("%s", plan.fallback_message(every=f"metrics.json 'fallbacks' and {job_log_name()}"),
+                extra=EVERY_PROCESS)
     return plan
 
 

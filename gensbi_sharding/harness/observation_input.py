@@ -92,8 +92,9 @@ def load_observation(x_o: Any) -> np.ndarray:
                                     "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
         if not path.is_file():
             # The file the command names, to save (was 'x_o.npy': saved there, the same command was refused again)
-            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to {path.absolute()}"
-                                    f"); save your observation with numpy.save({os.fspath(x_o)!r}, x_o) and pass that file")
+            raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to "
+                                    f"{path.absolute()}); save your observation with numpy.save({os.fspath(x_o)!r}, "
+                                    "x_o) and pass that file")
         with open(path, "rb") as f:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
@@ -126,7 +127,8 @@ def load_observation(x_o: Any) -> np.ndarray:
         return np.asarray(x_o, dtype=np.float64)
     what = f" (dtype {dtype})" if dtype is not None else ""
     raise ValueError(f"{where}x_o={x_o!r}{what} is not an array of real numbers: give a (dim_x,) vector of floats"
-                     + (", e.g. x_o.astype(float) where 1/0 are the values measured" if what == " (dtype bool)" else ""))
+                     + (", e.g. x_o.astype(float) where 1/0 are the values measured" if what == " (dtype bool)"
+                        else ""))
 
 
 def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: str, source: Any = None) -> np.ndarray:
@@ -149,8 +151,9 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
                              f"pass one row, x_o[i] (shape ({dim_x},)), per call")
         stem = Path(source).with_suffix("")  # was: "pass x_o[i] per call", which no sample.py argument takes
         raise ValueError(f"{source} holds {shape[0]} observations (shape {shape}), but a posterior is drawn at one; "
-                         f"save one file per row: python -c \"import numpy as np; [np.save(f'{stem}_{{i}}.npy', row) for "
-                         f"i, row in enumerate(np.load('{source}'))]\", then run sample.py on each {stem.name}_<i>.npy")
+                         f"save one file per row: python -c \"import numpy as np; "
+                         f"[np.save(f'{stem}_{{i}}.npy', row) for i, row in enumerate(np.load('{source}'))]\", "
+                         f"then run sample.py on each {stem.name}_<i>.npy")
     if x_o.ndim != 1 or x_o.size != dim_x:
         from gensbi_sharding.harness.tasks import TASK_DIMS
 

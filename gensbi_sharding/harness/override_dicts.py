@@ -34,7 +34,8 @@ def mesh_sizes_hint(value: dict) -> str:
         return ""  # mesh={x:1}, data=0, data=abc: no mesh to name
     if model is None:
         return f"; the data axis takes the devices mesh.model_axis leaves: for data={data}, mesh.model_axis=1 on " \
-               f"{data} device{'s' * (data != 1)} (devices.cpu_count={data}, or mesh.devices=[{','.join(map(str, range(data)))}])"
+               f"{data} device{'s' * (data != 1)} (devices.cpu_count={data}, or " \
+               f"mesh.devices=[{','.join(map(str, range(data)))}])"
     n = (data or 1) * model if data else None
     return (f"; the mesh's axes come from mesh.model_axis (data = devices // model_axis): for "
             + (f"data={data} x model={model}, mesh.model_axis={model} on {n} device{'s' * (n != 1)} "

@@ -55,7 +55,8 @@ class CommandLine(typing.NamedTuple):
     ``parsed``: the overrides Hydra's grammar reads. ``model_override``: the ``model=`` Hydra applies, the last
     one typed; ``models``: the model(s) it picks (each swept one, a glob's matching options; [] for none),
     ``model``: the one it picks (None when none or a sweep). ``multirun``: ``-m``, ``hydra.mode=``, or a preset
-    that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``). ``search_paths``: the first ``hydra.searchpath=``'s entries.
+    that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``).
+    ``search_paths``: the first ``hydra.searchpath=``'s entries.
     """
 
     args: tuple[str, ...]
@@ -119,7 +120,8 @@ def parse(args: Sequence[str] | CommandLine) -> CommandLine:
         try:
             overrides.append(Override(arg, typed, raw, copy.deepcopy(_parsed(arg)), None))
         except Exception as err:  # Hydra's grammar: the first line is its reason
-            overrides.append(Override(arg, typed, raw, None, (str(err).strip().splitlines() or [type(err).__name__])[0]))
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            overrides.append(Override(arg, typed, raw, None, reason))
     return CommandLine(tuple(args), tuple(overrides))
 
 

@@ -42,7 +42,8 @@ def _quoted_list(value, element: type) -> str | None:
     if not isinstance(value, str) or "${" in value or not value.strip().startswith("["):
         return None
     try:
-        ListConfig(parse([f"key={value.strip()}"]).overrides[0].hydra.value(), element_type=typing.Any if element is object else element)
+        ListConfig(parse([f"key={value.strip()}"]).overrides[0].hydra.value(),
+                   element_type=typing.Any if element is object else element)
     except Exception:  # not a list Hydra could read, or not of the element type
         return None
     return value.strip()
@@ -189,7 +190,8 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
             continue
         shown = value if isinstance(value, str) and raw.strip()[:1] in "'\"" else raw  # "3": [3], not ["3"]
         if key == "model.id_embedding_strategy":
-            example = f"[{value},{value}]" if value in ID_STRATEGIES_1D else _list_example(command, o, "absolute,absolute")
+            example = f"[{value},{value}]" if value in ID_STRATEGIES_1D else \
+                _list_example(command, o, "absolute,absolute")
             return Refusal(f"{head}:{owner} a list is expected: give two of {', '.join(ID_STRATEGIES_1D)} "
                            "(parameters, observations)", f"{typed}={example}", how=", e.g. ")
         try:  # OmegaConf's own conversion: "3" is an int, true and 1.5 are not (any value is an object)

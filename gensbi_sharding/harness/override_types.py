@@ -5,8 +5,8 @@ Hydra's own messages for these name the key but no fix, or the wrong one: ``trai
 converted to Integer"), ``train.step=5`` ("To append to your config use +train.step=5", which the config check
 then refuses), ``model=mlpp`` (the options, no nearest one), and the ``+``/``++``/``~`` overrides of
 ``override_prefixes`` (``~train.steps``: "does not support deletion"); in a sweep one such value stopped every
-job, leaving a sweep folder with only ``multirun.yaml``. The command line as ``override_grammar.parse`` reads it, each key as
-``override_keys`` resolves it, before Hydra composes anything. Pure Python: no JAX.
+job, leaving a sweep folder with only ``multirun.yaml``. The command line as ``override_grammar.parse`` reads it, each
+key as ``override_keys`` resolves it, before Hydra composes anything. Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def value_problem(schema: type, name: str, key: str, value, suggest=None) -> tup
         whole = float(short[1]) * (1_000 if short[2] in "kK" else 1_000_000)
         if whole == round(whole):
             return f"{key} takes a whole number written out, not {value} ({reason})", str(round(whole))
-    power = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)\.0*", value.strip()) if isinstance(value, str) else None
+    power = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)\.0*", value.strip()) if isinstance(value, str) \
+        else None
     if power and ((real := float in (kind, *typing.get_args(kind))) or float(power[1]).is_integer()):  # 1e-3.0 (was:
         number = float(power[1]) if real else round(float(power[1]))  # "e.g. train.learning_rate=0.003", the default)
         return f"{key} takes a whole exponent, with no decimal point, not {value} ({reason})", override_literal(number)
@@ -145,7 +146,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         if swept and sweeps_need_m and not key.startswith("hydra") and shows:  # Hydra composes one config for
             # them (with -m or a preset's multirun too): its "Ambiguous value", a traceback under --help
             return (f"{arg}: Hydra composes one job's config for {shows[0]}, and several values are a sweep; give "
-                    f"{key} one value" + (f", e.g. {key}={strings[0]}" if strings else "") + f", or leave out {shows[0]}")
+                    f"{key} one value" + (f", e.g. {key}={strings[0]}" if strings else "")
+                    + f", or leave out {shows[0]}")
         if swept and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
             # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"

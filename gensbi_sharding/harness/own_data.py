@@ -22,7 +22,8 @@ __all__ = ["check_factory_result", "check_shards", "agreed_shards"]
 
 _DOCS = "docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness"
 _TEXT_BYTES = 2048  # of a process's refusal, gathered with the shards' digests (a multiple of 4: uint32 words)
-_SEEDS = "simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), as load_task does"
+_SEEDS = ("simulate num_simulations // process_count pairs with a seed stream of (seed, process_index), as load_task "
+          "does")
 
 
 def check_factory_result(data: Any, name: str, *, x_transform: str | None = None) -> SimulationData:
@@ -76,7 +77,7 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
             value = np.asarray(getattr(data, field))
             if value.ndim != 2 or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
                 raise ConfigError(f"{where} returned {field} of shape {value.shape} and dtype {value.dtype}: "
-                                  f"give (rows, dim_{var}) real numbers, e.g. {_array_fix(field, value, var)}")
+                                  f"give (rows, dim_{var}) real numbers{_array_fix(field, value, var)}")
             if dims.setdefault(var, value.shape[1]) != value.shape[1]:
                 raise ConfigError(f"{where} returned {field} of {value.shape[1]} columns but {var}_train of "
                                   f"{dims[var]}: both splits hold the same dim_{var}")
@@ -115,18 +116,43 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
 
 
 def _array_fix(field: str, value: np.ndarray, var: str) -> str:
-    """The change that makes ``value`` (a factory's ``field``) a (rows, dim) array of real numbers. Was
-    "x_train[:, None] for one feature" for any refusal, also for a (rows, dim) array of bools or complex numbers or a
-    (rows, 2, 3) one."""
-    if value.ndim == 1:
-        return f"{field}[:, None] for one {'parameter' if var == 'theta' else 'feature'}"
-    if value.ndim > 2:
-        return f"{field}.reshape(len({field}), -1), one flat row per simulation"
+    """", e.g. <the change>" that makes ``value`` (a factory's ``field``) a (rows, dim) array of real numbers, its rank
+    and its dtype changed together; for entries no float reads (text that is no number), ": <what to do instead>".
+    Was "x_train[:, None] for one feature" for any refusal; then "x_train.astype(np.float32)" for any dtype, which
+    raised pasted for text such as 'a' ("could not convert string to float")."""
     if value.ndim < 1:
-        return f"one row per simulation, {field}.shape == (rows, dim_{var})"
+        return f", e.g. one row per simulation, {field}.shape == (rows, dim_{var})"
+    change, note = field, ""
+    if value.ndim == 1:
+        change, note = f"{field}[:, None]", f" for one {'parameter' if var == 'theta' else 'feature'}"
+    elif value.ndim > 2:
+        change, note = f"{field}.reshape(len({field}), -1)", ", one flat row per simulation"
     if np.iscomplexobj(value):
-        return f"np.concatenate([{field}.real, {field}.imag], axis=1), each part columns of its own"
-    return f"{field}.astype(np.float32) in the factory"
+        return f", e.g. np.concatenate([{change}.real, {change}.imag], axis=1){note}, each part columns of its own"
+    if not np.issubdtype(value.dtype, np.number):
+        if (unread := _unreadable(value)) is not None:  # advice that would raise as it did here: what to do instead
+            index, entry = unread
+            return (f": {field}[{', '.join(map(str, index))}] is {entry!r}, which is no number (np.float32 cannot "
+                    "read it); make each entry a number in the factory, e.g. a category its index in one list of "
+                    "the categories, the same list for every split")
+        change, note = f"{change}.astype(np.float32)", note or " in the factory"
+    return f", e.g. {change}{note}"
+
+
+def _unreadable(value: np.ndarray) -> tuple[tuple[int, ...], Any] | None:
+    """The index and entry of ``value``'s first entry that ``float`` cannot read; None where ``astype(np.float32)``
+    reads them all (numbers as text, bools, an object array of numbers)."""
+    try:
+        value.astype(np.float32)
+        return None
+    except (TypeError, ValueError):
+        pass
+    for index, entry in np.ndenumerate(value):  # stops at the first: the refusal names one
+        try:
+            float(entry)
+        except (TypeError, ValueError):
+            return index, entry.item() if isinstance(entry, np.generic) else entry
+    return (0,) * value.ndim, value.flat[0]  # (float read each alone: named by the first)
 
 
 def _finite(where: str, field: str, value: np.ndarray, fix: str) -> None:
@@ -234,7 +260,8 @@ def _check_distinct(digests: list[bytes], name: str, shards: int) -> None:
     for index, digest in enumerate(digests):
         if (first := first_of.setdefault(digest, index)) != index:
             raise ConfigError(f"data={name}'s factory returned the same simulations for shards {first} and {index} "
-                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; {_SEEDS}")
+                              f"of {shards}: it ignores process_index, so those shards train on the same pairs; "
+                              f"{_SEEDS}")
 
 
 def _every_digest(parts: list[SimulationData], *, count: int, refusal: str) -> tuple[list[bytes], list[str]]:

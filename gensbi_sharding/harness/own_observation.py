@@ -68,7 +68,8 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
         ``x_o`` of the wrong shape, non-finite, or outside the domain of the run's ``data.x_transform``;
         a checkpoint without a run config or z-score statistics; a task without a prior (not sbibm's).
     RuntimeError
-        Under 1 % of the draws inside the prior's support, or a draw holding NaN or inf (``posterior.draw_inside_support``).
+        Under 1 % of the draws inside the prior's support, or a draw holding NaN or inf
+        (``posterior.draw_inside_support``).
     """
     from omegaconf import open_dict
     from gensbi_sharding.harness.held_out import effective_shards
@@ -107,8 +108,9 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                         step_dir, newest)
             step_dir = newest
     if details is not None:
-        details.update(checkpoint=str(step_dir), **weights, seed=int(seed), ode_steps=int(ode_steps), task=cfg.data.name,
-                       acceptance=acceptance, observation=x_o, dtype=cfg.model.get("dtype", "float32"))
+        details.update(checkpoint=str(step_dir), **weights, seed=int(seed), ode_steps=int(ode_steps),
+                       task=cfg.data.name, acceptance=acceptance, observation=x_o,
+                       dtype=cfg.model.get("dtype", "float32"))
     return samples
 
 
@@ -129,7 +131,8 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     no_theta, no_x = np.zeros((0, dim_theta), np.float32), np.zeros((0, dim_x), np.float32)
     sims = SimulationData(
         name=cfg.data.name, theta_train=no_theta, x_train=no_x, theta_val=no_theta, x_val=no_x, observation=x_o,
-        reference_samples=no_theta, theta_mean=np.zeros(dim_theta, np.float32), theta_std=np.ones(dim_theta, np.float32),
+        reference_samples=no_theta, theta_mean=np.zeros(dim_theta, np.float32),
+        theta_std=np.ones(dim_theta, np.float32),
         x_mean=np.zeros(dim_x, np.float32), x_std=np.ones(dim_x, np.float32),
         theta_bijection=prior_bijection(task) if cfg.data.theta_transform == "support" else None,
         x_transform=cfg.data.x_transform).with_statistics(statistics)
@@ -139,16 +142,19 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema, warn_again=False)
     stopper = ts.early_stopping if ts.early_stopping is not None and ts.early_stopping.history else None
     best = stopper.with_best(functions, state) if stopper else state  # as the run's evaluation: the best weights
-    best_step = stopper.best_step if stopper and (best is not state or stopper.best_step == int(step_dir.name)) else None
+    best_step = stopper.best_step if stopper and (best is not state or stopper.best_step == int(step_dir.name)) \
+        else None
     model, _, *ema = nnx.merge(functions.graphdef, best)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     sampler = flow_sampler.FlowSampler(lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t), rows=num_samples,
-                                       num_steps=ode_steps, mesh=mesh, params=ema[0].param_state(model) if ema else params)
+                                       num_steps=ode_steps, mesh=mesh,
+                                       params=ema[0].param_state(model) if ema else params)
     samples, acceptance = draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed),
                                               task.get_prior_dist().support, num_samples)
     if acceptance < LOW_ACCEPTANCE:
         log.warning("only %.1f%% of posterior draws at x_o lie inside the prior's support (the rest were rejected): "
-                    "x_o may lie far from the data the run trained on, or the run needs more training", 100 * acceptance)
+                    "x_o may lie far from the data the run trained on, or the run needs more training",
+                    100 * acceptance)
     weights = sampled_weights({"best_step": best_step, "final_step": int(step_dir.name)}, ema=bool(ema))
     return np.asarray(samples, np.float32), acceptance, weights
 
@@ -166,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ode-steps", type=at_least(1, 32), help="default: the run's eval.ode_steps")
     parser.add_argument("--out", default=None, help="new .npz file to write (default: <observation>_posterior.npz "
                         "beside the observation file; .npz is appended to a name without it, as numpy.savez does, "
-                        "another type, x.npy, refused; a folder: that file in it); an existing file is never overwritten")
+                        "another type, x.npy, refused; a folder: that file in it); an existing file is never "
+                        "overwritten")
     args = parser.parse_args(argv)
     obs = Path(args.observation)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # Orbax's and absl's info lines: not ours

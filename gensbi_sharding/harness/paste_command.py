@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "config_folder_problem"]
+__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "config_folder_problem", "pasted"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
 #: The Python running the harness, shell-quoted: what a script it writes runs (a bare ``python`` there, without the
@@ -83,3 +84,30 @@ def config_folder_problem(folder: Path, named: str, key: str) -> str | None:
     top = "multirun" if key == "hydra.sweep.dir" else "outputs"
     return (f"{named} lies inside the harness's config folder {conf}, whose every folder Hydra reads as a config "
             f"group: outputs never go there; choose a folder outside it, e.g. {key}={top}/{folder.name}")
+
+
+def pasted(overrides: Sequence[str]) -> tuple[str, str]:
+    """Overrides as the words to paste into bash: ``(drops, words)``, each override one shell word, so that
+    ``shlex.split(words)`` gives back exactly the overrides (``refusal.listed``'s "all fixed together" line: was the
+    overrides as typed, so a quoted fix lost its quotes); ``drops`` the keys dropped (``~key=value``) as typed with
+    ``+`` (words to take out of the command, not to paste), "" where none.
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        E.g. ``("~model.dpeth=2", "+hydra.job.env_set.MY_FLAG='true'", "eval.observations=[1]")``.
+
+    Returns
+    -------
+    tuple of (str, str)
+        E.g. ``("+model.dpeth=2", "\"+hydra.job.env_set.MY_FLAG='true'\" 'eval.observations=[1]'")``.
+    """
+    drops = " ".join(_shell_word(f"+{o[1:]}") for o in overrides if o.startswith("~"))
+    return drops, " ".join(_shell_word(o) for o in overrides if not o.startswith("~"))
+
+
+def _shell_word(word: str) -> str:
+    """``word`` as one bash word: ``shlex.quote``'s, or in double quotes where it holds a single quote and nothing
+    bash reads inside double quotes (shlex's ``'a='"'"'b'"'"''`` is hard to read back)."""
+    quoted = shlex.quote(word)
+    return f'"{word}"' if quoted != word and "'" in word and not set(word) & set('"$`\\!') else quoted

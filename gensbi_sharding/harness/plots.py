@@ -112,7 +112,8 @@ def status_word(status: Any) -> str:
 
 def status_counts(statuses: Sequence[Any], *, zero_failed: bool = True) -> str:
     """", 1 failed, 1 preempted, 1 not run" for the jobs' recorded statuses: each counted apart (a job never
-    started, or preempted, is not a failed one), failed first; ", 0 failed" when none did, unless not ``zero_failed``."""
+    started, or preempted, is not a failed one), failed first; ", 0 failed" when none did, unless not
+    ``zero_failed``."""
     counts = Counter(status_word(s) for s in statuses)
     failed = counts.pop("failed", 0)
     return (f", {failed} failed" if failed or zero_failed else "") + "".join(
@@ -166,8 +167,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     sweeps: memory per device (parameters, with optimizer state stacked lighter, the EMA of
     the weights hatched and the best weights early stopping keeps cross-hatched: what a device
     holds), median step time, C2ST with its spread and
-    the 0.5 line (no job scored: the best validation loss instead). Dry runs: memory per device of one step (the best weights kept beside it cross-hatched)
-    and bytes of collectives per step.
+    the 0.5 line (no job scored: the best validation loss instead). Dry runs: memory per device of one step (the best
+    weights kept beside it cross-hatched) and bytes of collectives per step.
 
     Parameters
     ----------
@@ -194,7 +195,8 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
             else ("best validation loss", ["best_val_loss"])
         panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
                   ("median step time (ms)", ["median_step_s"], False), (*quality, False)]
-    panel_width, longest = min(10.0, max(3.8, 0.45 * len(rows) + 1.5)), 0.07 * max(map(len, "\n".join(groups).split("\n")))
+    panel_width = min(10.0, max(3.8, 0.45 * len(rows) + 1.5))
+    longest = 0.07 * max(map(len, "\n".join(groups).split("\n")))
     upright = longest > panel_width / len(groups)  # group names wider than their place (0.07 in a character): upright
     fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys) + upright * longest, ncols=len(panels))
     width, slant = 0.8 / len(hues), {"rotation": 90} if upright else {}  # was level, and overlapping
@@ -255,9 +257,11 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     handles, labels = axes[0].get_legend_handles_labels()
     if partial_drawn:
         from matplotlib.patches import Patch
-        handles, labels = [*handles, Patch(facecolor="lightgray", edgecolor="gray", linestyle="--")], [*labels, "partial: a stopped job, so far"]
+        handles = [*handles, Patch(facecolor="lightgray", edgecolor="gray", linestyle="--")]
+        labels = [*labels, "partial: a stopped job, so far"]
     counts = status_counts([r["metrics"].get("status") for r in rows], zero_failed=False)
-    title = title or f"{len(rows)} job{'s' * (len(rows) != 1)}{counts}" + (f"; swept: {', '.join(keys)}" if keys else "")
+    title = title or f"{len(rows)} job{'s' * (len(rows) != 1)}{counts}" + (f"; swept: {', '.join(keys)}" if keys
+                                                                           else "")
     fig.suptitle(title)
     legend_height = 0.0
     if handles:  # no job drew a bar (a sweep stopped in its first job): no empty legend box

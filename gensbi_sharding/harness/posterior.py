@@ -41,8 +41,8 @@ from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
 from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name, scored_before  # noqa: F401
 from gensbi_sharding.harness.weights_failure import SamplingError
 
-__all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws", "c2st_csv",
-           "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
+__all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws",
+           "c2st_csv", "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -154,9 +154,10 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     title : callable
         ``title(num_observation, c2st, c2st_sd_folds)`` of the pair plot.
     stop_check : callable, optional
-        Called before each observation, between chunks of its ODE steps (``FlowSampler``) and once its C2ST is computed and written, but the last's
-        (the evaluation is then whole): it raises to stop (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores``
-        lets no Ctrl-C cut a fit short), so one a signal waited for is kept (was: dropped).
+        Called before each observation, between chunks of its ODE steps (``FlowSampler``) and once its C2ST is
+        computed and written, but the last's (the evaluation is then whole): it raises to stop
+        (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores`` lets no Ctrl-C cut a fit
+        short), so one a signal waited for is kept (was: dropped).
     step, weights, checkpoint_step : optional
         ``sampled_weights``': the step of ``params``, which they are, the step reached (recorded only). Given (one
         process), an observation whose samples file in ``out`` (or its copy ``earlier_attempts.set_aside`` made,
@@ -198,7 +199,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
 
     def settings_of(k: int) -> dict[str, Any]:  # num_samples: the rows drawn, so the acceptance
         return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=
-                ode_steps, num_samples=num_samples, step=step, weights=weights, dtype=dtype).items() if value is not None}
+                ode_steps, num_samples=num_samples, step=step, weights=weights, dtype=dtype).items()
+                if value is not None}
 
     n_of = {k: min(num_samples, len(tasks.reference_samples(task, k))) for k in observations}
     # alike in every process (was `write and`: process 0 alone could keep a score and skip the draws, whose sharded

@@ -23,7 +23,8 @@ _COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside 
 #: a quote inside as ``'"'"'``), a value quoted as typed (``train.resume=''``), or a placeholder
 #: (``hydra.run.dir=<new folder>``); never inside a setting already said (``cfg.train.resume=...``).
 _KEYS = r"(?<![\w.])(?:hydra\.run\.dir|train\.resume|train\.steps)="
-_OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|{_KEYS}(?:'[^']*'|<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
+_OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|"""
+                       rf"""{_KEYS}(?:'[^']*'|<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
 _SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume", "train.steps": "cfg.train.steps"}
 
 

@@ -152,7 +152,14 @@ def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, le
     one_each = together and all(fixes)
     lines = "".join(f"\n  {label}{problem.removeprefix(lead)}"
                     for label, problem in zip([*labels] or [""] * len(problems), problems))
-    refusal = Refusal(head + lines, typed if one_each else None, how="\n  all fixed together: ")
+    # one shell word each (was: as typed, so "+hydra.job.env_set.MY_FLAG='true'" pasted gave Hydra the bare true it
+    # refused, and [1] a glob); a key to drop is said before the colon: it is taken out of the command, not pasted
+    from gensbi_sharding.harness.paste_command import pasted
+
+    drops, words = pasted(typed)
+    how = f"\n  all fixed together{f' (drop {drops})' if drops and words else ''}: "
+    refusal = Refusal(head + lines, typed if one_each else None, how=how,
+                      shown=words if words else f"drop {drops}")
     refusal.parts = tuple(problems)
     return refusal
 

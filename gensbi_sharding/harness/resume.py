@@ -56,7 +56,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # was: parent
         if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
-                              f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh") from None
+                              f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh"
+                              ) from None
         if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
             raise FileNotFoundError(f"{said}{gone}; or start a new run without train.resume") from None  # gone ...")
         status = (previous := resumed_metrics(metrics, cfg.train.resume)).get("status")
@@ -67,8 +68,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
                    f"resume the checkpoint it continued, {hydra_override('train.resume', previous['resumed_from'])}, "
-                   "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of any run:
-                   "start a new run without train.resume"))  # "the run it failed to continue", for one that continued none
+                   "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of
+                   "start a new run without train.resume"))  # any run (none continued): "the run it failed to continue"
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
@@ -117,9 +118,8 @@ def _writing_run(folder: Path) -> str | None:
     except Timeout:
         pass
     return (f"{hydra_override('train.resume', folder)}: a run is still writing in {run} ({FolderLock(run).holder()}), "
-            "and deletes "
-            f"older checkpoints as it saves new ones, so the one picked may be gone before it is read; wait for that "
-            f"run to end, or copy its newest complete step folder (mkdir -p <copy>/checkpoints; cp -r "
+            "and deletes older checkpoints as it saves new ones, so the one picked may be gone before it is read; "
+            "wait for that run to end, or copy its newest complete step folder (mkdir -p <copy>/checkpoints; cp -r "
             f"{shlex.quote(str(run / 'checkpoints'))}/<step> <copy>/checkpoints/) and give train.resume=<copy>")
 
 

@@ -115,5 +115,6 @@ def _left_out_problem(command: CommandLine, chosen: tuple[str, ...], home: str, 
             # a Refusal: command_problem types its fix and names the next axis the file leaves out in the same list
             return Refusal(f"{o.arg}: {rule} leaves {part[1]} out of its table (not split), so Hydra cannot override "
                            "it", f"++{o.key}={shown}", how="; write ", after=f" (sets it whether a rule's table lists "
-                           f"{part[1]} or not), or add {part[1]}: {o.values()[0] if o.sweep else shown} to the rule's file")
+                           f"{part[1]} or not), or add {part[1]}: {o.values()[0] if o.sweep else shown} to the "
+                           "rule's file")
     return None

@@ -90,5 +90,6 @@ def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
 
     jobs = [j for j in Path(sweep).iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)]
     # Runs of ASCII digits compare as numbers (str.isdigit also holds for '²', which int() refuses)
-    numbered = lambda name: [int(part) if k % 2 else part for k, part in enumerate(re.split(r"([0-9]+)", name))]  # noqa: E731
+    numbered = lambda name: [int(part) if k % 2 else part  # noqa: E731
+                             for k, part in enumerate(re.split(r"([0-9]+)", name))]
     return sorted(jobs, key=lambda j: (not j.name[:1].isdigit(), numbered(j.name)))

@@ -22,7 +22,8 @@ __all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberPars
            "tried"]
 
 SEED_MAX = 2**63 - 1  # saved in the .npz as int64: beyond it numpy writes an object array np.load refuses
-BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)", "ode_steps": " (as a run's eval.ode_steps; flow-matching samplers use 10-1,000)"}
+BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)",
+          "ode_steps": " (as a run's eval.ode_steps; flow-matching samplers use 10-1,000)"}
 
 
 def whole_number(text: str, *, noun: str = "a whole number", example: int = 10000, minimum: int | None = None) -> int:
@@ -64,7 +65,8 @@ def whole_number(text: str, *, noun: str = "a whole number", example: int = 1000
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"{text!r} must be {noun} >= {minimum}; e.g. {max(example, minimum)}")
         raise argparse.ArgumentTypeError(f"{text!r} is a whole number written as a float; write {int(value)}")
-    example = round(value) if math.isfinite(value) and round(value) >= (-math.inf if minimum is None else minimum) else example
+    example = round(value) if math.isfinite(value) and round(value) >= (-math.inf if minimum is None else minimum) \
+        else example
     raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; e.g. {example}")
 
 
@@ -163,8 +165,8 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     bytes it will write, which its disk must have free: was a traceback after the draw), as one line naming the
     fix; None where it may."""
     if given is not None and not given.strip():  # was: --out '' wrote the default output, silently
-        return (f"--out {shlex.quote(given)} names no file; pass --out <a file>.npz, or drop --out to write the default "
-                f"beside the observation file, {out}")
+        return (f"--out {shlex.quote(given)} names no file; pass --out <a file>.npz, or drop --out to write the "
+                f"default beside the observation file, {out}")
     # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
     if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
         return (f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "

@@ -43,7 +43,8 @@ def run_checkpoint(run_dir: Any, flags: bool = False, x_o: Any = None) -> tuple[
     if info.get(NORMALIZATION) is None:
         raise ValueError(f"checkpoint {step_dir} holds no z-score statistics (saved by an earlier version): x_o "
                          "cannot be standardised as in training; resume the run once ("
-                         f"{command_for()} {hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) and sample its folder")
+                         f"{command_for()} {hydra_override('train.resume', step_dir)} ... hydra.run.dir=<new folder>) "
+                         "and sample its folder")
     arrays_read(step_dir, flags=flags, x_o=x_o)  # its data files gone or cut short: named before the model is built
     return step_dir, config, info
 
@@ -80,7 +81,8 @@ def checked_request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_ste
             # a run from before it (was: "--ode-steps 20000 must be ...", a flag never typed): named as the run's
             refused.append(ValueError(
                 f"the run's eval.ode_steps={cfg.eval.ode_steps}, the default of "
-                f"{'--ode-steps' if flags else 'ode_steps'}, is above {ODE_STEPS_MAX:,} (flow-matching samplers use 10-1,000); pass "
+                f"{'--ode-steps' if flags else 'ode_steps'}, is above {ODE_STEPS_MAX:,} (flow-matching samplers use "
+                "10-1,000); pass "
                 f"{named('ode_steps', 1000, flags)}"))
         else:
             ode_steps = cfg.eval.ode_steps if ode_steps is None else ode_steps

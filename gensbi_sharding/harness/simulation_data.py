@@ -188,7 +188,8 @@ def global_stats(counts: list[int], arrays: list[np.ndarray], process_count: int
     totals, offset, stats = [int(round(c)) for c in moments[:len(counts)]], len(counts), []
     for a in arrays:
         d = a.shape[1]
-        n, total, total_sq = moments[offset], moments[offset + 1:offset + 1 + d], moments[offset + 1 + d:offset + 1 + 2 * d]
+        n, total = moments[offset], moments[offset + 1:offset + 1 + d]
+        total_sq = moments[offset + 1 + d:offset + 1 + 2 * d]
         offset += 1 + 2 * d
         mean = total / n
         std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))

@@ -80,7 +80,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
         devices = count if in_process and cpu_devices_known(cfg.devices.platform) else None
         problem = problem or _mesh_problem(cfg, devices, source) or _batch_problem(cfg, devices, source=source)
         # the host's memory (a dry run simulates none); on CPU devices, strict=true's fallbacks and the state's memory
-        problem = problem or (None if cfg.dry_run else simulations_problem(cfg)) or (devices and state_problem(cfg, devices))
+        problem = problem or (not cfg.dry_run and simulations_problem(cfg)) or (devices and state_problem(cfg, devices))
     elif here and on_cpu and cfg.model.name in TRACED_UNSTARTED:  # distributed=local: its parent starts no backend
         problem = problem or state_problem(cfg, resolve_cpu_count(cfg.devices.cpu_count)[0])  # (was: in its folder)
     problem = problem or (None if cfg.dry_run else log_observation_problem(cfg.data, cfg.eval))  # the data step's
@@ -97,8 +97,8 @@ def local_processes_problem(cfg: Any) -> str | None:
 
     n, cpu = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)[0]
     data = cfg.get("data") is not None  # a bare config (no data): the split and the model group only
-    return process_split_problem(cfg) or model_group_problem(cfg, n, cpu // n) or (data and _batch_problem(cfg, cpu, n)) \
-        or (None if cfg.get("dry_run") or not data else simulations_problem(cfg, n, n))
+    return process_split_problem(cfg) or model_group_problem(cfg, n, cpu // n) or (data and _batch_problem(
+        cfg, cpu, n)) or (None if cfg.get("dry_run") or not data else simulations_problem(cfg, n, n))
 
 
 def process_split_problem(cfg: Any) -> str | None:
@@ -239,7 +239,7 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     for (number, job, _), parts in zip(refused, each):  # each refusal of a job on a line of its own, as a run lists
         named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)
         named = [re.sub(r"\\(.)", r"\1", o) for o in named]  # as typed: Hydra escapes a swept ${...} as $\{...\}
-        named = [re.sub(r"=(.*)", lambda m: "=" + compact_value(m[1]), o, count=1) for o in named]  # 1e12, not 1000000000000.0
+        named = [re.sub(r"=(.*)", lambda m: "=" + compact_value(m[1]), o, count=1) for o in named]  # 1e12, not 1e+12
         problems += (parts := [p for p in parts if p not in alike])
         labels += [f"job {number} ({' '.join(named)}): "] * len(parts)
     count = f"{len(refused)} of the {len(jobs)} jobs" if len(jobs) > 1 else "its job"

@@ -104,7 +104,8 @@ def job_folders(config: Any, jobs: Sequence[Sequence[str]]) -> list[str] | None:
 
 
 def folder_of(number: int, folders: Sequence[str] | None) -> str:
-    """Job ``number``'s folder name: from ``folders`` (``job_folders``) where known, else Hydra's default, its number."""
+    """Job ``number``'s folder name: from ``folders`` (``job_folders``) where known, else Hydra's default, its
+    number."""
     return folders[number] if folders is not None and number < len(folders) else str(number)
 
 

@@ -161,7 +161,8 @@ def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str |
     if not others:
         return None
     # beside it, not in it (was sweep_dir/new_sweep: the sweep among the very runs it was refused for)
-    free = next(free for n in range(1, 1000) if not (free := sweep_dir.with_name(f"{sweep_dir.name}_sweep{n}")).exists())
+    free = next(free for n in range(1, 1000)
+                if not (free := sweep_dir.with_name(f"{sweep_dir.name}_sweep{n}")).exists())
     return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds the folders of other runs ("
             f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), none of this sweep's jobs "
             f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''}), and no sweep's multirun.yaml: a sweep "

@@ -4,8 +4,8 @@
 the basic sweeper ended in its own traceback (``BasicSweeper does not support sweep type : INTERVAL_SWEEP``)
 after a callback's warning. A sweep with no value (``range(5,1)``, ``glob(nope*)``, a glob of a key that is no group:
 ``train.steps=glob(*)``) launched 0 jobs and exited 0, as if the sweep had run. ``shuffle(...)`` ran the jobs in
-an order the harness (``sweep_plan.sweep_jobs``, which numbers the jobs for train.resume=auto) draws anew. ``sweep_values_problem``
-is checked on the command line by launch.py (before Hydra composes) and on a preset's
+an order the harness (``sweep_plan.sweep_jobs``, which numbers the jobs for train.resume=auto) draws anew.
+``sweep_values_problem`` is checked on the command line by launch.py (before Hydra composes) and on a preset's
 ``hydra.sweeper.params`` by ``sweep_check.sweep_config_problem`` (before the first job starts). Pure Python.
 """
 

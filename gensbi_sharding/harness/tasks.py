@@ -43,7 +43,8 @@ TASK_DIMS: dict[str, tuple[int, int]] = {
 #: Observations per task, numbered 1..10 as in sbibm.
 NUM_OBSERVATIONS = 10
 #: Reference posterior samples sbibm-jax ships per task and observation (a test loads them all): the config checks
-#: refuse more eval.num_samples before any folder is made, loading none (was: refused at step [3/7], in the run's folder).
+#: refuse more eval.num_samples before any folder is made, loading none (was: refused at step [3/7], in the run's
+#: folder).
 REFERENCE_SAMPLES = 10_000
 #: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).
 THETA_TRANSFORMS = ("support", "none")
@@ -196,7 +197,8 @@ ODE_STEPS_MAX = 10_000
 
 
 def ode_steps_problem(ode_steps: int) -> Any:
-    """Why ``eval.ode_steps`` is out of range (below 1, or above ``ODE_STEPS_MAX``), naming it and a fix; None if not."""
+    """Why ``eval.ode_steps`` is out of range (below 1, or above ``ODE_STEPS_MAX``), naming it and a fix; None if
+    not."""
     from gensbi_sharding.harness.refusal import Refusal
 
     if ode_steps < 1:

@@ -13,8 +13,8 @@ the weights), which restores the best weights at the end.
 
 The step is a pure function of the split NNX state's arrays (graph traversal happens
 once, not per step, and no ``nnx.Variable`` is flattened or rebuilt per step), jitted
-with the state's own shardings as input and output shardings and the state buffers donated. Everything it needs but the batch
-(parameters, optimizer state with its step counter, EMA, the base RNG key) is placed
+with the state's own shardings as input and output shardings and the state buffers donated. Everything it needs but
+the batch (parameters, optimizer state with its step counter, EMA, the base RNG key) is placed
 before the loop, so nothing but the new batch crosses to the devices per step.
 """
 
@@ -135,7 +135,8 @@ def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh 
         train_step, eval_loss, said, train_arrays = jitted_steps(*key, types_of(graphdef))
     if warn_again:
         say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
-    return StepFunctions(graphdef, train_step, eval_loss, ema is not None, train_arrays, jax.tree.structure(state)), state
+    functions = StepFunctions(graphdef, train_step, eval_loss, ema is not None, train_arrays, jax.tree.structure(state))
+    return functions, state
 
 
 @dataclasses.dataclass

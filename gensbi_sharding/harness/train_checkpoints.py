@@ -76,7 +76,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         # A signal marked since the caller deferred them (its log line, the pending validation) stops the run here.
         return train.TrainResult(state=state, losses=np.zeros(0, np.float32), val_loss=val_loss, compile_s=0.0,
                                  median_step_s=float("nan"), samples_per_s=float("nan"), steps=0,
-                                 best_step=stopper.best_step, stopped_early=stopper.exhausted and start < cfg.train.steps,
+                                 best_step=stopper.best_step,
+                                 stopped_early=stopper.exhausted and start < cfg.train.steps,
                                  val_history=stopper.history), watch.signum is not None
     writer = checkpoint.CheckpointWriter(out / checkpoint.CHECKPOINT_SUBDIR, every=cfg.train.checkpoint_every,
                                          keep=cfg.train.keep, config=config)
@@ -136,8 +137,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
                                  f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (
                                      "resume from the last finite checkpoint with "
-                                     f"{hydra_override('train.resume', latest)} and a lower train.learning_rate" if latest
-                                     else "no finite checkpoint to resume from: start afresh with a lower "
+                                     f"{hydra_override('train.resume', latest)} and a lower train.learning_rate"
+                                     if latest else "no finite checkpoint to resume from: start afresh with a lower "
                                      "train.learning_rate" + " (train.checkpoint_every=N keeps some)" * (
                                          not cfg.train.checkpoint_every))) from None
     finally:

@@ -2,9 +2,9 @@
 
 Too few posterior draws inside the prior's support, or draws holding NaN or inf, are the weights' doing: the command
 that continues the run samples the very same weights again and fails the same way (was: "once that is fixed, continue
-with: <that command>", and the fix its error named, ``data.theta_transform=support``, is refused on resume, as it changes
-what the saved arrays mean). ``weights_failure_hint`` names what does get past it: training those weights further in
-the run's folder (a larger ``train.steps``), or a new run in a new folder (the prior's bijection; a lower
+with: <that command>", and the fix its error named, ``data.theta_transform=support``, is refused on resume, as it
+changes what the saved arrays mean). ``weights_failure_hint`` names what does get past it: training those weights
+further in the run's folder (a larger ``train.steps``), or a new run in a new folder (the prior's bijection; a lower
 ``train.learning_rate`` for draws that are not finite).
 """
 
@@ -63,7 +63,8 @@ def _launched_train(out: Path, step: int) -> dict:
 
 
 def further_steps(out: Path, step: int) -> tuple[dict[str, int], str]:
-    """The ``train`` settings that train the weights of checkpoint ``step`` further than the run asked, and what they do.
+    """The ``train`` settings that train the weights of checkpoint ``step`` further than the run asked, and what they
+    do.
 
     ``train.steps``: twice the larger of ``step`` and the ``train.steps`` the run was launched with (was: twice
     ``step``, which for a run early stopping ended, at step 300 of 1,000, named 600: fewer steps than it asked for).

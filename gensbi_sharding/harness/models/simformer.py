@@ -123,8 +123,9 @@ def make_simformer(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, val_emb_dim: i
     ValueError
         For a size that is not a positive integer, naming the ``model.<field>`` override.
     """
-    with jax.ensure_compile_time_eval():  # gensbi.models' import-time jnp (tarflow's _LOG2PI): concrete, not
-        model_mod = import_required("gensbi.models.simformer.model", "simformer", GENSBI)  # a tracer leaked from this trace
+    # gensbi.models' import-time jnp (tarflow's _LOG2PI): concrete, not a tracer leaked from this trace
+    with jax.ensure_compile_time_eval():
+        model_mod = import_required("gensbi.models.simformer.model", "simformer", GENSBI)
     sizes = dict(dim_theta=dim_theta, dim_x=dim_x, val_emb_dim=val_emb_dim, id_emb_dim=id_emb_dim,
                  cond_emb_dim=cond_emb_dim, num_heads=num_heads, depth=depth,
                  num_hidden_layers=num_hidden_layers, fourier_features=fourier_features,
