@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gensbi_sharding.harness.config_files import file_version
 from gensbi_sharding.harness.override_grammar import CommandLine
-from gensbi_sharding.harness.yaml_words import field_type, file_package
+from gensbi_sharding.harness.yaml_words import composed_text, field_type, file_package, scalar_leaves
 
 __all__ = ["hydra_null_problem", "null_read_problem", "MAYBE_NULL"]
 
@@ -31,28 +31,8 @@ def _hydra_nulls(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, 
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     if "hydra" not in text or not MAYBE_NULL.search(text):
         return ()
-    import yaml
-
-    try:
-        root = yaml.compose(text)
-    except Exception:
-        return ()
-    found = []
-
-    def walk(node: object, keys: tuple[str, ...]) -> None:
-        for key, value in getattr(node, "value", ()) if isinstance(node, yaml.MappingNode) else ():
-            name = (*keys, str(key.value))
-            if isinstance(value, yaml.MappingNode) and name != ("defaults",):
-                walk(value, name)
-            elif isinstance(value, yaml.ScalarNode) and value.tag == "tag:yaml.org,2002:null":
-                found.append((name, value.value, value.start_mark.line + 1))
-            elif isinstance(value, yaml.SequenceNode):  # env_copy: [~] (was: Hydra's multi-line ValidationError)
-                found.extend(((*name, f"[{i}]"), item.value, item.start_mark.line + 1) for i, item in
-                             enumerate(value.value) if isinstance(item, yaml.ScalarNode)
-                             and item.tag == "tag:yaml.org,2002:null")
-
-    walk(root, ())
-    return tuple(found)
+    return tuple((name, node.value, node.start_mark.line + 1) for name, node, _ in scalar_leaves(composed_text(text))
+                 if node.tag == "tag:yaml.org,2002:null")  # a list's too: env_copy: [~] (Hydra's multi-line error)
 
 
 def hydra_null_problem(path: Path, package: tuple[str, ...]) -> str | None:

@@ -21,7 +21,7 @@ from gensbi_sharding.harness.config_files import file_version
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
 
-__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package"]
+__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package", "scalar_leaves", "composed_text"]
 
 #: YAML 1.1's words for true/false besides true/false themselves (its own spellings: ``yEs`` is text).
 YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
@@ -36,34 +36,52 @@ MAYBE_WORD = re.compile(r"""(?im):\s*['"]?(?:y|yes|n|no|on|off|true|false)['"]?\
 BOOL_WORDS = re.compile(r"true|True|TRUE|false|False|FALSE")
 
 
-@functools.lru_cache(maxsize=1024)
-def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
-    """Each ``(key path, word, line, bare)`` of the file's mappings whose value is one of ``OMEGACONF_WORDS``
-    (``defaults`` left out); read once per version of the file. A file YAML cannot read: none (``config_files``')."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
-    if not MAYBE_WORD.search(text):  # most files: YAML's parse of each cost a launch ~0.2 s
-        return ()
+def scalar_leaves(root: object) -> list[tuple[tuple[str, ...], typing.Any, bool]]:
+    """Each ``(key path, node, item)`` of a composed YAML document (``yaml.compose``): a mapping's scalar value, or a
+    scalar item of a mapping's list (``item``: its path ends in ``[i]``), nested mappings walked but the top one's
+    ``defaults`` (Hydra's choices, not settings: its scalar or list items are given, not walked into). One walker for
+    ``_scalars`` and ``hydra_nulls``' (was: two near-copies that differed in lists and ``defaults``)."""
+    import yaml
+
+    found: list[tuple[tuple[str, ...], typing.Any, bool]] = []
+
+    def walk(node: object, keys: tuple[str, ...]) -> None:
+        for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
+            name = (*keys, str(key.value))
+            if isinstance(value, yaml.MappingNode) and name != ("defaults",):
+                walk(value, name)
+            elif isinstance(value, yaml.ScalarNode):
+                found.append((name, value, False))
+            elif isinstance(value, yaml.SequenceNode):  # env_copy: [~]
+                found.extend(((*name, f"[{i}]"), v, True) for i, v in enumerate(value.value)
+                             if isinstance(v, yaml.ScalarNode))
+
+    walk(root, ())
+    return found
+
+
+def composed_text(text: str) -> object | None:
+    """YAML's node tree of ``text`` (``yaml.compose``); None where YAML cannot read it (``config_files``' to say)."""
     import yaml
 
     try:
-        root = yaml.compose(text)
+        return yaml.compose(text)
     except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
+    """Each ``(key path, word, line, bare)`` of the file's mappings whose value is one of ``OMEGACONF_WORDS``
+    (``defaults`` and lists' items left out); read once per version of the file. A file YAML cannot read: none
+    (``config_files``')."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    if not MAYBE_WORD.search(text):  # most files: YAML's parse of each cost a launch ~0.2 s
         return ()
-    found = []
-
-    def walk(node: object, keys: tuple[str, ...]) -> None:
-        for key, value in getattr(node, "value", ()) if isinstance(node, yaml.MappingNode) else ():
-            name = (*keys, str(key.value))
-            if name == ("defaults",):
-                continue
-            if isinstance(value, yaml.MappingNode):
-                walk(value, name)
-            elif isinstance(value, yaml.ScalarNode) and (value.value.lower() in OMEGACONF_WORDS or (
-                    value.style is None and BOOL_WORDS.fullmatch(value.value))):
-                found.append((name, value.value, value.start_mark.line + 1, value.style is None))
-
-    walk(root, ())
-    return tuple(found)
+    return tuple((name, node.value, node.start_mark.line + 1, node.style is None)
+                 for name, node, item in scalar_leaves(composed_text(text))
+                 if not item and name != ("defaults",) and (node.value.lower() in OMEGACONF_WORDS or (
+                     node.style is None and BOOL_WORDS.fullmatch(node.value))))
 
 
 def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
