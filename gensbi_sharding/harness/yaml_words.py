@@ -17,11 +17,11 @@ import re
 import typing
 from pathlib import Path
 
-from gensbi_sharding.harness.config_files import file_version
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
 
-__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package", "scalar_leaves", "composed_text"]
+__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package", "scalar_leaves", "composed_text",
+           "file_text"]
 
 #: YAML 1.1's words for true/false besides true/false themselves (its own spellings: ``yEs`` is text).
 YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
@@ -70,12 +70,19 @@ def composed_text(text: str) -> object | None:
         return None
 
 
+def file_text(path: Path) -> str:
+    """``path``'s text, read at each call: what a cache of a config file's reading is keyed by (``_scalars``,
+    ``hydra_nulls``'), as ``config_loads`` keys its parses by a file's bytes. Was: by ``(mtime_ns, size)``, so a file
+    rewritten to the same size within one clock tick, or with its old time put back (``touch -r``, ``cp -p``), was
+    judged by its old text in the same process (a ``plot: yes`` fixed still refused)."""
+    return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
 @functools.lru_cache(maxsize=1024)
-def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
+def _scalars(text: str) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
     """Each ``(key path, word, line, bare)`` of the file's mappings whose value is one of ``OMEGACONF_WORDS``
-    (``defaults`` and lists' items left out); read once per version of the file. A file YAML cannot read: none
+    (``defaults`` and lists' items left out); parsed once per text (``file_text``). A file YAML cannot read: none
     (``config_files``')."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
     if not MAYBE_WORD.search(text):  # most files: YAML's parse of each cost a launch ~0.2 s
         return ()
     return tuple((name, node.value, node.start_mark.line + 1, node.style is None)
@@ -87,7 +94,7 @@ def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...]
 def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
     """``(key path, word, line, bare)`` of each yes/no word ``path`` sets (see ``_scalars``), its ``# @package``
     header not applied."""
-    return _scalars(str(path), *file_version(path))
+    return _scalars(file_text(path))
 
 
 def field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
