@@ -40,3 +40,16 @@ def test_a_hydra_null_edited_to_the_same_size_and_time_is_read_again(tmp_path):
         f"{path}, line 4: MY_FLAG: null (hydra.job.env_set.MY_FLAG) is YAML's null, which Hydra's "
         "hydra.job.env_set.MY_FLAG cannot take; write MY_FLAG: '' there for an empty value, or delete that line to "
         "leave it unset")  # was: None, the old text's
+
+
+def test_a_group_file_of_ones_own_edited_to_the_same_size_and_time_is_read_again(tmp_path):
+    from gensbi_sharding.harness.config_files import config_file_problem
+    from gensbi_sharding.harness.override_grammar import parse
+
+    path = tmp_path / "my_conf" / "train" / "mine.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("speed: 5\n")
+    command = parse([f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "train=mine"])
+    assert config_file_problem(command).startswith(f"{path} sets speed, which is not a setting of train; ")
+    _rewrite_same_size_and_time(path, "speed: 5\n", "steps: 5\n")
+    assert config_file_problem(command) is None  # was: the refusal of speed, no longer in the file
