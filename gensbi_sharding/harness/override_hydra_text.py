@@ -8,6 +8,7 @@ Hydra's grammar reads a bare ``true`` as a yes/no, and a text setting takes it a
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import typing
 
 from gensbi_sharding.harness.override_grammar import CommandLine
@@ -32,17 +33,30 @@ def hydra_text_problem(command: CommandLine) -> str | None:
         \\"+hydra.job.env_set.MY_FLAG='true'\\""``.
     """
     for o in command.parsed:
-        if not o.key.startswith("hydra.") or o.hydra.is_delete() or o.sweep:  # a sweep's values: its own check's
+        if not o.key.startswith("hydra.") or o.hydra.is_delete():
             continue
-        value = o.hydra.value()
-        if not isinstance(value, bool) or not _text(_hydra_type(o.key.split(".")[1:])):
+        # each value of a sweep too (-m +hydra.job.env_set.MY_FLAG=true,false: was unchecked, its jobs ran with 'True')
+        values = o.values()
+        value = next((v for v in values if isinstance(v, bool)), None)
+        if value is None or not _text(_hydra_type(o.key.split(".")[1:])):
             continue
         word, prefix = str(value).lower(), o.arg[:len(o.arg) - len(o.arg.lstrip("+~"))]
-        fixed = f"{prefix}{o.key}='{word}'"
-        return Refusal(f"{o.arg}: {o.key} takes text, and {o.raw} is a yes/no, which it would read as '{value}' "
+        fixed = f"{prefix}{o.key}={','.join(map(_as_text, values))}"
+        said = o.raw if not o.sweep else f"{word} (a value of the sweep {o.raw})"
+        return Refusal(f"{o.arg}: {o.key} takes text, and {said} is a yes/no, which it would read as '{value}' "
                        f"(Python's spelling), as in a config file", fixed, how="; for the text, quote it: ",
-                       shown=f"\"{fixed}\"")
+                       shown=shlex.quote(fixed) if set(fixed) & set('"$`\\!') else f"\"{fixed}\"")
     return None
+
+
+def _as_text(value: object) -> str:
+    """``value`` (one of an override's) written for the fix: a yes/no as its quoted word, the rest as Hydra reads
+    them back (a sweep's other values kept)."""
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    if isinstance(value, bool):
+        return f"'{str(value).lower()}'"
+    return "null" if value is None else hydra_value(value) if isinstance(value, str) else str(value)
 
 
 def _hydra_type(parts: list[str]) -> object:
