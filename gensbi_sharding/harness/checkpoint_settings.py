@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["saved_settings_overrides", "lacked_settings", "dotted_leaves", "FREE_KEYS"]
+__all__ = ["saved_settings_overrides", "lacked_settings", "dotted_leaves", "composed_leaves", "FREE_KEYS"]
 
 #: Keys a continued run may set as it likes (the step to reach, where from): never compared.
 FREE_KEYS = ("train.steps", "train.resume")
@@ -208,10 +208,29 @@ def dotted_leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
-    """The leaves of the config ``overrides`` compose to (its ``hydra`` section and ``hydra.*`` overrides aside, but
-    ``hydra.searchpath=``, where a preset of one's own is found), inside Hydra's app as it runs (its config name and
-    search path), else from ``conf/config.yaml``; None where it does not compose (a hint is worth no failure)."""
+def composed_leaves(overrides: Sequence[str], *, resolve: bool,
+                    config_name: str | None = None) -> dict[str, Any] | None:
+    """The leaves of the config ``overrides`` compose to now, Hydra's section aside: inside Hydra's app as it runs
+    (its search path), else from ``conf/``. One helper for ``saved_settings_overrides``' comparisons and
+    ``saving_record.as_it_ran``'s (was: a near-copy in each, differing in resolving and the config name).
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        Overrides as typed or recorded; ``hydra.*`` ones left out but ``hydra.searchpath=`` (where a preset of one's
+        own is found: was, dropped with the others, so 'hydra.searchpath=[file://my_conf] model=small seed=1'
+        composed to nothing).
+    resolve : bool
+        Whether interpolations are resolved (a checkpoint's saved config is; Hydra's ``config.yaml`` record is not).
+    config_name : str, optional
+        The primary config; by default the running app's (``launch.py -cn mine``'s), else ``config``.
+
+    Returns
+    -------
+    dict of str to Any or None
+        ``dotted_leaves`` of the config; None where it does not compose, or a ``--config-*`` flag names another
+        primary config (a hint is worth no failure).
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
@@ -219,22 +238,27 @@ def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.groups import CONF
-
-    register_configs()
-    name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None) if HydraConfig.initialized() else None
     from gensbi_sharding.harness.sweep_hints import SEARCH_PATH
 
-    # the search path is read from the overrides at each composition (was: dropped with the other hydra.* ones, so
-    # 'hydra.searchpath=[file://my_conf] model=small seed=1' composed to nothing: "rerun with train.resume=auto")
+    if any(o.startswith("--config-") for o in overrides):  # another primary config: not composed here
+        return None
+    register_configs()
+    if config_name is None and HydraConfig.initialized():
+        config_name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None)
     task = [o for o in overrides if not _key(o).startswith("hydra.") or _key(o) + "=" == SEARCH_PATH]
     try:
         if GlobalHydra.instance().is_initialized():
-            cfg = compose(name or "config", overrides=task)
+            cfg = compose(config_name or "config", overrides=task)
         else:
             with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
                 cfg = compose("config", overrides=task)
-        tree = OmegaConf.to_container(cfg, resolve=True)
+        tree = OmegaConf.to_container(cfg, resolve=resolve)
     except Exception:  # noqa: BLE001 - any composition failure: no command is offered from it
         return None
     tree.pop("hydra", None)
     return dotted_leaves(tree)
+
+
+def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
+    """``composed_leaves`` resolved, in the running app's config (a checkpoint saved its config resolved)."""
+    return composed_leaves(overrides, resolve=True)
