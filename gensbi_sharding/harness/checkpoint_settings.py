@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["saved_settings_overrides", "lacked_settings", "dotted_leaves", "composed_leaves", "FREE_KEYS"]
+__all__ = ["continue_settings", "saved_settings_overrides", "lacked_settings", "dotted_leaves", "composed_leaves",
+           "FREE_KEYS"]
 
 #: Keys a continued run may set as it likes (the step to reach, where from): never compared.
 FREE_KEYS = ("train.steps", "train.resume")
@@ -39,17 +40,7 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     list of str or None
         ``overrides`` itself where it already composes to the saved settings.
     """
-    saved, fixed, now = _last.pop(_memo_key(run_dir, overrides), None) or _compared(run_dir, overrides)
-    if not saved or now is None:
-        return None
-    differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
-    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
-    if differ and ((now := _composed(fixed)) is None
-                   or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
-        return None
-    if _lacked(saved, now):  # was: not compared; pasted, the run's own model's fields were others
-        return None
-    return fixed
+    return _fixed(_last.pop(_memo_key(run_dir, overrides), None) or _compared(run_dir, overrides))
 
 
 def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
@@ -72,8 +63,34 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
         that holds model/gated.yaml, model=gated and train.resume=auto"``.
     """
     compared = _compared(run_dir, overrides)
-    _last.clear()  # kept for the saved_settings_overrides call that follows (further_hint's), and for it only
+    _last.clear()  # kept for a saved_settings_overrides call that follows, and for it only
     _last[_memo_key(run_dir, overrides)] = compared
+    return _lacked_words(compared)
+
+
+def continue_settings(run_dir: Any, overrides: Sequence[str]) -> tuple[str | None, list[str] | None]:
+    """``lacked_settings`` and, where it finds nothing lacked, ``saved_settings_overrides``, from one read of the
+    checkpoint and one composition of each command: the advice that continues a run whose record is lost asks both.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run's folder (``<run_dir>/checkpoints/<step>``).
+    overrides : sequence of str
+        The command's overrides as typed.
+
+    Returns
+    -------
+    tuple of (str or None, list of str or None)
+        What is lacked, in words (then no overrides: None), and the overrides that give the saved settings.
+    """
+    compared = _compared(run_dir, overrides)
+    lacked = _lacked_words(compared)
+    return lacked, None if lacked is not None else _fixed(compared)
+
+
+def _lacked_words(compared: tuple) -> str | None:
+    """``lacked_settings`` of a ``_compared``."""
     saved, _, now = compared
     if not saved or now is None or not (lacked := _lacked(saved, now)):
         return None
@@ -92,6 +109,21 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
             f"that holds {section}/{option}.yaml, {section}={option} and train.resume=auto")
 
 
+def _fixed(compared: tuple) -> list[str] | None:
+    """``saved_settings_overrides`` of a ``_compared``."""
+    saved, fixed, now = compared
+    if not saved or now is None:
+        return None
+    differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
+    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
+    if differ and ((now := _composed(fixed)) is None
+                   or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
+        return None
+    if _lacked(saved, now):  # was: not compared; pasted, the run's own model's fields were others
+        return None
+    return fixed
+
+
 def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | None, list[str], dict[str, Any] | None]:
     """The saved config's leaves (one checkpoint read), ``overrides`` with its groups' saved options, and what those
     compose to: both public functions' start. Compared with conf/'s option it saved (was: the typed one's, so a run of
@@ -103,9 +135,8 @@ def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | 
     return (saved, *_with_saved_options(saved, overrides, now))
 
 
-#: ``lacked_settings``' last ``_compared``, by ``_memo_key``: a refusal's advice calls it, then
-#: ``saved_settings_overrides`` on the same run and command, which takes it (was: each read the checkpoint and composed
-#: anew, up to 5 compositions and 2 Orbax reads a refusal). Taken once, so a later call reads and composes afresh.
+#: ``lacked_settings``' last ``_compared``, by ``_memo_key``, for ``saved_settings_overrides`` called next on the same
+#: run and command, which takes it (once: a later call reads and composes afresh); ``continue_settings`` asks both.
 _last: dict[tuple, tuple] = {}
 
 
