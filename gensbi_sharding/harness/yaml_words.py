@@ -19,9 +19,9 @@ from pathlib import Path
 
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
+from gensbi_sharding.harness.yaml_leaves import composed_text, file_text, scalar_leaves
 
-__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package", "scalar_leaves", "composed_text",
-           "file_text"]
+__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package"]
 
 #: YAML 1.1's words for true/false besides true/false themselves (its own spellings: ``yEs`` is text).
 YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
@@ -34,48 +34,6 @@ MAYBE_WORD = re.compile(r"""(?im):\s*['"]?(?:y|yes|n|no|on|off|true|false)['"]?\
 #: YAML's own true/false, bare (``True``, ``FALSE``): a yes/no setting's; a text setting reads 'True' / 'False'
 #: (refused there only where that differs from what was written: ``true``, ``FALSE``).
 BOOL_WORDS = re.compile(r"true|True|TRUE|false|False|FALSE")
-
-
-def scalar_leaves(root: object) -> list[tuple[tuple[str, ...], typing.Any, bool]]:
-    """Each ``(key path, node, item)`` of a composed YAML document (``yaml.compose``): a mapping's scalar value, or a
-    scalar item of a mapping's list (``item``: its path ends in ``[i]``), nested mappings walked but the top one's
-    ``defaults`` (Hydra's choices, not settings: its scalar or list items are given, not walked into). One walker for
-    ``_scalars`` and ``hydra_nulls``' (was: two near-copies that differed in lists and ``defaults``)."""
-    import yaml
-
-    found: list[tuple[tuple[str, ...], typing.Any, bool]] = []
-
-    def walk(node: object, keys: tuple[str, ...]) -> None:
-        for key, value in node.value if isinstance(node, yaml.MappingNode) else ():
-            name = (*keys, str(key.value))
-            if isinstance(value, yaml.MappingNode) and name != ("defaults",):
-                walk(value, name)
-            elif isinstance(value, yaml.ScalarNode):
-                found.append((name, value, False))
-            elif isinstance(value, yaml.SequenceNode):  # env_copy: [~]
-                found.extend(((*name, f"[{i}]"), v, True) for i, v in enumerate(value.value)
-                             if isinstance(v, yaml.ScalarNode))
-
-    walk(root, ())
-    return found
-
-
-def composed_text(text: str) -> object | None:
-    """YAML's node tree of ``text`` (``yaml.compose``); None where YAML cannot read it (``config_files``' to say)."""
-    import yaml
-
-    try:
-        return yaml.compose(text)
-    except Exception:
-        return None
-
-
-def file_text(path: Path) -> str:
-    """``path``'s text, read at each call: what a cache of a config file's reading is keyed by (``_scalars``,
-    ``hydra_nulls``'), as ``config_loads`` keys its parses by a file's bytes. Was: by ``(mtime_ns, size)``, so a file
-    rewritten to the same size within one clock tick, or with its old time put back (``touch -r``, ``cp -p``), was
-    judged by its old text in the same process (a ``plot: yes`` fixed still refused)."""
-    return Path(path).read_text(encoding="utf-8", errors="replace")
 
 
 @functools.lru_cache(maxsize=1024)
