@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["saved_settings_overrides", "lacked_settings", "dotted_leaves", "FREE_KEYS"]
+__all__ = ["continue_settings", "saved_settings_overrides", "lacked_settings", "dotted_leaves", "composed_leaves",
+           "FREE_KEYS"]
 
 #: Keys a continued run may set as it likes (the step to reach, where from): never compared.
 FREE_KEYS = ("train.steps", "train.resume")
@@ -39,17 +40,7 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     list of str or None
         ``overrides`` itself where it already composes to the saved settings.
     """
-    saved, fixed, now = _last.pop(_memo_key(run_dir, overrides), None) or _compared(run_dir, overrides)
-    if not saved or now is None:
-        return None
-    differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
-    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
-    if differ and ((now := _composed(fixed)) is None
-                   or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
-        return None
-    if _lacked(saved, now):  # was: not compared; pasted, the run's own model's fields were others
-        return None
-    return fixed
+    return _fixed(_last.pop(_memo_key(run_dir, overrides), None) or _compared(run_dir, overrides))
 
 
 def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
@@ -72,8 +63,34 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
         that holds model/gated.yaml, model=gated and train.resume=auto"``.
     """
     compared = _compared(run_dir, overrides)
-    _last.clear()  # kept for the saved_settings_overrides call that follows (further_hint's), and for it only
+    _last.clear()  # kept for a saved_settings_overrides call that follows, and for it only
     _last[_memo_key(run_dir, overrides)] = compared
+    return _lacked_words(compared)
+
+
+def continue_settings(run_dir: Any, overrides: Sequence[str]) -> tuple[str | None, list[str] | None]:
+    """``lacked_settings`` and, where it finds nothing lacked, ``saved_settings_overrides``, from one read of the
+    checkpoint and one composition of each command: the advice that continues a run whose record is lost asks both.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run's folder (``<run_dir>/checkpoints/<step>``).
+    overrides : sequence of str
+        The command's overrides as typed.
+
+    Returns
+    -------
+    tuple of (str or None, list of str or None)
+        What is lacked, in words (then no overrides: None), and the overrides that give the saved settings.
+    """
+    compared = _compared(run_dir, overrides)
+    lacked = _lacked_words(compared)
+    return lacked, None if lacked is not None else _fixed(compared)
+
+
+def _lacked_words(compared: tuple) -> str | None:
+    """``lacked_settings`` of a ``_compared``."""
     saved, _, now = compared
     if not saved or now is None or not (lacked := _lacked(saved, now)):
         return None
@@ -92,6 +109,21 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
             f"that holds {section}/{option}.yaml, {section}={option} and train.resume=auto")
 
 
+def _fixed(compared: tuple) -> list[str] | None:
+    """``saved_settings_overrides`` of a ``_compared``."""
+    saved, fixed, now = compared
+    if not saved or now is None:
+        return None
+    differ = [k for k, v in saved.items() if k in now and now[k] != v and k not in FREE_KEYS]
+    fixed = [*(o for o in fixed if _key(o) not in differ), *(f"{k}={_literal(saved[k])}" for k in differ)]
+    if differ and ((now := _composed(fixed)) is None
+                   or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
+        return None
+    if _lacked(saved, now):  # was: not compared; pasted, the run's own model's fields were others
+        return None
+    return fixed
+
+
 def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | None, list[str], dict[str, Any] | None]:
     """The saved config's leaves (one checkpoint read), ``overrides`` with its groups' saved options, and what those
     compose to: both public functions' start. Compared with conf/'s option it saved (was: the typed one's, so a run of
@@ -103,9 +135,8 @@ def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | 
     return (saved, *_with_saved_options(saved, overrides, now))
 
 
-#: ``lacked_settings``' last ``_compared``, by ``_memo_key``: a refusal's advice calls it, then
-#: ``saved_settings_overrides`` on the same run and command, which takes it (was: each read the checkpoint and composed
-#: anew, up to 5 compositions and 2 Orbax reads a refusal). Taken once, so a later call reads and composes afresh.
+#: ``lacked_settings``' last ``_compared``, by ``_memo_key``, for ``saved_settings_overrides`` called next on the same
+#: run and command, which takes it (once: a later call reads and composes afresh); ``continue_settings`` asks both.
 _last: dict[tuple, tuple] = {}
 
 
@@ -208,10 +239,29 @@ def dotted_leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
-    """The leaves of the config ``overrides`` compose to (its ``hydra`` section and ``hydra.*`` overrides aside, but
-    ``hydra.searchpath=``, where a preset of one's own is found), inside Hydra's app as it runs (its config name and
-    search path), else from ``conf/config.yaml``; None where it does not compose (a hint is worth no failure)."""
+def composed_leaves(overrides: Sequence[str], *, resolve: bool,
+                    config_name: str | None = None) -> dict[str, Any] | None:
+    """The leaves of the config ``overrides`` compose to now, Hydra's section aside: inside Hydra's app as it runs
+    (its search path), else from ``conf/``. One helper for ``saved_settings_overrides``' comparisons and
+    ``saving_record.as_it_ran``'s (was: a near-copy in each, differing in resolving and the config name).
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        Overrides as typed or recorded; ``hydra.*`` ones left out but ``hydra.searchpath=`` (where a preset of one's
+        own is found: was, dropped with the others, so 'hydra.searchpath=[file://my_conf] model=small seed=1'
+        composed to nothing).
+    resolve : bool
+        Whether interpolations are resolved (a checkpoint's saved config is; Hydra's ``config.yaml`` record is not).
+    config_name : str, optional
+        The primary config; by default the running app's (``launch.py -cn mine``'s), else ``config``.
+
+    Returns
+    -------
+    dict of str to Any or None
+        ``dotted_leaves`` of the config; None where it does not compose, or a ``--config-*`` flag names another
+        primary config (a hint is worth no failure).
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
@@ -219,22 +269,27 @@ def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
 
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.groups import CONF
-
-    register_configs()
-    name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None) if HydraConfig.initialized() else None
     from gensbi_sharding.harness.sweep_hints import SEARCH_PATH
 
-    # the search path is read from the overrides at each composition (was: dropped with the other hydra.* ones, so
-    # 'hydra.searchpath=[file://my_conf] model=small seed=1' composed to nothing: "rerun with train.resume=auto")
+    if any(o.startswith("--config-") for o in overrides):  # another primary config: not composed here
+        return None
+    register_configs()
+    if config_name is None and HydraConfig.initialized():
+        config_name = OmegaConf.select(HydraConfig.get(), "job.config_name", default=None)
     task = [o for o in overrides if not _key(o).startswith("hydra.") or _key(o) + "=" == SEARCH_PATH]
     try:
         if GlobalHydra.instance().is_initialized():
-            cfg = compose(name or "config", overrides=task)
+            cfg = compose(config_name or "config", overrides=task)
         else:
             with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
                 cfg = compose("config", overrides=task)
-        tree = OmegaConf.to_container(cfg, resolve=True)
+        tree = OmegaConf.to_container(cfg, resolve=resolve)
     except Exception:  # noqa: BLE001 - any composition failure: no command is offered from it
         return None
     tree.pop("hydra", None)
     return dotted_leaves(tree)
+
+
+def _composed(overrides: Sequence[str]) -> dict[str, Any] | None:
+    """``composed_leaves`` resolved, in the running app's config (a checkpoint saved its config resolved)."""
+    return composed_leaves(overrides, resolve=True)

@@ -12,6 +12,7 @@ Pure Python.
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def _unreadable(folders: list[Path]) -> tuple[set[str], dict[str, Path], dict[st
     broken, lists, unknown = set(), {}, {}
     for folder in (f for f in folders if f.is_dir()):
         for path in (p for depth in _DEPTHS for p in folder.glob(depth) if p.is_file()):
-            read, items = _read_as(str(path), *file_version(path))
+            read, items = _read_as(_bytes_of(path))
             name = path.relative_to(folder).with_suffix("").as_posix()
             if read == "list":
                 lists[name] = path
@@ -86,19 +87,26 @@ def file_version(path: Path) -> tuple[int, int]:
     return stat.st_mtime_ns, stat.st_size
 
 
+def _bytes_of(path: Path) -> bytes:
+    """``path``'s bytes, read at each check: what ``_read_as`` is keyed by (a small file's read is ~1/100 of its
+    parse)."""
+    return path.read_bytes()
+
+
 @functools.lru_cache(maxsize=1024)
-def _read_as(path: str, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]:
+def _read_as(data: bytes) -> tuple[str, tuple[str, ...]]:
     """``"broken"`` (YAML cannot read it), ``"list"``, ``"mapping"`` or ``"global"`` (``# @package _global_``: a
     preset setting sections, ``train: {steps: 5}``), and its items but ``defaults`` (none for another ``@package``
-    header: its keys land elsewhere): read once per version of the file (was: every config file parsed again by each
-    check of a command line, ~0.3 s each time)."""
-    try:
-        read = OmegaConf.load(path)
+    header: its keys land elsewhere), of a config file's bytes: read once per content (was: every config file parsed
+    again by each check of a command line, ~0.3 s each time; then once per modification time and size, so a file
+    edited to the same size within one clock tick, or with its old time put back, was judged by its old text)."""
+    try:  # OmegaConf.load of the file's text, as Hydra reads it (UTF-8, universal newlines: as its open)
+        read = OmegaConf.load(io.StringIO(data.decode("utf-8"), newline=None))
     except Exception:
         return "broken", ()
     if OmegaConf.is_list(read):
         return "list", ()
-    header = Path(path).read_text(encoding="utf-8", errors="replace")
+    header = data.decode("utf-8", errors="replace")
     items = tuple((str(k), v) for k, v in OmegaConf.to_container(read, resolve=False).items() if k != "defaults")
     if "@package _global_" in header:
         return "global", items

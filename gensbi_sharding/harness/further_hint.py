@@ -147,11 +147,11 @@ def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
     if overrides is None:
         return None
     if not OmegaConf.is_list(saved):  # no record: the config its checkpoint saved (was: the short advice, any seed)
-        from gensbi_sharding.harness.checkpoint_settings import lacked_settings, saved_settings_overrides
+        from gensbi_sharding.harness.checkpoint_settings import continue_settings
 
-        if (lacked := lacked_settings(run_dir, overrides)) is not None:  # was: "rerun with train.resume=auto"
+        lacked, fixed = continue_settings(run_dir, overrides)  # one read of its checkpoint for both
+        if lacked is not None:  # was: "rerun with train.resume=auto"
             return lacked
-        fixed = saved_settings_overrides(run_dir, overrides)
         return None if fixed is None or fixed == list(overrides) else job_command(fixed, run_dir, multirun=multirun)
     hydra = getattr(read_record(Path(run_dir) / ".hydra" / "hydra.yaml"), "hydra", None)
     flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \

@@ -13,8 +13,8 @@ import re
 import typing
 from pathlib import Path
 
-from gensbi_sharding.harness.config_files import file_version
 from gensbi_sharding.harness.override_grammar import CommandLine
+from gensbi_sharding.harness.yaml_leaves import composed_text, file_text, scalar_leaves
 from gensbi_sharding.harness.yaml_words import field_type, file_package
 
 __all__ = ["hydra_null_problem", "null_read_problem", "MAYBE_NULL"]
@@ -25,41 +25,21 @@ MAYBE_NULL = re.compile(r"(?m):\s*(?:null|Null|NULL|~)?\s*(?:[,}\]#]|$)")
 
 
 @functools.lru_cache(maxsize=1024)
-def _hydra_nulls(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int], ...]:
+def _hydra_nulls(text: str) -> tuple[tuple[tuple[str, ...], str, int], ...]:
     """Each ``(key path, as written, line)`` of the file's mappings whose value is YAML's null; none in a file that
-    does not name ``hydra`` (Hydra's own settings are the ones checked) or that YAML cannot read."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    does not name ``hydra`` (Hydra's own settings are the ones checked) or that YAML cannot read. Parsed once per
+    text (``yaml_leaves.file_text``: was, per modification time and size, so an edit of the same size went unseen)."""
     if "hydra" not in text or not MAYBE_NULL.search(text):
         return ()
-    import yaml
-
-    try:
-        root = yaml.compose(text)
-    except Exception:
-        return ()
-    found = []
-
-    def walk(node: object, keys: tuple[str, ...]) -> None:
-        for key, value in getattr(node, "value", ()) if isinstance(node, yaml.MappingNode) else ():
-            name = (*keys, str(key.value))
-            if isinstance(value, yaml.MappingNode) and name != ("defaults",):
-                walk(value, name)
-            elif isinstance(value, yaml.ScalarNode) and value.tag == "tag:yaml.org,2002:null":
-                found.append((name, value.value, value.start_mark.line + 1))
-            elif isinstance(value, yaml.SequenceNode):  # env_copy: [~] (was: Hydra's multi-line ValidationError)
-                found.extend(((*name, f"[{i}]"), item.value, item.start_mark.line + 1) for i, item in
-                             enumerate(value.value) if isinstance(item, yaml.ScalarNode)
-                             and item.tag == "tag:yaml.org,2002:null")
-
-    walk(root, ())
-    return tuple(found)
+    return tuple((name, node.value, node.start_mark.line + 1) for name, node, _ in scalar_leaves(composed_text(text))
+                 if node.tag == "tag:yaml.org,2002:null")  # a list's too: env_copy: [~] (Hydra's multi-line error)
 
 
 def hydra_null_problem(path: Path, package: tuple[str, ...]) -> str | None:
     """A null that ``path`` (a config file whose keys land in ``package``) gives a setting of Hydra's that cannot
     be null (``hydra.job.env_set``'s ``MY_FLAG: null``), in one line naming the file, line, setting and fix; None
     where it gives none. Was: Hydra's multi-line "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
-    for keys, written, line in _hydra_nulls(str(path), *file_version(path)):
+    for keys, written, line in _hydra_nulls(file_text(path)):
         full = (*package, *keys)
         if item := keys[-1].startswith("["):  # a list's item: the list's element type
             listed = field_type(full[:-1]) if full[0] == "hydra" else None

@@ -8,21 +8,26 @@ Hydra's grammar reads a bare ``true`` as a yes/no, and a text setting takes it a
 from __future__ import annotations
 
 import dataclasses
+import json
+import shlex
 import typing
 
 from gensbi_sharding.harness.override_grammar import CommandLine
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["hydra_text_problem"]
+__all__ = ["hydra_text_problem", "preset_sweep_problem"]
 
 
-def hydra_text_problem(command: CommandLine) -> str | None:
+def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None:
     """The refusal of the first ``hydra.*`` override giving a text setting a bare yes/no; None where none does.
 
     Parameters
     ----------
     command : CommandLine
-        The parsed command line.
+        The parsed command line, or a preset's ``hydra.sweeper.params`` as ``key=value`` words.
+    preset : bool
+        Whether ``command`` is a preset's sweeper params: then the fix is the line to write there (was: a preset's
+        ``+hydra.job.env_set.MY_FLAG: true,false`` passed every check, its jobs run with 'True' and 'False').
 
     Returns
     -------
@@ -32,17 +37,57 @@ def hydra_text_problem(command: CommandLine) -> str | None:
         \\"+hydra.job.env_set.MY_FLAG='true'\\""``.
     """
     for o in command.parsed:
-        if not o.key.startswith("hydra.") or o.hydra.is_delete() or o.sweep:  # a sweep's values: its own check's
+        if not o.key.startswith("hydra.") or o.hydra.is_delete():
             continue
-        value = o.hydra.value()
-        if not isinstance(value, bool) or not _text(_hydra_type(o.key.split(".")[1:])):
+        # each value of a sweep too (-m +hydra.job.env_set.MY_FLAG=true,false: was unchecked, its jobs ran with 'True')
+        values = o.values()
+        value = next((v for v in values if isinstance(v, bool)), None)
+        if value is None or not _text(_hydra_type(o.key.split(".")[1:])):
             continue
         word, prefix = str(value).lower(), o.arg[:len(o.arg) - len(o.arg.lstrip("+~"))]
-        fixed = f"{prefix}{o.key}='{word}'"
-        return Refusal(f"{o.arg}: {o.key} takes text, and {o.raw} is a yes/no, which it would read as '{value}' "
+        fixed = f"{prefix}{o.key}={','.join(map(_as_text, values))}"
+        said = o.raw if not o.sweep else f"{word} (a value of the sweep {o.raw})"
+        if preset:  # the sweeper reads the line's text as an override: the quotes go inside YAML's
+            return (f"{o.arg} (in the preset's hydra.sweeper.params): {o.key} takes text, and {said} is a yes/no, "
+                    f"which it would read as '{value}' (Python's spelling), as in a config file; for the text, write "
+                    f"{o.typed}: {json.dumps(fixed.split('=', 1)[1])} there")
+        return Refusal(f"{o.arg}: {o.key} takes text, and {said} is a yes/no, which it would read as '{value}' "
                        f"(Python's spelling), as in a config file", fixed, how="; for the text, quote it: ",
-                       shown=f"\"{fixed}\"")
+                       shown=shlex.quote(fixed) if set(fixed) & set('"$`\\!') else f"\"{fixed}\"")
     return None
+
+
+def _as_text(value: object) -> str:
+    """``value`` (one of an override's) written for the fix: a yes/no as its quoted word, the rest as Hydra reads
+    them back (a sweep's other values kept)."""
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    if isinstance(value, bool):
+        return f"'{str(value).lower()}'"
+    return "null" if value is None else hydra_value(value) if isinstance(value, str) else str(value)
+
+
+def preset_sweep_problem(params: list[str], options=None) -> str | None:
+    """The refusal of a preset's ``hydra.sweeper.params``: a sweep the basic sweeper cannot run or with no value
+    (``sweep_values.sweep_values_problem``), else a yes/no its sweep gives a text setting of Hydra's.
+
+    Parameters
+    ----------
+    params : list of str
+        The params as ``key=value`` words (``+hydra.job.env_set.MY_FLAG=true,false``).
+    options : callable, optional
+        ``sweep_values_problem``'s: a group's options.
+
+    Returns
+    -------
+    str or None
+        One line naming the param, "(in the preset's hydra.sweeper.params)", and the fix.
+    """
+    from gensbi_sharding.harness.override_grammar import parse
+    from gensbi_sharding.harness.sweep_values import sweep_values_problem
+
+    return (sweep_values_problem(params, options, " (in the preset's hydra.sweeper.params)")
+            or hydra_text_problem(parse(params), preset=True))
 
 
 def _hydra_type(parts: list[str]) -> object:

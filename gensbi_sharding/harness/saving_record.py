@@ -83,7 +83,7 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
     """
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.checkpoint_settings import dotted_leaves
+    from gensbi_sharding.harness.checkpoint_settings import composed_leaves, dotted_leaves
     from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.override_grammar import hydra_value
     from gensbi_sharding.harness.override_words import override_literal
@@ -95,7 +95,7 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
     # word pasted ("Could not find 'experiment/mine'"): left out, its settings added as they ran (was: kept)
     gone = gone_presets(words)
     words = [w for w in words if w not in gone]
-    if (now := _composed(words)) is None:
+    if (now := composed_leaves(words, resolve=False, config_name="config")) is None:
         return words
     differ = [k for k, v in saved.items() if k in now and now[k] != v and not k.startswith(("train.resume", "hydra."))]
     if not differ or any(isinstance(saved[k], str) and "${" in saved[k] for k in differ):
@@ -103,7 +103,7 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
     typed = [f"{k}={hydra_value(v) if isinstance(v, str) and v else override_literal(v)}"
              for k, v in ((k, saved[k]) for k in differ)]
     fixed = [*(w for w in words if w.split("=", 1)[0].lstrip("+~") not in differ), *typed]
-    again = _composed(fixed)
+    again = composed_leaves(fixed, resolve=False, config_name="config")
     return fixed if again is not None and all(again.get(k) == saved[k] for k in differ) else words
 
 
@@ -135,31 +135,3 @@ def gone_presets(words: list[str]) -> list[str]:
         if choices is not None and any(isinstance(v, str) and "${" not in v and v not in choices for v in values):
             gone.append(arg)
     return gone
-
-
-def _composed(words: list[str]) -> dict[str, Any] | None:
-    """The leaves, unresolved, of the config ``words`` compose to now from ``conf/`` (their search path read), Hydra's
-    section aside; None where they do not compose (a hint is worth no failure)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
-    from gensbi_sharding.harness.checkpoint_settings import dotted_leaves
-    from gensbi_sharding.harness.config import register_configs
-    from gensbi_sharding.harness.groups import CONF
-
-    register_configs()
-    task = [w for w in words if not w.startswith("hydra.") or w.startswith("hydra.searchpath=")]
-    if any(w.startswith("--config-") for w in words):  # another primary config: not composed here
-        return None
-    try:
-        if GlobalHydra.instance().is_initialized():  # within launch.py's app: its own search path and config
-            cfg = compose("config", overrides=task)
-        else:
-            with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-                cfg = compose("config", overrides=task)
-        tree = OmegaConf.to_container(cfg, resolve=False)
-    except Exception:  # noqa: BLE001 - any composition failure: the record's words as they are
-        return None
-    tree.pop("hydra", None)
-    return dotted_leaves(tree)

@@ -260,17 +260,17 @@ def sweep_config_problem(config: Any) -> str | None:
     from gensbi_sharding.harness.groups import group_options  # on Hydra's whole search path
     from gensbi_sharding.harness.sweep_composed import reusing
     from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
-    from gensbi_sharding.harness.sweep_values import sweep_values_problem
+    from gensbi_sharding.harness.override_hydra_text import preset_sweep_problem
 
     if (OmegaConf.select(config, "hydra.sweeper._target_", default=None) != BASIC_SWEEPER
             or not GlobalHydra.instance().is_initialized()):
         return None
     loader = reusing(GlobalHydra.instance().config_loader())  # each job composed once: Hydra's sweeper and launcher too
     task, params = command_overrides(config)
-    # A preset's interval(...) or empty sweep: the basic sweeper's traceback, or 0 jobs and exit 0 (the command
-    # line's are launch.py's, checked before Hydra composed).
+    # A preset's interval(...) or empty sweep: the basic sweeper's traceback, or 0 jobs and exit 0; its yes/no for a
+    # text setting of Hydra's: 'True' (the command line's are launch.py's, checked before Hydra composed).
     preset = [f"{k}={v}" for k, v in (params or {}).items()]
-    if problem := sweep_values_problem(preset, group_options, " (in the preset's hydra.sweeper.params)"):
+    if problem := preset_sweep_problem(preset, group_options):
         return problem
     try:
         jobs = sweep_jobs(task or [], params, config_loader=loader)

@@ -17,9 +17,9 @@ import re
 import typing
 from pathlib import Path
 
-from gensbi_sharding.harness.config_files import file_version
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
+from gensbi_sharding.harness.yaml_leaves import composed_text, file_text, scalar_leaves
 
 __all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package"]
 
@@ -37,39 +37,22 @@ BOOL_WORDS = re.compile(r"true|True|TRUE|false|False|FALSE")
 
 
 @functools.lru_cache(maxsize=1024)
-def _scalars(path: str, mtime_ns: int, size: int) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
+def _scalars(text: str) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
     """Each ``(key path, word, line, bare)`` of the file's mappings whose value is one of ``OMEGACONF_WORDS``
-    (``defaults`` left out); read once per version of the file. A file YAML cannot read: none (``config_files``')."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    (``defaults`` and lists' items left out); parsed once per text (``file_text``). A file YAML cannot read: none
+    (``config_files``')."""
     if not MAYBE_WORD.search(text):  # most files: YAML's parse of each cost a launch ~0.2 s
         return ()
-    import yaml
-
-    try:
-        root = yaml.compose(text)
-    except Exception:
-        return ()
-    found = []
-
-    def walk(node: object, keys: tuple[str, ...]) -> None:
-        for key, value in getattr(node, "value", ()) if isinstance(node, yaml.MappingNode) else ():
-            name = (*keys, str(key.value))
-            if name == ("defaults",):
-                continue
-            if isinstance(value, yaml.MappingNode):
-                walk(value, name)
-            elif isinstance(value, yaml.ScalarNode) and (value.value.lower() in OMEGACONF_WORDS or (
-                    value.style is None and BOOL_WORDS.fullmatch(value.value))):
-                found.append((name, value.value, value.start_mark.line + 1, value.style is None))
-
-    walk(root, ())
-    return tuple(found)
+    return tuple((name, node.value, node.start_mark.line + 1, node.style is None)
+                 for name, node, item in scalar_leaves(composed_text(text))
+                 if not item and name != ("defaults",) and (node.value.lower() in OMEGACONF_WORDS or (
+                     node.style is None and BOOL_WORDS.fullmatch(node.value))))
 
 
 def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ...]:
     """``(key path, word, line, bare)`` of each yes/no word ``path`` sets (see ``_scalars``), its ``# @package``
     header not applied."""
-    return _scalars(str(path), *file_version(path))
+    return _scalars(file_text(path))
 
 
 def field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
