@@ -72,8 +72,8 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
     except Exception as err:  # as run() records it: any exception here would end the job before training
         said = next((said for said in err.args[:1] if fix_of(said) is not None), str(err))  # a Refusal keeps its fix
         return rephrased(said, lead=f"{type(err).__name__}: ")
-    here = in_process and (cfg.distributed.mode == "none" or local)  # the model on cpu, known (was: the run's, in its
-    on_cpu = cfg.devices.platform == "cpu" or (here and cpu_devices_known(cfg.devices.platform))  # folder, JAX started)
+    here = in_process and (cfg.distributed.mode == "none" or local)  # the model on cpu, known before JAX starts
+    on_cpu = cfg.devices.platform == "cpu" or (here and cpu_devices_known(cfg.devices.platform))
     problem = problem or (start_problem(cfg.devices.platform, cfg.dry_run) if here else None)  # this machine's JAX
     problem = problem or (platform_problem(cfg.model, "cpu") if on_cpu else None)
     if cfg.distributed.mode == "none":  # one process: this machine's devices
@@ -184,8 +184,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
         try:
             cfg = loader.load_sweep_config(config, list(job))
         except Exception as err:  # Hydra would refuse the whole sweep composing this job, but after making its folder
-            # As the job's command alone is refused: Hydra's own text can advise what is refused in turn ("To append
-            # to your config use +model.width=3" for a key the job's experiment's model lacks).
+            # Refused as the job's command alone is, so Hydra's own advice reaches the user ("use +model.width=3").
             flags = config_flags(OmegaConf.select(config, "hydra"))  # -cn my: my.yaml's model, not conf's
             if not (problem := command_problem([*flags, *search_path_of(hydra_overrides), *job])):
                 reason = str(err.__cause__ or "").strip().splitlines()
@@ -199,10 +198,11 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
             with open_dict(cfg):
                 del cfg["hydra"]
             problem = lost or job_problem(cfg, in_process=in_process)
-            problem = problem or resume_source_problem(cfg, out)  # its checkpoint and settings (was: each job's)
+            problem = problem or resume_source_problem(cfg, out)  # its checkpoint and settings
         finally:
             HydraConfig.instance().cfg = before
-        if problem is None and in_process and cfg.distributed.mode == "none" and cpu_devices_known(cfg.devices.platform):
+        one_process = in_process and cfg.distributed.mode == "none"
+        if problem is None and one_process and cpu_devices_known(cfg.devices.platform):
             count = resolve_cpu_count(cfg.devices.cpu_count)[0]
             first_count = count if first_count is None else first_count
             if count != first_count:
