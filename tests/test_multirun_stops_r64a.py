@@ -33,8 +33,10 @@ def test_a_later_jobs_stop_checks_count_on_from_the_job_before(tmp_path, monkeyp
 
 
 # Two jobs of two processes, explicit mode: each process gets SIGTERM (a preemption notice) as the first job ended,
-# before the second started; that job trains 400 steps unless stopped. The first trains 30: its last checkpoint's
-# save asks the sync point with id 30 (Orbax's), a later id than the second job's setup checks count to from 1.
+# before the second started; that job trains 400 steps unless stopped. The first trains 12: its last checkpoint's
+# save asks the sync point with id 12 (Orbax's), a later id than the second job's setup checks count to from 1 (the
+# claim's and four stages': ids counted from 1 again, as before the fix, reach 13 at the second job's step 8, not its
+# first; was 30 steps, ~0.15 s of CPU a step on each Gloo process).
 _BETWEEN_WORKER = """
 import json, os, signal, sys
 sys.path.insert(0, {tests!r})
@@ -47,7 +49,7 @@ for job in (0, 1):
         os.kill(os.getpid(), signal.SIGTERM)
     metrics = run(compose_tiny("distributed.mode=explicit", "distributed.num_processes=2",
                                f"distributed.process_id={{process}}", "distributed.coordinator_address={address}",
-                               "distributed.timeout_s=60", f"train.steps={{30 if job == 0 else 400}}",
+                               "distributed.timeout_s=60", f"train.steps={{12 if job == 0 else 400}}",
                                "eval.enabled=false", output_dir={out!r} + f"/{{job}}"))
     done.append([metrics["status"], metrics.get("stopped_at_step"), metrics.get("steps")])
 print("DONE", json.dumps(done), flush=True)
@@ -60,7 +62,7 @@ def test_a_notice_between_two_jobs_stops_the_next_job_before_it_trains(tmp_path)
     assert [[job[0] for job in process] for process in done] == [["ok", "preempted"]] * 2, done
     # Before training, or at the first step's check where JAX's preemption service agreed on the sync point after the
     # job's first check (the agreement travels through the coordinator: a loaded machine gave step 1 in 2 of ~6
-    # runs); was: mid-training (step 26 of 400)
+    # runs); was: mid-training (step 26 of 400 after a first job of 30 steps; step 8 after one of 12)
     assert all(process[1][1] in (None, 1) for process in done), done
 
 
