@@ -1,5 +1,5 @@
 """launch.py -m, explicit mode, two processes per job: a sweep runs, and a refusal of a job after the first (by the
-sweep's own checks) stops every process with its words, the same exit code."""
+sweep's own checks, or before the next job between two jobs) stops every process with its words, the same exit code."""
 
 from __future__ import annotations
 
@@ -14,6 +14,28 @@ import pytest
 from faults_helpers import TINY
 
 LAUNCH = Path(__file__).parent.parent / "launch.py"
+
+# Process 0's disk has no room for the next job's Hydra files (its hosts' disks are its own): the real check, its
+# statvfs reading 3 free blocks
+FULL_DISK = """
+import os, runpy, sys
+from types import SimpleNamespace
+from gensbi_sharding.harness import hydra_room
+real_problem, real_statvfs = hydra_room.room_problem, os.statvfs
+def full(path):
+    return SimpleNamespace(f_frsize=4096, f_bsize=4096, f_bfree=3, f_bavail=3, f_blocks=real_statvfs(path).f_blocks,
+                           f_flag=0)
+def room_problem(*args, **kwargs):
+    os.statvfs = full
+    try:
+        return real_problem(*args, **kwargs)
+    finally:
+        os.statvfs = real_statvfs
+hydra_room.room_problem = room_problem
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
 
 def sweep_on_two(sweep, *overrides, prelude0=None, bound=240):
     """Processes 0 and 1 of one ``launch.py -m`` sweep (dry runs), explicit mode, a free local coordinator port:
@@ -60,3 +82,18 @@ def test_a_later_jobs_folder_refused_to_process_0_ends_every_process_with_its_wo
     assert f"[ERROR] [process 1/2] {said}" in one and "Check failure" not in zero + one, one[-3000:]
     assert not (tmp_path / "s" / "0").exists() and not (tmp_path / "s" / "multirun.yaml").exists()  # nothing written
     assert json.loads((tmp_path / "s" / "1" / "metrics.json").read_text()) == {"status": "ok", "final_step": 4}
+
+
+@pytest.mark.slow  # two launch.py processes, one dry-run job; bounded by 240 s
+def test_a_next_job_process_0_has_no_room_for_ends_every_process_before_it(tmp_path):
+    # Was: process 0 stopped the sweep after job 0 (its disk too full for job 1's Hydra files) and left; process 1
+    # went on to job 1 and died there on the lost coordinator (exit 134 on both, after JAX's shutdown barrier's wait)
+    (zero, code0), (one, code1) = sweep_on_two(tmp_path / "s", "seed=0,1", prelude0=FULL_DISK)
+    assert (code0, code1) == (1, 1), (zero[-3000:], one[-3000:])
+    said = next(line for line in zero.splitlines() if line.startswith("[ERROR]")).split("[ERROR] ", 1)[1]
+    assert said.startswith(f"the sweep stops before job 1: {tmp_path / 's' / '1' / '.hydra'} could not be written")
+    assert said in one and "Check failure" not in zero + one, one[-3000:]
+    assert json.loads((tmp_path / "s" / "0" / "metrics.json").read_text())["status"] == "ok"  # the job that ran
+    assert not (tmp_path / "s" / "1").exists()  # no process started job 1
+    rows = (tmp_path / "s" / "sweep_summary.csv").read_text()
+    assert "not run" in rows, rows
