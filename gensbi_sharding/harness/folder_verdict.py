@@ -11,17 +11,18 @@ job's claim makes too): a refusal ends each of them at once, with process 0's wo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted"]
+__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted", "quiet_join"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
@@ -54,15 +55,13 @@ def hears_process_0(config: DictConfig) -> bool:
     return several_explicit(config) and rank not in (None, 0)
 
 
-def _join_and_hear(config: DictConfig) -> None:
-    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective."""
+@contextlib.contextmanager
+def quiet_join() -> Iterator[None]:
+    """Joining the processes from a Hydra callback, before the job's launch.log exists: JAX's and the harness's notes
+    on it ('Starting JAX distributed service', 'Unable to initialize backend ...') and Gloo's lines are the job's
+    noise (inside run() they go to its launch.log), not the console's; warnings and errors still reach it."""
     from gensbi_sharding.harness.console import native_output_to_log
-    from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
-    from gensbi_sharding.harness.run_folder import claim_together
 
-    dist = config.distributed
-    # Before the job's launch.log exists: JAX's and the harness's notes on joining, and Gloo's lines, are the job's
-    # noise (inside run() they go to its launch.log), not the console's; warnings and errors still reach it
     noisy = [logging.getLogger(name) for name in ("jax", "absl", "gensbi_sharding")]
     levels = [logger.level for logger in noisy]
     dropped = logging.getLogger(DROPPED)
@@ -71,20 +70,30 @@ def _join_and_hear(config: DictConfig) -> None:
         for logger in noisy:
             logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
         with native_output_to_log(logger=DROPPED):
-            initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
-                                   num_processes=dist.num_processes, process_id=dist.process_id,
-                                   timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
-            configure_devices(resolve_cpu_count(config.devices.cpu_count)[0], config.devices.platform)
-            # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
-            claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0))
-            # Gloo's threads print their lines as its connections come up, at times after the collective returned:
-            # one more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
-            from jax.experimental import multihost_utils
-
-            multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
+            yield
     finally:
         for logger, level in zip(noisy, levels):
             logger.setLevel(level)
+
+
+def _join_and_hear(config: DictConfig) -> None:
+    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective."""
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+    from gensbi_sharding.harness.run_folder import claim_together
+
+    dist = config.distributed
+    with quiet_join():
+        initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
+                               num_processes=dist.num_processes, process_id=dist.process_id,
+                               timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
+        configure_devices(resolve_cpu_count(config.devices.cpu_count)[0], config.devices.platform)
+        # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
+        claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0))
+        # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
+        # more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
+        multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
 
 
 def hear_verdict(config: DictConfig) -> None:
