@@ -86,6 +86,7 @@ try:
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
     from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
+    from gensbi_sharding.harness.sweep_verdict import next_job_verdict
     if os.environ.get(CHILD_ENV):  # distributed=local's process: JAX's import stays its start-up, which a stop ends
         import gensbi_sharding.harness.devices  # noqa: F401  (elsewhere the run imports it, as it starts the devices)
 except KeyboardInterrupt:  # the imports (Hydra, the harness): a Ctrl-C there is the most likely one before a run
@@ -149,9 +150,10 @@ def main(cfg: DictConfig) -> float | None:
     if metrics["status"] != "ok":
         failed_jobs.append(metrics.get("error", "error"))
     # Hydra writes the next job's .hydra/*.yaml before any code of ours runs there: a disk too full for them ended
-    # the sweep in Hydra's traceback, with no summary, stop line or continue command
-    if in_sweep == [True] and not os.environ.get(LOCAL_CHILD_ENV) and (
-            full := next_job_room_lines(output_dir(cfg), len(ran), sys.argv)):
+    # the sweep in Hydra's traceback, with no summary, stop line or continue command. Several processes per job:
+    # process 0 checks, and every process stops with it (next_job_verdict), before any starts the next job
+    if in_sweep == [True] and not os.environ.get(LOCAL_CHILD_ENV) and (full := next_job_verdict(
+            lambda: next_job_room_lines(output_dir(cfg), len(ran), sys.argv))):
         print(tagged("ERROR", full[0]), *full[1:], sep="\n", file=sys.stderr, flush=True)
         sys.exit(1)
     return metrics.get("c2st")

@@ -22,6 +22,7 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
+from gensbi_sharding.harness.folder_verdict import hear_verdict, hears_process_0, tell_accepted
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
@@ -212,10 +213,14 @@ class RefuseCompletedRun(Callback):
         return {**self.__dict__, "_locks": []}
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if folder_owner(config):
+        if hears_process_0(config):  # explicit mode's process > 0: process 0's verdict, before this Hydra writes
+            hear_verdict(config)
+        elif folder_owner(config):
             self._claim(physical(config.hydra.run.dir), [physical(config.hydra.run.dir)], config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if hears_process_0(config):  # was: every process locked it, the first refused the others, process 0 perhaps
+            return hear_verdict(config)
         sweep = physical(config.hydra.sweep.dir)
         self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
@@ -249,6 +254,7 @@ class RefuseCompletedRun(Callback):
                 raise FileExistsError(problem)  # every job refused before the first starts (was: one by one in run())
             for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
                 keep_record(run_dir, earlier.get(run_dir))
+            tell_accepted(config, self._release)  # explicit mode's other processes wait for it in their callback
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
@@ -260,10 +266,13 @@ class RefuseCompletedRun(Callback):
                                            folders)
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
-            print(tagged("ERROR", other or f"{lead}{err}{hint}"), file=sys.stderr, flush=True)  # as its jobs' errors
+            said = other or f"{lead}{err}{hint}"
+            print(tagged("ERROR", said), file=sys.stderr, flush=True)  # as its jobs' errors
             from gensbi_sharding.harness.run_steps import tell_refusal  # (it imports this module)
 
-            tell_refusal(config, err)  # explicit mode's other processes wait for process 0: told, not left waiting
+            # explicit mode's other processes wait for process 0: told these words, not left waiting (was: ``err``, at
+            # times a str, told as 'str: ...')
+            tell_refusal(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
             self._release()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -250,14 +251,16 @@ def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch:
     from types import SimpleNamespace
 
     from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+    from gensbi_sharding.harness.folder_verdict import quiet_join
 
     try:  # as run_steps joins them: the others wait there for this process, the coordinator's
-        initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
-                               num_processes=dist.num_processes, process_id=dist.process_id,
-                               timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
-        configure_devices(resolve_cpu_count(cfg.devices.cpu_count)[0], cfg.devices.platform)
-        run_folder.claim_together(folder or SimpleNamespace(told=False), watch or SimpleNamespace(last_check_id=0),
-                                  refused)
+        with quiet_join() if folder is None else contextlib.nullcontext():  # a callback's: its console kept clean
+            initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
+                                   num_processes=dist.num_processes, process_id=dist.process_id,
+                                   timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
+            configure_devices(resolve_cpu_count(cfg.devices.cpu_count)[0], cfg.devices.platform)
+            run_folder.claim_together(folder or SimpleNamespace(told=False),
+                                      watch or SimpleNamespace(last_check_id=0), refused)
     except Exception as err:  # noqa: BLE001 - claim_together raises it on being told; any other: not told
         if err is not refused:
             log.debug("the refusal could not be told to the other processes: %s", err)

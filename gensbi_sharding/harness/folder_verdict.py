@@ -1,0 +1,134 @@
+"""Explicit mode, several processes: process 0's verdict on the run's (or sweep's) folder, heard by every other process
+in its own Hydra callback, before its Hydra writes anything there.
+
+Was: in a sweep (``launch.py -m``) every process claimed the sweep folder, and the first to lock it refused the others
+('is in use by another run'), process 0 perhaps; a folder process 0 refused was told to the others only in their first
+job, after their Hydra had written into it, and they went on to their next job, where they died on the coordinator
+process 0 took with it (an abort, exit 134 on every process). Now process 0 alone checks and claims the folder, as in a
+single run, and joins the other processes to tell them its verdict (``run_folder.claim_together``, the collective each
+job's claim makes too): a refusal ends each of them at once, with process 0's words and exit code 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+
+from omegaconf import DictConfig, OmegaConf
+
+from gensbi_sharding.harness.console import tagged
+
+__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted", "quiet_join"]
+
+#: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
+DROPPED = "gensbi_sharding.native.callback"
+#: run_folder.LOCAL_CHILD_ENV (it imports this module): a distributed=local child, whose parent owns the folder.
+CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+
+
+def several_explicit(config: DictConfig) -> bool:
+    """Whether ``config`` is one of several processes started by hand in explicit mode (not ``distributed=local``'s).
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config; one without a ``distributed`` section is one process.
+    """
+    return (OmegaConf.select(config, "distributed.mode", default=None) == "explicit"
+            and (OmegaConf.select(config, "distributed.num_processes", default=None) or 0) > 1
+            and not os.environ.get(CHILD_ENV))
+
+
+def hears_process_0(config: DictConfig) -> bool:
+    """Whether this process waits for process 0's verdict on the folder, its own claim left to process 0.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config.
+    """
+    rank = OmegaConf.select(config, "distributed.process_id", default=None)
+    return several_explicit(config) and rank not in (None, 0)
+
+
+@contextlib.contextmanager
+def quiet_join() -> Iterator[None]:
+    """Joining the processes from a Hydra callback, before the job's launch.log exists: JAX's and the harness's notes
+    on it ('Starting JAX distributed service', 'Unable to initialize backend ...') and Gloo's lines are the job's
+    noise (inside run() they go to its launch.log), not the console's; warnings and errors still reach it."""
+    from gensbi_sharding.harness.console import native_output_to_log
+
+    noisy = [logging.getLogger(name) for name in ("jax", "absl", "gensbi_sharding")]
+    levels = [logger.level for logger in noisy]
+    dropped = logging.getLogger(DROPPED)
+    dropped.propagate, dropped.handlers = False, [logging.NullHandler()]
+    try:
+        for logger in noisy:
+            logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+        with native_output_to_log(logger=DROPPED):
+            yield
+    finally:
+        for logger, level in zip(noisy, levels):
+            logger.setLevel(level)
+
+
+def _join_and_hear(config: DictConfig) -> None:
+    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective."""
+    from jax.experimental import multihost_utils
+
+    from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
+    from gensbi_sharding.harness.run_folder import claim_together
+
+    dist = config.distributed
+    with quiet_join():
+        initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
+                               num_processes=dist.num_processes, process_id=dist.process_id,
+                               timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
+        configure_devices(resolve_cpu_count(config.devices.cpu_count)[0], config.devices.platform)
+        # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
+        claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0))
+        # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
+        # more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
+        multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
+
+
+def hear_verdict(config: DictConfig) -> None:
+    """A process other than 0: hear process 0's verdict on the folder; a refusal (or a failed join) is printed, and
+    ends this process with exit code 1 before its Hydra writes anything.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config (with its ``hydra`` section), as a Hydra callback gets it.
+    """
+    try:
+        _join_and_hear(config)
+    except Exception as err:  # noqa: BLE001 - process 0's words as they came, or why the join failed
+        rank, count = config.distributed.process_id, config.distributed.num_processes
+        print(tagged("ERROR", f"[process {rank}/{count}] {err}"), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
+    """Process 0, its folder claimed: the other processes hear it accepted (several explicit processes; else
+    nothing). A failed join is printed, ``release()`` gives the folder back, and the process ends with exit code 1.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config, as a Hydra callback gets it.
+    release : callable
+        Releases the folder's lock.
+    """
+    if not several_explicit(config):
+        return
+    try:
+        _join_and_hear(config)
+    except Exception as err:  # noqa: BLE001 - e.g. a process never came: the coordinator's words name it
+        release()
+        print(tagged("ERROR", str(err)), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None

@@ -1,0 +1,49 @@
+"""Whether a sweep of several processes per job goes on to its next job: process 0's word, told to every process.
+
+Between two jobs launch.py checks the next one (room for Hydra's files on the disk: ``hydra_room``). Process 0 alone
+checked and stopped, and the other processes went on to the next job, where they died on the coordinator process 0
+took with it (JAX's shutdown barrier: an abort, exit 134). Now process 0 checks, and every process JAX joins hears its
+verdict before any of them starts the next job, so all stop at once, with the same words and exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+__all__ = ["next_job_verdict"]
+
+#: The bytes of the stopping line told to the other processes (a longer one is cut there).
+SAID_BYTES = 4096
+
+
+def next_job_verdict(check: Callable[[], list[str] | None]) -> list[str] | None:
+    """``check()`` run by process 0, its first line told to every process JAX joins (a collective: every process of a
+    multi-process sweep calls it after each job); without JAX joining several processes, ``check()`` alone.
+
+    Parameters
+    ----------
+    check : callable
+        Returns the lines that stop the sweep before its next job (the refusal first), or None where it goes on.
+
+    Returns
+    -------
+    list of str or None
+        Process 0's lines (its summary and continue command included); on another process, the refusal's line alone;
+        None where the sweep goes on.
+    """
+    jax = sys.modules.get("jax")  # not imported: no job joined JAX (e.g. distributed=local's parent)
+    if jax is None or not jax.distributed.is_initialized() or jax.process_count() < 2:
+        return check()
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    first = jax.process_index() == 0
+    lines = check() if first else None
+    said = (lines[0] if lines else "").encode()[:SAID_BYTES]
+    words = np.zeros(SAID_BYTES + 1, np.int32)  # the length of process 0's line, then its bytes
+    words[0], words[1:1 + len(said)] = len(said), np.frombuffer(said, np.uint8)
+    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
+    if first or not got[0]:
+        return lines
+    return [bytes(got[1:1 + got[0]].astype(np.uint8)).decode("utf-8", "replace")]
