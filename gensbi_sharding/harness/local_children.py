@@ -195,7 +195,8 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     fix, note = f"mesh.model_axis={nearest}", ""
     if not keeps:  # no model axis keeps the batch size: the nearest that fits, typed together; at most the one asked
         # for (its simulations are known to hold that many pairs), as the batch check's rule names it
-        fix = (fix, f"data.batch_size={nearest_batch_sizes(batch, multiple[nearest], max(batch, multiple[nearest]))[0]}")
+        size = nearest_batch_sizes(batch, multiple[nearest], max(batch, multiple[nearest]))[0]
+        fix = (fix, f"data.batch_size={size}")
         note = (f" (the batch is split over {shards} data shards and the data-parallel size {total // nearest}; no "
                 f"model axis keeps data.batch_size={batch})")
     elif nearest != min(fits, key=lambda d: (abs(d - axis), d)):
