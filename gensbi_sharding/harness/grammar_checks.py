@@ -14,6 +14,9 @@ __all__ = ["grammar_problem"]
 
 #: Keys whose value is a folder Hydra makes as written: a leading ``~`` there is a folder named "~".
 _FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
+#: Hydra's flags whose value is the next word (``--cfg job``, ``-cd conf2``): no override, whatever it holds.
+_VALUE_FLAGS = ("-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "-c", "--cfg", "-p", "--package",
+                "-i", "--info", "--experimental-rerun")
 
 
 def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -39,7 +42,13 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
         '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'"``.
     """
     for o in (command := parse(args)).overrides:
-        if "=" not in o.arg or not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):  # not a key=value Hydra could mean
+        # No key Hydra could mean: named here (was: skipped, and hydra_plugin_problem met it, an AttributeError);
+        # Hydra reads =1 as the key '', which no check named
+        if not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):
+            if (o.hydra is None or not o.typed) and not _flag_value(command.args, o.arg):
+                return _key_problem(o.arg, o.typed, o.error)
+            continue
+        if "=" not in o.arg:
             continue
         key, value, parsed = o.typed, o.raw, o.hydra
         if parsed is None and value.endswith(","):  # -m rule=replicated, fsdp: the shell split the sweep at a space
@@ -64,6 +73,23 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
             return (f"{o.arg}: Hydra does not expand ~ and would make a folder named '~' under the current one; "
                     f"write the path out: {shlex.quote(f'{key}={home}')}")
     return None
+
+
+def _flag_value(args: Sequence[str], word: str) -> bool:
+    """Whether ``word`` is the value of one of Hydra's flags (``-cd ~x``), which no check reads as an override."""
+    return any(a in _VALUE_FLAGS and b == word for a, b in zip(args, args[1:]))
+
+
+def _key_problem(arg: str, typed: str, error: str | None) -> str:
+    """The refusal of ``arg``, whose key ``typed`` Hydra's grammar cannot read (``hydra.sweeper.params.+x=1``,
+    ``=1``, ``'a b=1'``): Hydra's own error is several lines naming neither the key nor the fix."""
+    if not typed.lstrip("+~"):
+        return f"{arg}: no key before the '='; write key=value, e.g. seed=1 (python launch.py --cfg job lists the keys)"
+    said = (f"{arg}: Hydra's override grammar cannot read the key {typed!r} ({error}); a key is names joined by dots "
+            "(model.width), with +, ++ or ~ only in front of the whole key (+hydra.job.env_set.X=1)")
+    if typed.startswith("hydra.sweeper.params."):  # a preset's sweep, typed: the command line's own sweep is -m
+        said += "; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
+    return said
 
 
 def _quoted_fix(key: str, value: str) -> str:

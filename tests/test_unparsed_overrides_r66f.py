@@ -1,0 +1,46 @@
+"""Overrides whose key Hydra's grammar cannot read: refused in one line naming the key, never a traceback.
+
+Was: ``-m 'hydra.sweeper.params.+hydra.job.env_set.X=true,false'`` ended in an AttributeError ('NoneType' object has
+no attribute 'key_or_group') from hydra_plugin_problem, which read every override, those the grammar could not read
+among them; grammar_problem skipped any override whose key was no plain key.
+"""
+
+import pytest
+
+from gensbi_sharding.harness.command_checks import command_problem
+from gensbi_sharding.harness.grammar_checks import grammar_problem
+from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
+
+UNREADABLE = ["hydra.sweeper.params.+hydra.job.env_set.X=true,false", "hydra.launcher.+n_jobs=2", "a b=1",
+              "~hydra.sweeper.params.+x"]
+
+
+@pytest.mark.parametrize("arg", UNREADABLE)
+def test_a_key_the_grammar_cannot_read_is_named_in_one_line(arg):
+    problem = command_problem(["-m", arg])
+    assert problem.startswith(f"{arg}: Hydra's override grammar cannot read the key ")
+    assert repr(arg.partition("=")[0]) in problem and "\n" not in problem
+    assert "+, ++ or ~ only in front of the whole key" in problem
+
+
+@pytest.mark.parametrize("arg", UNREADABLE)
+def test_the_plugin_check_skips_what_the_grammar_cannot_read(arg):
+    assert hydra_plugin_problem([arg]) is None  # was: AttributeError for the first two
+
+
+def test_a_typed_sweep_of_the_sweeper_names_the_command_lines_sweep_which_runs():
+    problem = command_problem(["-m", "hydra.sweeper.params.+seed=0,1"])
+    assert problem.endswith("to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1")
+    assert command_problem(["-m", "seed=0,1"]) is None  # the advice, pasted
+    assert command_problem(["-m", "+hydra.job.env_set.X=1"]) is None  # the key shown as written right
+
+
+def test_no_key_before_the_equals_sign_is_named():
+    assert command_problem(["=1"]) == ("=1: no key before the '='; write key=value, e.g. seed=1 (python launch.py "
+                                       "--cfg job lists the keys)")
+    assert command_problem(["seed=1"]) is None
+
+
+def test_a_flags_value_is_no_override():
+    assert grammar_problem(["--config-name", "a b=1"]) is None
+    assert grammar_problem(["a b=1"]) is not None
