@@ -44,3 +44,31 @@ def test_no_key_before_the_equals_sign_is_named():
 def test_a_flags_value_is_no_override():
     assert grammar_problem(["--config-name", "a b=1"]) is None
     assert grammar_problem(["a b=1"]) is not None
+
+
+# A name too long for the file system (found by fuzzing the command checks): was an OSError traceback, [Errno 36]
+# File name too long, from the checks that look the name up as a file (config_files.unsearched_file,
+# --config-path's folder, a search path's folder), or no refusal at all where Hydra then made the folder.
+LONG = "x" * 300
+
+
+@pytest.mark.parametrize("args", [["mesh=" + LONG], ["-m", f"model=mlp,{LONG}"], ["experiment=" + LONG],
+                                  ["-cp", LONG], [f"hydra.searchpath=[file://{LONG}]"], ["hydra.run.dir=" + LONG]])
+def test_a_name_too_long_for_a_file_is_refused_in_one_line(args):
+    problem = command_problem(args)
+    assert "is 300 bytes, longer than a file or folder name can be here (255)" in problem
+    assert "\n" not in problem and len(problem) < 300
+
+
+def test_a_long_group_option_names_where_the_options_are_listed():
+    problem = command_problem(["mesh=" + LONG])
+    assert problem == (f"mesh={LONG[:55]}...: its name {LONG[:24]}... is 300 bytes, longer than a file or folder "
+                       "name can be here (255), so no mesh option has it; python launch.py --help lists the options")
+
+
+def test_a_long_run_folder_names_a_folder_that_runs():
+    problem = command_problem(["hydra.run.dir=/tmp/" + LONG])
+    assert problem.endswith("; give a shorter one, e.g. hydra.run.dir=outputs/my_run")
+    assert command_problem(["hydra.run.dir=outputs/my_run"]) is None  # the advice, pasted
+    assert command_problem(["hydra.run.dir=/tmp/" + "x" * 255]) is None  # as long as a name can be
+

@@ -19,6 +19,7 @@ from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
 from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
+from gensbi_sharding.harness.name_lengths import long_name_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.override_hydra_text import hydra_text_problem
@@ -37,8 +38,9 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
 # hydra.searchpath=??? is no word to put in a list);
 # experiment_sizes_problem once every model= option's file is known good (a model of one's own without its quick sizes);
-# rule_file_problem last: it composes, and an override another check refuses is no command to compose
-OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
+# rule_file_problem last: it composes, and an override another check refuses is no command to compose;
+# long_name_problem first: the checks look names up as files, and a name too long raised in each (an OSError)
+OVERRIDE_CHECKS = (long_name_problem, config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
                    hydra_missing_problem, hydra_list_problem,
                    config_file_problem, yes_no_word_problem, hydra_text_problem, task_fixed_problem,
                    command_sweep_problem,
