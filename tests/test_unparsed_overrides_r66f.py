@@ -72,3 +72,12 @@ def test_a_long_run_folder_names_a_folder_that_runs():
     assert command_problem(["hydra.run.dir=outputs/my_run"]) is None  # the advice, pasted
     assert command_problem(["hydra.run.dir=/tmp/" + "x" * 255]) is None  # as long as a name can be
 
+
+# A line break in a word (found by fuzzing: $'mesh=\n', a $(cat file)): every refusal showed it as typed, over
+# several lines, the grammar's advising to quote the line break.
+@pytest.mark.parametrize("args", [["mesh=\n"], ["model.width=3\n"], ["--config-name", "a\nb"], ["seed=1", "x=\r"]])
+def test_a_line_break_in_a_word_is_named_in_one_line(args):
+    problem = command_problem(args)
+    word = next(w for w in args if w.splitlines() != [w])
+    assert problem == (f"{word!r}: the word holds a line break, which no setting, option or flag takes; type it on "
+                       "one line (python launch.py --cfg job shows the settings and their values)")

@@ -10,13 +10,36 @@ from collections.abc import Sequence
 
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
-__all__ = ["grammar_problem"]
+__all__ = ["grammar_problem", "line_break_problem"]
 
 #: Keys whose value is a folder Hydra makes as written: a leading ``~`` there is a folder named "~".
 _FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
 #: Hydra's flags whose value is the next word (``--cfg job``, ``-cd conf2``): no override, whatever it holds.
 _VALUE_FLAGS = ("-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "-c", "--cfg", "-p", "--package",
                 "-i", "--info", "--experimental-rerun")
+
+
+def line_break_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first word of the command line that holds a line break (``$'mesh=\\n'``, a
+    ``$(cat file)`` of several lines); None when there is none. No setting, option or flag takes one, and each
+    refusal that showed the word as typed ran over several lines (its advice, to quote the line break, too).
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"'mesh=\\n': the word holds a line break, which no setting, option or flag takes; type it on one
+        line (python launch.py --cfg job shows the settings and their values)"``.
+    """
+    word = next((w for w in parse(args).args if w.splitlines() != [w]), None)  # "" splits to []: no line break
+    if word is None or word == "":
+        return None
+    return (f"{word!r}: the word holds a line break, which no setting, option or flag takes; type it on one line "
+            "(python launch.py --cfg job shows the settings and their values)")
 
 
 def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
