@@ -81,3 +81,22 @@ def test_a_line_break_in_a_word_is_named_in_one_line(args):
     word = next(w for w in args if w.splitlines() != [w])
     assert problem == (f"{word!r}: the word holds a line break, which no setting, option or flag takes; type it on "
                        "one line (python launch.py --cfg job shows the settings and their values)")
+
+
+# A word of no '=' (found by fuzzing): no check read it as an override, and Hydra's "Error parsing override 'fsdp'
+# missing EQUAL at '<EOF>'" came in several lines after every check passed.
+def test_an_option_alone_names_its_group_and_the_fix_runs():
+    assert command_problem(["fsdp"]) == ("fsdp: Hydra reads each word after the flags as an override, key=value, and "
+                                         "fsdp has no '='; fsdp is an option of rule: write rule=fsdp")
+    assert command_problem(["rule=fsdp"]) is None  # the advice, pasted
+
+
+def test_a_key_alone_and_a_value_split_off_by_the_shell_are_named():
+    assert command_problem(["seed"]).startswith("seed: Hydra reads each word after the flags as an override")
+    assert command_problem(["seed=", "3"]).endswith("(the shell split seed=3 at a space); write seed=3")
+    assert command_problem(["seed=3"]) is None
+
+
+@pytest.mark.parametrize("args", [["--cfg", "job"], ["-cn", "config"], ["--info", "config"], ["-m", "seed=0,1"]])
+def test_a_flags_value_is_no_bare_word(args):
+    assert command_problem(args) is None

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
-from gensbi_sharding.harness.grammar_checks import grammar_problem, line_break_problem
+from gensbi_sharding.harness.grammar_checks import bare_word_problem, grammar_problem, line_break_problem
 from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
     mode_flags_problem
 from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
@@ -40,8 +40,10 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # experiment_sizes_problem once every model= option's file is known good (a model of one's own without its quick sizes);
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose;
 # line_break_problem first: every refusal shows the word as typed, over several lines where it holds a line break;
-# long_name_problem next: the checks look names up as files, and a name too long raised in each (an OSError)
-OVERRIDE_CHECKS = (line_break_problem, long_name_problem, config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
+# long_name_problem next: the checks look names up as files, and a name too long raised in each (an OSError);
+# bare_word_problem after grammar_problem: a word of no '=' is no override to the checks, and Hydra's error after them
+OVERRIDE_CHECKS = (line_break_problem, long_name_problem, config_flag_problem, flag_use_problem, flag_order_problem,
+                   grammar_problem, bare_word_problem,
                    hydra_missing_problem, hydra_list_problem,
                    config_file_problem, yes_no_word_problem, hydra_text_problem, task_fixed_problem,
                    command_sweep_problem,

@@ -8,9 +8,10 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
-__all__ = ["grammar_problem", "line_break_problem"]
+__all__ = ["grammar_problem", "line_break_problem", "bare_word_problem"]
 
 #: Keys whose value is a folder Hydra makes as written: a leading ``~`` there is a folder named "~".
 _FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
@@ -95,6 +96,39 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
             home = os.path.expanduser(parsed.value())
             return (f"{o.arg}: Hydra does not expand ~ and would make a folder named '~' under the current one; "
                     f"write the path out: {shlex.quote(f'{key}={home}')}")
+    return None
+
+
+def bare_word_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first word that is neither a flag, a flag's value nor an override (no ``=``):
+    ``python launch.py fsdp``, ``seed``, ``seed= 3`` (the shell split at the space); None when there is none. Was
+    Hydra's "Error parsing override 'fsdp' / missing EQUAL at '<EOF>'" in several lines, after every check passed.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"fsdp: Hydra reads each word after the flags as an override, key=value, and fsdp has no '='; fsdp is
+        an option of rule: write rule=fsdp"``.
+    """
+    from gensbi_sharding.harness.override_keys import option_groups
+
+    words = list(parse(args).args)
+    for before, word in zip([None, *words], words):
+        if word.startswith(("-", "~")) or "=" in word or _flag_value(words, word) and before in _VALUE_FLAGS:
+            continue
+        said = f"{word}: Hydra reads each word after the flags as an override, key=value, and {word} has no '='"
+        if before is not None and before.endswith("=") and not before.startswith("-"):  # seed= 3
+            return f"{said} (the shell split {before}{word} at a space); write {shlex.quote(before + word)}"
+        groups = [g for g in option_groups() if word in group_options(g)]
+        if groups:  # fsdp alone: an option, its group left out
+            return f"{said}; {word} is an option of {' and '.join(groups)}: write {groups[0]}={word}"
+        return (f"{said}; give it a value, {word.lstrip('+')}=<value> (python launch.py --cfg job shows each setting "
+                "with its value)")
     return None
 
 

@@ -46,8 +46,8 @@ def _too_long(text: str, name_max: int, path_max: int) -> str | None:
         return f"a path of {len(size)} bytes, longer than a path can be here ({path_max - 1})"
     part = max(text.split("/"), key=lambda p: len(os.fsencode(p)))
     if len(os.fsencode(part)) > name_max:
-        return (f"its name {_shown(part, 24)} is {len(os.fsencode(part))} bytes, longer than a file or folder name can be "
-                f"here ({name_max})")
+        return (f"its name {_shown(part, 24)} is {len(os.fsencode(part))} bytes, longer than a file or folder name "
+                f"can be here ({name_max})")
     return None
 
 
