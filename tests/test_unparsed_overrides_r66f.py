@@ -100,3 +100,32 @@ def test_a_key_alone_and_a_value_split_off_by_the_shell_are_named():
 @pytest.mark.parametrize("args", [["--cfg", "job"], ["-cn", "config"], ["--info", "config"], ["-m", "seed=0,1"]])
 def test_a_flags_value_is_no_bare_word(args):
     assert command_problem(args) is None
+
+
+# Hydra's own settings given a shape Hydra cannot take (found by fuzzing): all passed every check, then Hydra's
+# several-line "Cannot assign int to Dict[str, str] / full_key / object_type", "Ambiguous value" without -m, or
+# (its advice) "Sweeping over Hydra's configuration is not supported" with -m.
+def test_a_dict_setting_of_hydras_given_one_value_names_how_to_set_an_entry():
+    problem = command_problem(["hydra.job.env_set=1"])
+    assert problem == ('hydra.job.env_set=1: hydra.job.env_set holds entries by name (a dict), not one value; set one '
+                       'by its name: +hydra.job.env_set.MY_VAR="1"')
+    assert command_problem(["+hydra.job.env_set.MY_VAR=1"]) is None  # the advice, pasted (the shell drops the "")
+    assert command_problem(["hydra.callbacks=[1]"]).startswith("hydra.callbacks=[1]: hydra.callbacks holds entries")
+    assert command_problem(["hydra.sweeper.params=1"]).endswith("give its values with -m, e.g. -m seed=0,1")
+    assert command_problem(["hydra.job.env_set={}"]) is None
+
+
+@pytest.mark.parametrize("args", [["hydra.job.env_set.X=1,2"], ["hydra.run.dir=a,b"], ["hydra/launcher=basic,slurm"],
+                                  ["hydra.job.name=choice(x,y)"]])
+def test_a_sweep_of_a_hydra_setting_without_m_is_refused_and_its_fix_runs(args):
+    problem = command_problem(args)
+    assert problem.startswith(f"{args[-1]}: several values are a sweep, and Hydra sweeps none of its own settings "
+                              "(hydra.*); give ")
+    fix = problem.rsplit("e.g. ", 1)[1]
+    assert command_problem([fix.replace('"', "")]) is None  # the advice, pasted (the shell drops the "")
+
+
+def test_a_sweep_typed_into_the_sweepers_params_names_the_command_lines_sweep():
+    problem = command_problem(["hydra.sweeper.params.seed=range(3)"])
+    assert problem.endswith("; to sweep seed, give its values with -m: -m 'seed=range(3)'")
+    assert command_problem(["-m", "seed=range(3)"]) is None  # the advice, pasted
