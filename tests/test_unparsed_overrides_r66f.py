@@ -10,6 +10,7 @@ import pytest
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.grammar_checks import grammar_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
+from gensbi_sharding.harness.hydra_values import sweeper_param_problem
 
 UNREADABLE = ["hydra.sweeper.params.+hydra.job.env_set.X=true,false", "hydra.launcher.+n_jobs=2", "a b=1",
               "~hydra.sweeper.params.+x"]
@@ -129,3 +130,21 @@ def test_a_sweep_typed_into_the_sweepers_params_names_the_command_lines_sweep():
     problem = command_problem(["hydra.sweeper.params.seed=range(3)"])
     assert problem.endswith("; to sweep seed, give its values with -m: -m 'seed=range(3)'")
     assert command_problem(["-m", "seed=range(3)"]) is None  # the advice, pasted
+
+
+# Two Python tracebacks from Hydra after every check passed (found by fuzzing): ~sweep=inf (a group's removal given
+# no option's name: "ValueError: Config group override deletion value must be a string"), and
+# hydra.sweeper.params.seed=1 with no preset giving the sweeper params ("AssertionError: Unexpected type for root").
+def test_removing_an_optional_group_by_no_options_name_is_refused_and_the_fix_runs():
+    assert command_problem(["~sweep=inf"]) == ("~sweep=inf: ~sweep= takes the option to remove, and inf is none of "
+                                               "sweep's options (rules_x_model_axis); write ~sweep")
+    assert command_problem(["~sweep"]) is None  # the advice, pasted
+
+
+@pytest.mark.parametrize("args", [["hydra.sweeper.params.seed=1"], ["-m", "hydra.sweeper.params.seed=1"]])
+def test_a_sweeper_param_with_no_params_to_set_it_in_names_the_command_lines_sweep(args):
+    problem = command_problem(args)
+    assert problem == ("hydra.sweeper.params.seed=1: the sweeper has no params to set seed in (only a preset, e.g. "
+                       "sweep=rules_x_model_axis, gives it some); sweep seed from the command line with -m: -m seed=1")
+    assert command_problem(["-m", "seed=1"]) is None  # the advice, pasted
+    assert sweeper_param_problem(["-m", "sweep=rules_x_model_axis", "hydra.sweeper.params.seed=0"]) is None  # its

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["hydra_dict_problem", "hydra_sweep_problem"]
+__all__ = ["hydra_dict_problem", "hydra_sweep_problem", "sweeper_param_problem"]
 
 #: The basic sweeper's ``params`` (``hydra.sweeper`` is of no fixed schema in ``HydraConf``): a dict of sweeps.
 _SWEEPER_PARAMS = "hydra.sweeper.params"
@@ -101,4 +101,36 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
         values = [str(v) for v in o.values()]
         return Refusal(f"{said}; give {key} one value", f"{o.typed}={hydra_value(values[0])}" if values else None,
                        how=", e.g. ")
+    return None
+
+
+def sweeper_param_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of ``hydra.sweeper.params.<key>=<value>`` where nothing gives the sweeper params to set
+    one in: no ``sweep=`` or ``experiment=`` preset, no other sweeper or config (was Hydra's AssertionError traceback,
+    "Unexpected type for root: NoneType", with -m or without); None when there is none.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.sweeper.params.seed=1: the sweeper has no params to set seed in (only a preset, e.g.
+        sweep=rules_x_model_axis, gives it some); sweep seed from the command line with -m: -m seed=1"``.
+    """
+    command = parse(args)
+    # a preset's or another config's params, another sweeper's: Hydra's to judge
+    flags = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
+    if any(o.key in ("sweep", "experiment", "hydra/sweeper") for o in command.parsed) or any(
+            a.startswith(flags) for a in command.args):
+        return None
+    for o in command.parsed:
+        key = o.typed.lstrip("+")
+        if not key.startswith(f"{_SWEEPER_PARAMS}.") or "=" not in o.arg:
+            continue
+        swept = key.removeprefix(f"{_SWEEPER_PARAMS}.")
+        return (f"{o.arg}: the sweeper has no params to set {swept} in (only a preset, e.g. sweep=rules_x_model_axis, "
+                f"gives it some); sweep {swept} from the command line with -m: -m {shlex.quote(f'{swept}={o.raw}')}")
     return None

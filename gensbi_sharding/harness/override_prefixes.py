@@ -146,10 +146,13 @@ def _group_problem(o: Override, group: str) -> str | None:
         return Refusal(f"{o.arg}: ++ cannot pick a group's option (Hydra: force-add of config groups is not "
                        "supported)", picked, how="; to pick this one, write ")
     if group in OPTIONAL_GROUPS:
-        if not _reads(group):
-            return None  # ~sweep: nothing reads it, Hydra removes it
-        return (f"{o.arg}: the {group} entry cannot be removed (conf/config.yaml's defaults read ${{{group}}}); for no "
-                f"{group}, drop {o.arg} and leave {group}= out")
+        if _reads(group):
+            return (f"{o.arg}: the {group} entry cannot be removed (conf/config.yaml's defaults read ${{{group}}}); "
+                    f"for no {group}, drop {o.arg} and leave {group}= out")
+        if o.hydra.value() is not None and o.hydra.value() not in (options := group_options(group)):
+            return (f"{o.arg}: ~{group}= takes the option to remove, and {o.raw} is none of {group}'s options ("
+                    f"{', '.join(options)}); write ~{group}")  # ~sweep=inf: was Hydra's ValueError traceback
+        return None  # ~sweep: nothing reads it, Hydra removes it
     extra = " (mesh=none: no mesh)" if group == "mesh" else ""
     return (f"{o.arg}: the {group} group cannot be removed, every run needs one{extra}; pick an option instead: "
             + ", ".join(f"{group}={option}" for option in group_options(group)))
