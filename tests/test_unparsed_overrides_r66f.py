@@ -148,3 +148,23 @@ def test_a_sweeper_param_with_no_params_to_set_it_in_names_the_command_lines_swe
                        "sweep=rules_x_model_axis, gives it some); sweep seed from the command line with -m: -m seed=1")
     assert command_problem(["-m", "seed=1"]) is None  # the advice, pasted
     assert sweeper_param_problem(["-m", "sweep=rules_x_model_axis", "hydra.sweeper.params.seed=0"]) is None  # its
+
+
+# A setting of Hydra's of a fixed type given a value it cannot take (found by fuzzing): passed every check, then
+# Hydra's several-line "Error merging override ... full_key ... object_type".
+@pytest.mark.parametrize("arg, reason", [
+    ("hydra.job.chdir=x", "Value 'x' is not a valid bool (type str)"),
+    ("hydra.mode=a", "Invalid value 'a', expected one of [RUN, MULTIRUN]"),
+    ("hydra.run.dir=[]", "Cannot convert 'list' to string: '[]'"),
+])
+def test_a_hydra_setting_given_a_value_of_another_type_is_named_in_one_line(arg, reason):
+    key, raw = arg.split("=", 1)
+    assert command_problem([arg]) == (f"{arg}: {key} cannot take {raw} ({reason}); give it a value it takes, or "
+                                      "leave it out")
+
+
+def test_a_hydra_setting_of_a_type_names_hydras_default_where_it_has_one_and_it_runs():
+    problem = command_problem(["hydra.output_subdir=[1]"])
+    assert problem.endswith("give it a value it takes, e.g. hydra.output_subdir=.hydra, or leave it out")
+    assert command_problem(["hydra.output_subdir=.hydra"]) is None  # the advice, pasted
+    assert command_problem(["hydra.job.chdir=true", "hydra.mode=RUN", "hydra.run.dir=runs/a"]) is None

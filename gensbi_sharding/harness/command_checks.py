@@ -17,7 +17,8 @@ from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_
     mode_flags_problem
 from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
-from gensbi_sharding.harness.hydra_values import hydra_dict_problem, hydra_sweep_problem, sweeper_param_problem
+from gensbi_sharding.harness.hydra_values import hydra_dict_problem, hydra_sweep_problem, hydra_type_problem, \
+    sweeper_param_problem
 from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
 from gensbi_sharding.harness.name_lengths import long_name_problem
@@ -49,7 +50,7 @@ OVERRIDE_CHECKS = (line_break_problem, long_name_problem, config_flag_problem, f
                    config_file_problem, yes_no_word_problem, hydra_text_problem, task_fixed_problem,
                    command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
-                   hydra_sweep_problem, hydra_dict_problem, sweeper_param_problem,
+                   hydra_sweep_problem, hydra_dict_problem, sweeper_param_problem, hydra_type_problem,
                    hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem,
                    experiment_sizes_problem, rule_file_problem)
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["hydra_dict_problem", "hydra_sweep_problem", "sweeper_param_problem"]
+__all__ = ["hydra_dict_problem", "hydra_sweep_problem", "sweeper_param_problem", "hydra_type_problem"]
 
 #: The basic sweeper's ``params`` (``hydra.sweeper`` is of no fixed schema in ``HydraConf``): a dict of sweeps.
 _SWEEPER_PARAMS = "hydra.sweeper.params"
@@ -133,4 +133,46 @@ def sweeper_param_problem(args: Sequence[str] | CommandLine) -> str | None:
         swept = key.removeprefix(f"{_SWEEPER_PARAMS}.")
         return (f"{o.arg}: the sweeper has no params to set {swept} in (only a preset, e.g. sweep=rules_x_model_axis, "
                 f"gives it some); sweep {swept} from the command line with -m: -m {shlex.quote(f'{swept}={o.raw}')}")
+    return None
+
+
+def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of a ``hydra.*`` setting of a fixed type given a value it cannot take
+    (``hydra.job.chdir=x``, ``hydra.mode=a``, ``hydra.run.dir=[]``: was Hydra's "Error merging override" with the
+    value's type, full key and object type, in several lines); None when there is none. Its dict settings are
+    ``hydra_dict_problem``'s, null ``hydra_nulls``', an interpolation Hydra's to resolve.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.job.chdir=x: hydra.job.chdir cannot take x (Value 'x' is not a valid bool); give it one it
+        takes, e.g. hydra.job.chdir=false, or leave it out"``.
+    """
+    from hydra.conf import HydraConf
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.hints import override_literal
+
+    schema = None
+    for o in parse(args).parsed:
+        key = o.typed.lstrip("+")
+        hint, value = (_hint(key), o.hydra.value()) if key.startswith("hydra.") and "=" in o.arg else (None, None)
+        if hint is None or o.hydra.is_sweep_override() or value is None or "${" in str(value) or dict in (
+                typing.get_origin(hint), hint) or key.startswith(f"{_SWEEPER_PARAMS}."):
+            continue
+        schema = schema or OmegaConf.structured(HydraConf)
+        node = schema.copy()
+        try:
+            OmegaConf.update(node, key.removeprefix("hydra."), value, merge=True)
+        except Exception as err:  # noqa: BLE001 (OmegaConf's validation errors: the first line is the reason)
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            default = OmegaConf.select(schema, key.removeprefix("hydra."), default=None, throw_on_missing=False)
+            shown = f", e.g. {key}={override_literal(default)}" if isinstance(default, bool | int | str) and str(
+                default) not in ("", "???") else ""  # Hydra's default, where it has one to show
+            return f"{o.arg}: {key} cannot take {o.raw} ({reason}); give it a value it takes{shown}, or leave it out"
     return None
