@@ -168,3 +168,19 @@ def test_a_hydra_setting_of_a_type_names_hydras_default_where_it_has_one_and_it_
     assert problem.endswith("give it a value it takes, e.g. hydra.output_subdir=.hydra, or leave it out")
     assert command_problem(["hydra.output_subdir=.hydra"]) is None  # the advice, pasted
     assert command_problem(["hydra.job.chdir=true", "hydra.mode=RUN", "hydra.run.dir=runs/a"]) is None
+
+
+# A package (@pkg) Hydra cannot apply (found by fuzzing): passed every check, then Hydra's "Override seed@pkg=1 looks
+# like a config group override, but config group 'seed' does not exist" or "Could not override 'rule@pkg'. No match
+# in the defaults list", each with its HYDRA_FULL_ERROR line and no fix.
+def test_a_package_on_a_key_that_is_no_group_names_the_plain_override_which_runs():
+    assert command_problem(["seed@pkg=1"]) == ("seed@pkg=1: @pkg places a config group's option "
+                                               "(group@package=option), and seed is no group; write seed=1")
+    assert command_problem(["seed=1"]) is None  # the advice, pasted
+
+
+def test_a_package_on_a_group_the_config_lists_without_one_names_the_plain_override_which_runs():
+    assert command_problem(["rule@pkg=fsdp"]) == ("rule@pkg=fsdp: conf/config.yaml lists rule without a package, so "
+                                                  "there is no rule@pkg to change; write rule=fsdp")
+    assert command_problem(["rule=fsdp"]) is None  # the advice, pasted
+    assert command_problem(["+experiment@_global_=quick"]) is None  # + adds the group at a package: Hydra's

@@ -65,6 +65,8 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
             return _hydra_group_problem(o)
         if o.key.startswith("hydra.") and (problem := _hydra_setting_problem(o, command)) is not None:
             return problem
+        if o.hydra.package is not None and (problem := _package_problem(o, groups)) is not None:
+            return problem
         if (o.hydra.type == OverrideType.CHANGE or o.key.startswith("hydra") or o.hydra.package is not None
                 or "/" in o.key):
             continue
@@ -127,6 +129,20 @@ def _not_optional(key: str) -> bool:
     except OmegaConfBaseException as err:
         return "Optional" in str(err)
     return key == "hydra.verbose"
+
+
+def _package_problem(o: Override, groups: Sequence[str]) -> str | None:
+    """``seed@pkg=1`` (a package on a key that is no group: was Hydra's "looks like a config group override, but config
+    group 'seed' does not exist") or ``rule@pkg=fsdp`` (a package conf/config.yaml does not list the group under: was
+    "Could not override 'rule@pkg'. No match in the defaults list"), each in several lines; None for another."""
+    plain = f"{o.typed.split('@', 1)[0]}={o.raw}"
+    if "/" not in o.key and o.key not in groups and o.hydra.type != OverrideType.DEL:
+        return Refusal(f"{o.arg}: @{o.hydra.package} places a config group's option (group@package=option), and "
+                       f"{o.key} is no group", plain, how="; write ")
+    if o.key in groups and o.hydra.type == OverrideType.CHANGE:
+        return Refusal(f"{o.arg}: conf/config.yaml lists {o.key} without a package, so there is no {o.key}@"
+                       f"{o.hydra.package} to change", plain, how="; write ")
+    return None
 
 
 def _reads(group: str) -> bool:
