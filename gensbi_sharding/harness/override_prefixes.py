@@ -108,6 +108,9 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     elif path and o.hydra.value() is None:  # null anywhere: Hydra merges every hydra.searchpath= typed
         why = f"{o.arg}: hydra.searchpath is a list of folders, never null: leave it out" + (
             f" (the primary config's: {', '.join(own)})" if own else "")
+    elif o.hydra.type == OverrideType.ADD and _in_hydra_schema(o.key):
+        # +hydra.job.name=x: was Hydra's "Could not append to config. An item is already at ..." in several lines
+        return Refusal(f"{o.arg}: {o.key} exists (+ adds a key the config lacks)", f"{o.key}={o.raw}", how="; write ")
     elif o.hydra.value() is None and o.key not in ("hydra.run.dir", "hydra.sweep.dir") and _not_optional(o.key):
         return Refusal(f"{o.arg}: Hydra's {o.key} cannot be null; leave {o.arg} out" + (
             f" ({o.key} keeps its default)" if o.hydra.type == OverrideType.CHANGE else ""), None)
@@ -116,6 +119,17 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     if not path or own:
         return Refusal(why + (", or write hydra.searchpath=[] for none beyond conf/" if path else ""), None)
     return Refusal(why + "; for no folder beyond conf/", "hydra.searchpath=[]", how=", write ")
+
+
+def _in_hydra_schema(key: str) -> bool:
+    """Whether Hydra's own config (its schema, ``hydra.conf.HydraConf``) holds ``key``, set or still ``???``."""
+    from hydra.conf import HydraConf
+    from omegaconf import DictConfig
+
+    parent, _, name = key.removeprefix("hydra.").rpartition(".")
+    schema = OmegaConf.structured(HydraConf)
+    node = OmegaConf.select(schema, parent, default=None) if parent else schema
+    return isinstance(node, DictConfig) and name in node.keys()
 
 
 def _not_optional(key: str) -> bool:
