@@ -12,13 +12,16 @@ import itertools
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.config_files import config_file_problem
-from gensbi_sharding.harness.grammar_checks import grammar_problem
+from gensbi_sharding.harness.grammar_checks import bare_word_problem, grammar_problem, line_break_problem
 from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
     mode_flags_problem
 from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
+from gensbi_sharding.harness.hydra_values import hydra_dict_problem, hydra_sweep_problem, hydra_type_problem, \
+    sweeper_param_problem
 from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
 from gensbi_sharding.harness.key_paths import hydra_key_problem, hydra_list_problem, hydra_missing_problem
+from gensbi_sharding.harness.name_lengths import long_name_problem
 from gensbi_sharding.harness.override_dicts import dict_override_problem
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.override_hydra_text import hydra_text_problem
@@ -37,12 +40,17 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
 # hydra.searchpath=??? is no word to put in a list);
 # experiment_sizes_problem once every model= option's file is known good (a model of one's own without its quick sizes);
-# rule_file_problem last: it composes, and an override another check refuses is no command to compose
-OVERRIDE_CHECKS = (config_flag_problem, flag_use_problem, flag_order_problem, grammar_problem,
+# rule_file_problem last: it composes, and an override another check refuses is no command to compose;
+# line_break_problem first: every refusal shows the word as typed, over several lines where it holds a line break;
+# long_name_problem next: the checks look names up as files, and a name too long raised in each (an OSError);
+# bare_word_problem after grammar_problem: a word of no '=' is no override to the checks, and Hydra's error after them
+OVERRIDE_CHECKS = (line_break_problem, long_name_problem, config_flag_problem, flag_use_problem, flag_order_problem,
+                   grammar_problem, bare_word_problem,
                    hydra_missing_problem, hydra_list_problem,
                    config_file_problem, yes_no_word_problem, hydra_text_problem, task_fixed_problem,
                    command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
+                   hydra_sweep_problem, hydra_dict_problem, sweeper_param_problem, hydra_type_problem,
                    hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem,
                    experiment_sizes_problem, rule_file_problem)
 

@@ -8,12 +8,39 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
-__all__ = ["grammar_problem"]
+__all__ = ["grammar_problem", "line_break_problem", "bare_word_problem"]
 
 #: Keys whose value is a folder Hydra makes as written: a leading ``~`` there is a folder named "~".
 _FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir")
+#: Hydra's flags whose value is the next word (``--cfg job``, ``-cd conf2``): no override, whatever it holds.
+_VALUE_FLAGS = ("-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "-c", "--cfg", "-p", "--package",
+                "-i", "--info", "--experimental-rerun")
+
+
+def line_break_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first word of the command line that holds a line break (``$'mesh=\\n'``, a
+    ``$(cat file)`` of several lines); None when there is none. No setting, option or flag takes one, and each
+    refusal that showed the word as typed ran over several lines (its advice, to quote the line break, too).
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"'mesh=\\n': the word holds a line break, which no setting, option or flag takes; type it on one
+        line (python launch.py --cfg job shows the settings and their values)"``.
+    """
+    word = next((w for w in parse(args).args if w.splitlines() != [w]), None)  # "" splits to []: no line break
+    if word is None or word == "":
+        return None
+    return (f"{word!r}: the word holds a line break, which no setting, option or flag takes; type it on one line "
+            "(python launch.py --cfg job shows the settings and their values)")
 
 
 def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -39,7 +66,13 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
         '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'"``.
     """
     for o in (command := parse(args)).overrides:
-        if "=" not in o.arg or not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):  # not a key=value Hydra could mean
+        # No key Hydra could mean: named here (was: skipped, and hydra_plugin_problem met it, an AttributeError);
+        # Hydra reads =1 as the key '', which no check named
+        if not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):
+            if (o.hydra is None or not o.typed) and not _flag_value(command.args, o.arg):
+                return _key_problem(o.arg, o.typed, o.error)
+            continue
+        if "=" not in o.arg:
             continue
         key, value, parsed = o.typed, o.raw, o.hydra
         if parsed is None and value.endswith(","):  # -m rule=replicated, fsdp: the shell split the sweep at a space
@@ -64,6 +97,56 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
             return (f"{o.arg}: Hydra does not expand ~ and would make a folder named '~' under the current one; "
                     f"write the path out: {shlex.quote(f'{key}={home}')}")
     return None
+
+
+def bare_word_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of the first word that is neither a flag, a flag's value nor an override (no ``=``):
+    ``python launch.py fsdp``, ``seed``, ``seed= 3`` (the shell split at the space); None when there is none. Was
+    Hydra's "Error parsing override 'fsdp' / missing EQUAL at '<EOF>'" in several lines, after every check passed.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"fsdp: Hydra reads each word after the flags as an override, key=value, and fsdp has no '='; fsdp is
+        an option of rule: write rule=fsdp"``.
+    """
+    from gensbi_sharding.harness.override_keys import option_groups
+
+    words = list(parse(args).args)
+    for before, word in zip([None, *words], words):
+        if word.startswith(("-", "~")) or "=" in word or _flag_value(words, word) and before in _VALUE_FLAGS:
+            continue
+        said = f"{word}: Hydra reads each word after the flags as an override, key=value, and {word} has no '='"
+        if before is not None and before.endswith("=") and not before.startswith("-"):  # seed= 3
+            return f"{said} (the shell split {before}{word} at a space); write {shlex.quote(before + word)}"
+        groups = [g for g in option_groups() if word in group_options(g)]
+        if groups:  # fsdp alone: an option, its group left out
+            return f"{said}; {word} is an option of {' and '.join(groups)}: write {groups[0]}={word}"
+        return (f"{said}; give it a value, {word.lstrip('+')}=<value> (python launch.py --cfg job shows each setting "
+                "with its value)")
+    return None
+
+
+def _flag_value(args: Sequence[str], word: str) -> bool:
+    """Whether ``word`` is the value of one of Hydra's flags (``-cd ~x``), which no check reads as an override."""
+    return any(a in _VALUE_FLAGS and b == word for a, b in zip(args, args[1:]))
+
+
+def _key_problem(arg: str, typed: str, error: str | None) -> str:
+    """The refusal of ``arg``, whose key ``typed`` Hydra's grammar cannot read (``hydra.sweeper.params.+x=1``,
+    ``=1``, ``'a b=1'``): Hydra's own error is several lines naming neither the key nor the fix."""
+    if not typed.lstrip("+~"):
+        return f"{arg}: no key before the '='; write key=value, e.g. seed=1 (python launch.py --cfg job lists the keys)"
+    said = (f"{arg}: Hydra's override grammar cannot read the key {typed!r} ({error}); a key is names joined by dots "
+            "(model.width), with +, ++ or ~ only in front of the whole key (+hydra.job.env_set.X=1)")
+    if typed.startswith("hydra.sweeper.params."):  # a preset's sweep, typed: the command line's own sweep is -m
+        said += "; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
+    return said
 
 
 def _quoted_fix(key: str, value: str) -> str:

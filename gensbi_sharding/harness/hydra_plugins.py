@@ -100,7 +100,7 @@ def hydra_plugin_problem(args) -> str | None:
 
     command = parse(args)
     chosen = {}
-    for o in command.overrides:
+    for o in command.parsed:  # one Hydra's grammar cannot read is grammar_problem's (was: an AttributeError)
         part = o.key.removeprefix("hydra/") if o.key in ("hydra/launcher", "hydra/sweeper") else None
         if part is None or o.typed != o.key or (options := plugin_options(part, command.search_paths)) is None:
             continue
@@ -113,7 +113,7 @@ def hydra_plugin_problem(args) -> str | None:
                 return (said + (f"; it is Hydra's plugin {package}: .venv/bin/python -m pip install {package}, or"
                                 if package else ";") + f" leave hydra/{part}= out (Hydra's basic {part} "
                         f"{DEFAULTS[part]})")
-    for o in command.overrides:  # + and ++ too: a setting is its plugin class's argument (BasicLauncher's TypeError)
+    for o in command.parsed:  # + and ++ too: a setting is its plugin class's argument (BasicLauncher's TypeError)
         typed = o.typed.removeprefix("++").removeprefix("+")
         part, _, name = typed.removeprefix("hydra.").partition(".")
         if not typed.startswith(("hydra.launcher.", "hydra.sweeper.")) or not name or "=" not in o.arg:

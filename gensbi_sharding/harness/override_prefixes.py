@@ -65,6 +65,8 @@ def prefix_problem(args: Sequence[str] | CommandLine) -> str | None:
             return _hydra_group_problem(o)
         if o.key.startswith("hydra.") and (problem := _hydra_setting_problem(o, command)) is not None:
             return problem
+        if o.hydra.package is not None and (problem := _package_problem(o, groups)) is not None:
+            return problem
         if (o.hydra.type == OverrideType.CHANGE or o.key.startswith("hydra") or o.hydra.package is not None
                 or "/" in o.key):
             continue
@@ -106,6 +108,9 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     elif path and o.hydra.value() is None:  # null anywhere: Hydra merges every hydra.searchpath= typed
         why = f"{o.arg}: hydra.searchpath is a list of folders, never null: leave it out" + (
             f" (the primary config's: {', '.join(own)})" if own else "")
+    elif o.hydra.type == OverrideType.ADD and _in_hydra_schema(o.key):
+        # +hydra.job.name=x: was Hydra's "Could not append to config. An item is already at ..." in several lines
+        return Refusal(f"{o.arg}: {o.key} exists (+ adds a key the config lacks)", f"{o.key}={o.raw}", how="; write ")
     elif o.hydra.value() is None and o.key not in ("hydra.run.dir", "hydra.sweep.dir") and _not_optional(o.key):
         return Refusal(f"{o.arg}: Hydra's {o.key} cannot be null; leave {o.arg} out" + (
             f" ({o.key} keeps its default)" if o.hydra.type == OverrideType.CHANGE else ""), None)
@@ -114,6 +119,17 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     if not path or own:
         return Refusal(why + (", or write hydra.searchpath=[] for none beyond conf/" if path else ""), None)
     return Refusal(why + "; for no folder beyond conf/", "hydra.searchpath=[]", how=", write ")
+
+
+def _in_hydra_schema(key: str) -> bool:
+    """Whether Hydra's own config (its schema, ``hydra.conf.HydraConf``) holds ``key``, set or still ``???``."""
+    from hydra.conf import HydraConf
+    from omegaconf import DictConfig
+
+    parent, _, name = key.removeprefix("hydra.").rpartition(".")
+    schema = OmegaConf.structured(HydraConf)
+    node = OmegaConf.select(schema, parent, default=None) if parent else schema
+    return isinstance(node, DictConfig) and name in node.keys()
 
 
 def _not_optional(key: str) -> bool:
@@ -127,6 +143,20 @@ def _not_optional(key: str) -> bool:
     except OmegaConfBaseException as err:
         return "Optional" in str(err)
     return key == "hydra.verbose"
+
+
+def _package_problem(o: Override, groups: Sequence[str]) -> str | None:
+    """``seed@pkg=1`` (a package on a key that is no group: was Hydra's "looks like a config group override, but config
+    group 'seed' does not exist") or ``rule@pkg=fsdp`` (a package conf/config.yaml does not list the group under: was
+    "Could not override 'rule@pkg'. No match in the defaults list"), each in several lines; None for another."""
+    plain = f"{o.typed.split('@', 1)[0]}={o.raw}"
+    if "/" not in o.key and o.key not in groups and o.hydra.type != OverrideType.DEL:
+        return Refusal(f"{o.arg}: @{o.hydra.package} places a config group's option (group@package=option), and "
+                       f"{o.key} is no group", plain, how="; write ")
+    if o.key in groups and o.hydra.type == OverrideType.CHANGE:
+        return Refusal(f"{o.arg}: conf/config.yaml lists {o.key} without a package, so there is no {o.key}@"
+                       f"{o.hydra.package} to change", plain, how="; write ")
+    return None
 
 
 def _reads(group: str) -> bool:
@@ -146,10 +176,13 @@ def _group_problem(o: Override, group: str) -> str | None:
         return Refusal(f"{o.arg}: ++ cannot pick a group's option (Hydra: force-add of config groups is not "
                        "supported)", picked, how="; to pick this one, write ")
     if group in OPTIONAL_GROUPS:
-        if not _reads(group):
-            return None  # ~sweep: nothing reads it, Hydra removes it
-        return (f"{o.arg}: the {group} entry cannot be removed (conf/config.yaml's defaults read ${{{group}}}); for no "
-                f"{group}, drop {o.arg} and leave {group}= out")
+        if _reads(group):
+            return (f"{o.arg}: the {group} entry cannot be removed (conf/config.yaml's defaults read ${{{group}}}); "
+                    f"for no {group}, drop {o.arg} and leave {group}= out")
+        if o.hydra.value() is not None and o.hydra.value() not in (options := group_options(group)):
+            return (f"{o.arg}: ~{group}= takes the option to remove, and {o.raw} is none of {group}'s options ("
+                    f"{', '.join(options)}); write ~{group}")  # ~sweep=inf: was Hydra's ValueError traceback
+        return None  # ~sweep: nothing reads it, Hydra removes it
     extra = " (mesh=none: no mesh)" if group == "mesh" else ""
     return (f"{o.arg}: the {group} group cannot be removed, every run needs one{extra}; pick an option instead: "
             + ", ".join(f"{group}={option}" for option in group_options(group)))

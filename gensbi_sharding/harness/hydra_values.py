@@ -1,0 +1,178 @@
+"""Hydra's own settings (``hydra.*``) given a value of a shape Hydra cannot take, refused in one line before Hydra
+composes: a dict setting given one value (``hydra.job.env_set=1``: was Hydra's "Cannot assign int to Dict[str, str]"
+and its full key and object type, in several lines), a sweep of one (``hydra.job.env_set.X=1,2``: was "Ambiguous
+value" without ``-m``, offering -m, and with it Hydra's "Sweeping over Hydra's configuration is not supported").
+Pure Python: no JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import typing
+from collections.abc import Sequence
+
+from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.refusal import Refusal
+
+__all__ = ["hydra_dict_problem", "hydra_sweep_problem", "sweeper_param_problem", "hydra_type_problem"]
+
+#: The basic sweeper's ``params`` (``hydra.sweeper`` is of no fixed schema in ``HydraConf``): a dict of sweeps.
+_SWEEPER_PARAMS = "hydra.sweeper.params"
+
+
+def _hint(key: str) -> typing.Any:
+    """The type ``HydraConf`` declares for the dotted ``key`` (``hydra.job.env_set``); None where it declares none."""
+    from hydra.conf import HydraConf
+
+    from gensbi_sharding.harness.config import type_hints
+
+    if key == _SWEEPER_PARAMS:
+        return dict
+    hint: typing.Any = HydraConf
+    for part in key.split(".")[1:]:
+        hint = type_hints(hint).get(part) if dataclasses.is_dataclass(hint) else None
+    return hint
+
+
+def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of a ``hydra.*`` setting that holds entries by name (``hydra.job.env_set``,
+    ``hydra.sweeper.params``, ``hydra.callbacks``, ...) given one value, or a list; None when there is none.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.job.env_set=1: hydra.job.env_set holds entries by name (a dict), not one value; set one by its
+        name: +hydra.job.env_set.MY_VAR=1"``.
+    """
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    for o in parse(args).parsed:
+        key = o.typed.lstrip("+")
+        if not key.startswith("hydra.") or "=" not in o.arg or o.sweep or key.startswith("hydra.sweeper.params."):
+            continue
+        hint = _hint(key)
+        if dict not in (typing.get_origin(hint), hint) or isinstance(value := o.hydra.value(), dict | None):
+            continue  # null: hydra_nulls' (a dict of Hydra's that cannot be null), or the sweeper's default
+        said = f"{o.arg}: {key} holds entries by name (a dict), not one value"
+        if key == "hydra.job.env_set":
+            return Refusal(said, f"+{key}.MY_VAR={hydra_value(value)}", how="; set one by its name: ")
+        if key == _SWEEPER_PARAMS:  # a preset's sweep: the command line's own is -m with the values
+            return f"{said}; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
+        return f"{said}; set one entry by its name ({key}.<name>=<value>), or leave {key} out"
+    return None
+
+
+def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of a sweep of one of Hydra's own settings without ``-m`` (``hydra.job.env_set.X=1,2``,
+    ``hydra.sweeper.params.seed=range(3)``, ``hydra/launcher=basic,slurm``: was Hydra's "Ambiguous value" in several
+    lines, offering -m, which Hydra then refuses too); None when there is none, or with ``-m``.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.run.dir=a,b: several values are a sweep, and Hydra sweeps none of its own settings (hydra.*);
+        give hydra.run.dir one value, e.g. hydra.run.dir=a"``.
+    """
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    command = parse(args)
+    if command.multirun:  # Hydra refuses these with -m too, but tests of r66d pin that they pass (lead's to settle)
+        return None
+    for o in command.parsed:
+        key = o.typed.lstrip("+~")
+        if not key.startswith(("hydra.", "hydra/")) or not o.hydra.is_sweep_override():
+            continue
+        said = f"{o.arg}: several values are a sweep, and Hydra sweeps none of its own settings (hydra.*)"
+        if key == _SWEEPER_PARAMS:  # a preset's sweep: the command line's own is -m with the values
+            return f"{said}; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
+        if key.startswith(f"{_SWEEPER_PARAMS}.") and (swept := key.removeprefix(f"{_SWEEPER_PARAMS}.")):
+            return f"{said}; to sweep {swept}, give its values with -m: -m {shlex.quote(f'{swept}={o.raw}')}"
+        values = [str(v) for v in o.values()]
+        return Refusal(f"{said}; give {key} one value", f"{o.typed}={hydra_value(values[0])}" if values else None,
+                       how=", e.g. ")
+    return None
+
+
+def sweeper_param_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of ``hydra.sweeper.params.<key>=<value>`` where nothing gives the sweeper params to set
+    one in: no ``sweep=`` or ``experiment=`` preset, no other sweeper or config (was Hydra's AssertionError traceback,
+    "Unexpected type for root: NoneType", with -m or without); None when there is none.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.sweeper.params.seed=1: the sweeper has no params to set seed in (only a preset, e.g.
+        sweep=rules_x_model_axis, gives it some); sweep seed from the command line with -m: -m seed=1"``.
+    """
+    command = parse(args)
+    # a preset's or another config's params, another sweeper's: Hydra's to judge
+    flags = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
+    if any(o.key in ("sweep", "experiment", "hydra/sweeper") for o in command.parsed) or any(
+            a.startswith(flags) for a in command.args):
+        return None
+    for o in command.parsed:
+        key = o.typed.lstrip("+")
+        if not key.startswith(f"{_SWEEPER_PARAMS}.") or "=" not in o.arg:
+            continue
+        swept = key.removeprefix(f"{_SWEEPER_PARAMS}.")
+        return (f"{o.arg}: the sweeper has no params to set {swept} in (only a preset, e.g. sweep=rules_x_model_axis, "
+                f"gives it some); sweep {swept} from the command line with -m: -m {shlex.quote(f'{swept}={o.raw}')}")
+    return None
+
+
+def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of a ``hydra.*`` setting of a fixed type given a value it cannot take
+    (``hydra.job.chdir=x``, ``hydra.mode=a``, ``hydra.run.dir=[]``: was Hydra's "Error merging override" with the
+    value's type, full key and object type, in several lines); None when there is none. Its dict settings are
+    ``hydra_dict_problem``'s, null ``hydra_nulls``', an interpolation Hydra's to resolve.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.job.chdir=x: hydra.job.chdir cannot take x (Value 'x' is not a valid bool); give it one it
+        takes, e.g. hydra.job.chdir=false, or leave it out"``.
+    """
+    from hydra.conf import HydraConf
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.hints import override_literal
+
+    schema = None
+    for o in parse(args).parsed:
+        key = o.typed.lstrip("+")
+        hint, value = (_hint(key), o.hydra.value()) if key.startswith("hydra.") and "=" in o.arg else (None, None)
+        if hint is None or o.hydra.is_sweep_override() or value is None or "${" in str(value) or dict in (
+                typing.get_origin(hint), hint) or key.startswith(f"{_SWEEPER_PARAMS}."):
+            continue
+        schema = schema or OmegaConf.structured(HydraConf)
+        node = schema.copy()
+        try:
+            OmegaConf.update(node, key.removeprefix("hydra."), value, merge=True)
+        except Exception as err:  # noqa: BLE001 (OmegaConf's validation errors: the first line is the reason)
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            default = OmegaConf.select(schema, key.removeprefix("hydra."), default=None, throw_on_missing=False)
+            shown = f", e.g. {key}={override_literal(default)}" if isinstance(default, bool | int | str) and str(
+                default) not in ("", "???") else ""  # Hydra's default, where it has one to show
+            return f"{o.arg}: {key} cannot take {o.raw} ({reason}); give it a value it takes{shown}, or leave it out"
+    return None
