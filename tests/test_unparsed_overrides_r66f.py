@@ -5,6 +5,8 @@ no attribute 'key_or_group') from hydra_plugin_problem, which read every overrid
 among them; grammar_problem skipped any override whose key was no plain key.
 """
 
+import shlex
+
 import pytest
 
 from gensbi_sharding.harness.command_checks import command_problem
@@ -122,8 +124,8 @@ def test_a_sweep_of_a_hydra_setting_without_m_is_refused_and_its_fix_runs(args):
     problem = command_problem(args)
     assert problem.startswith(f"{args[-1]}: several values are a sweep, and Hydra sweeps none of its own settings "
                               "(hydra.*); give ")
-    fix = problem.rsplit("e.g. ", 1)[1]
-    assert command_problem([fix.replace('"', "")]) is None  # the advice, pasted (the shell drops the "")
+    fix = shlex.split(problem.rsplit("e.g. ", 1)[1])  # the advice, pasted: as the shell reads the words printed
+    assert len(fix) == 1 and command_problem(fix) is None
 
 
 def test_a_sweep_typed_into_the_sweepers_params_names_the_command_lines_sweep():

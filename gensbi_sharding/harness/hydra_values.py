@@ -69,9 +69,9 @@ def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
 
 
 def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
-    """The one-line refusal of a sweep of one of Hydra's own settings without ``-m`` (``hydra.job.env_set.X=1,2``,
+    """The one-line refusal of a sweep of one of Hydra's own settings on the command line (``hydra.job.env_set.X=1,2``,
     ``hydra.sweeper.params.seed=range(3)``, ``hydra/launcher=basic,slurm``: was Hydra's "Ambiguous value" in several
-    lines, offering -m, which Hydra then refuses too); None when there is none, or with ``-m``.
+    lines, offering -m, and with -m "Sweeping over Hydra's configuration is not supported"); None when there is none.
 
     Parameters
     ----------
@@ -84,12 +84,11 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"hydra.run.dir=a,b: several values are a sweep, and Hydra sweeps none of its own settings (hydra.*);
         give hydra.run.dir one value, e.g. hydra.run.dir=a"``.
     """
-    from gensbi_sharding.harness.override_grammar import hydra_value
+    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.paste_command import pasted
 
     command = parse(args)
-    if command.multirun:  # Hydra refuses these with -m too, but tests of r66d pin that they pass (lead's to settle)
-        return None
-    for o in command.parsed:
+    for o in command.parsed:  # with -m too: Hydra's "Sweeping over Hydra's configuration is not supported"
         key = o.typed.lstrip("+~")
         if not key.startswith(("hydra.", "hydra/")) or not o.hydra.is_sweep_override():
             continue
@@ -98,9 +97,10 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
             return f"{said}; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
         if key.startswith(f"{_SWEEPER_PARAMS}.") and (swept := key.removeprefix(f"{_SWEEPER_PARAMS}.")):
             return f"{said}; to sweep {swept}, give its values with -m: -m {shlex.quote(f'{swept}={o.raw}')}"
-        values = [str(v) for v in o.values()]
-        return Refusal(f"{said}; give {key} one value", f"{o.typed}={hydra_value(values[0])}" if values else None,
-                       how=", e.g. ")
+        values = o.values()
+        fix = f"{o.typed}={hydra_written(key, values[0])}" if values else None
+        # shown as one shell word, so that the pasted fix keeps its quotes ('true' for a text setting)
+        return Refusal(f"{said}; give {key} one value", fix, how=", e.g. ", shown=fix and pasted([fix])[1])
     return None
 
 

@@ -37,9 +37,10 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
         \\"+hydra.job.env_set.MY_FLAG='true'\\""``.
     """
     for o in command.parsed:
-        if not o.key.startswith("hydra.") or o.hydra.is_delete():
+        # A sweep on the command line is hydra_values.hydra_sweep_problem's (Hydra sweeps none of its own settings
+        # there, with -m or not); a preset's sweeper params are swept by the sweeper, so each value is checked here.
+        if not o.key.startswith("hydra.") or o.hydra.is_delete() or (o.sweep and not preset):
             continue
-        # each value of a sweep too (-m +hydra.job.env_set.MY_FLAG=true,false: was unchecked, its jobs ran with 'True')
         values = o.values()
         value = next((v for v in values if isinstance(v, bool)), None)
         if value is None or not _text(_hydra_type(o.key.split(".")[1:])):
@@ -55,6 +56,30 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
                        f"(Python's spelling), as in a config file", fixed, how="; for the text, quote it: ",
                        shown=shlex.quote(fixed) if set(fixed) & set('"$`\\!') else f"\"{fixed}\"")
     return None
+
+
+def hydra_written(key: str, value: object) -> str:
+    """``value`` for Hydra's setting ``key`` as a command line writes it back: a yes/no as its word (``true``),
+    quoted where the setting takes text (``'true'``), None as ``null``, text as Hydra's grammar reads it.
+
+    Parameters
+    ----------
+    key : str
+        The setting, e.g. ``hydra.job.env_set.MY_FLAG`` (a leading ``+``/``~`` already dropped).
+    value : object
+        One value Hydra's grammar read from an override.
+
+    Returns
+    -------
+    str
+        E.g. ``"'true'"`` for ``hydra.job.env_set.MY_FLAG`` and True, ``"true"`` for ``hydra.job.chdir``.
+    """
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    text = _text(_hydra_type(key.split(".")[1:]))
+    if value is None or isinstance(value, bool):
+        return _as_text(value) if text else str(value).lower() if value is not None else "null"
+    return hydra_value(str(value)) if text else str(value)
 
 
 def _as_text(value: object) -> str:
