@@ -18,11 +18,11 @@ import sys
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted", "quiet_join"]
+__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted", "quiet_join", "record_nothing"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
@@ -132,3 +132,20 @@ def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
         release()
         print(tagged("ERROR", str(err)), file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+
+
+def record_nothing(config: DictConfig) -> None:
+    """A process other than 0, the folder accepted: its Hydra writes no ``.hydra/`` record into the run's (or each
+    job's) folder, which process 0's Hydra writes (was: on a shared disk process 1's rewrote each job's
+    ``overrides.yaml`` with ``distributed.process_id=1``, and the sweep's summary grew a ``distributed.process_id``
+    column, 0 for one job and 1 for another).
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config, as a Hydra callback gets it: a run's is the one its Hydra saves from; a sweep's jobs are
+        composed again from its ``hydra.overrides.hydra`` (Hydra's launcher), which gets ``hydra.output_subdir=null``.
+    """
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.output_subdir = None
+        config.hydra.overrides.hydra.append("hydra.output_subdir=null")

@@ -22,7 +22,7 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import hear_verdict, hears_process_0, tell_accepted
+from gensbi_sharding.harness.folder_verdict import hear_verdict, hears_process_0, record_nothing, tell_accepted
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
@@ -215,12 +215,14 @@ class RefuseCompletedRun(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # explicit mode's process > 0: process 0's verdict, before this Hydra writes
             hear_verdict(config)
+            record_nothing(config)
         elif folder_owner(config):
             self._claim(physical(config.hydra.run.dir), [physical(config.hydra.run.dir)], config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # was: every process locked it, the first refused the others, process 0 perhaps
-            return hear_verdict(config)
+            hear_verdict(config)
+            return record_nothing(config)  # process 0's Hydra writes each job's record and the summary
         sweep = physical(config.hydra.sweep.dir)
         self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
