@@ -22,7 +22,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted", "quiet_join", "record_nothing"]
+__all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
+           "quiet_join", "record_nothing"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
@@ -30,17 +31,37 @@ DROPPED = "gensbi_sharding.native.callback"
 CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 
 
-def several_explicit(config: DictConfig) -> bool:
-    """Whether ``config`` is one of several processes started by hand in explicit mode (not ``distributed=local``'s).
+def process_rank(config: DictConfig) -> tuple[int | None, int]:
+    """This process's (rank, process count) before JAX joins the processes: explicit mode's settings, or under
+    ``distributed=auto`` the cluster's variables (``devices.environment_rank``); (None, 1) for one process, or where
+    the rank is not known before JAX joins (then every process checks the folder itself).
 
     Parameters
     ----------
     config : DictConfig
         The composed config; one without a ``distributed`` section is one process.
     """
-    return (OmegaConf.select(config, "distributed.mode", default=None) == "explicit"
-            and (OmegaConf.select(config, "distributed.num_processes", default=None) or 0) > 1
-            and not os.environ.get(CHILD_ENV))
+    mode = OmegaConf.select(config, "distributed.mode", default=None)
+    if os.environ.get(CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
+        return None, 1
+    if mode == "auto":  # was: unknown before JAX joins them, so each process locked a sweep's folder (one refused)
+        from gensbi_sharding.harness.devices import environment_rank
+
+        return environment_rank() or (None, 1)
+    return (OmegaConf.select(config, "distributed.process_id", default=None),
+            OmegaConf.select(config, "distributed.num_processes", default=None) or 1)
+
+
+def several_processes(config: DictConfig) -> bool:
+    """Whether ``config`` is one of several processes whose ranks are known before JAX joins them (explicit mode's
+    processes started by hand, or ``distributed=auto``'s under SLURM or Open MPI), not ``distributed=local``'s.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config; one without a ``distributed`` section is one process.
+    """
+    return process_rank(config)[1] > 1
 
 
 def hears_process_0(config: DictConfig) -> bool:
@@ -51,8 +72,8 @@ def hears_process_0(config: DictConfig) -> bool:
     config : DictConfig
         The composed config.
     """
-    rank = OmegaConf.select(config, "distributed.process_id", default=None)
-    return several_explicit(config) and rank not in (None, 0)
+    rank, count = process_rank(config)
+    return count > 1 and rank not in (None, 0)
 
 
 @contextlib.contextmanager
@@ -76,8 +97,9 @@ def quiet_join() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _join_and_hear(config: DictConfig) -> None:
-    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective."""
+def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None:
+    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective; ``refused``:
+    process 0's refusal, told to the others (then raised here)."""
     from jax.experimental import multihost_utils
 
     from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
@@ -90,7 +112,8 @@ def _join_and_hear(config: DictConfig) -> None:
                                timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
         configure_devices(resolve_cpu_count(config.devices.cpu_count)[0], config.devices.platform)
         # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
-        claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0))
+        claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0),
+                       refused)
         # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
         # more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
         multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
@@ -108,7 +131,7 @@ def hear_verdict(config: DictConfig) -> None:
     try:
         _join_and_hear(config)
     except Exception as err:  # noqa: BLE001 - process 0's words as they came, or why the join failed
-        rank, count = config.distributed.process_id, config.distributed.num_processes
+        rank, count = process_rank(config)
         print(tagged("ERROR", f"[process {rank}/{count}] {err}"), file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
@@ -124,7 +147,7 @@ def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
     release : callable
         Releases the folder's lock.
     """
-    if not several_explicit(config):
+    if not several_processes(config):
         return
     try:
         _join_and_hear(config)
@@ -149,3 +172,24 @@ def record_nothing(config: DictConfig) -> None:
     with read_write(config.hydra), open_dict(config.hydra):
         config.hydra.output_subdir = None
         config.hydra.overrides.hydra.append("hydra.output_subdir=null")
+
+
+def tell_refused(config: DictConfig, refused: Exception) -> None:
+    """Process 0, its folder refused (or its check crashed): the other processes hear ``refused``'s words and end
+    with them at once (several processes; else nothing). Where they cannot be joined, nothing more is said.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config, as a Hydra callback gets it.
+    refused : Exception
+        The refusal, its message the words process 0 printed.
+    """
+    if not several_processes(config):
+        return
+    try:  # the others wait in their callback's join (hear_verdict): told these words, not left to time out
+        _join_and_hear(config, refused)
+    except Exception as err:  # noqa: BLE001 - claim_together raises the refusal it told; any other: not told
+        if err is not refused:
+            logging.getLogger("gensbi_sharding").debug("the refusal could not be told to the other processes: %s", err)
+

@@ -22,7 +22,8 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import hear_verdict, hears_process_0, record_nothing, tell_accepted
+from gensbi_sharding.harness.folder_verdict import (hear_verdict, hears_process_0, process_rank, record_nothing,
+                                                     tell_accepted, tell_refused)
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
 from gensbi_sharding.harness.preflight import folder_check_crashed
@@ -183,13 +184,15 @@ _SAID = 4096
 def folder_owner(cfg: DictConfig) -> bool | None:
     """Whether this process owns the job's folder (locks it, records its outcome).
 
-    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 of
-    ``distributed.mode=explicit``; None where only JAX knows the rank (``distributed=auto``: process 0 owns it).
+    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 (explicit
+    mode's, or ``distributed=auto``'s where SLURM's or Open MPI's variables give the rank: ``process_rank``); None
+    where only JAX knows the rank (``distributed=auto`` elsewhere: process 0 owns it).
     """
     if os.environ.get(LOCAL_CHILD_ENV):
         return False
     if cfg.distributed.mode == "auto":
-        return None
+        rank, count = process_rank(cfg)
+        return None if count < 2 else rank == 0
     return cfg.distributed.process_id in (None, 0)
 
 
@@ -270,11 +273,9 @@ class RefuseCompletedRun(Callback):
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
             said = other or f"{lead}{err}{hint}"
             print(tagged("ERROR", said), file=sys.stderr, flush=True)  # as its jobs' errors
-            from gensbi_sharding.harness.run_steps import tell_refusal  # (it imports this module)
-
-            # explicit mode's other processes wait for process 0: told these words, not left waiting (was: ``err``, at
-            # times a str, told as 'str: ...')
-            tell_refusal(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
+            # the other processes wait for process 0: told these words, not left waiting (was: ``err``, at times a
+            # str, told as 'str: ...')
+            tell_refused(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
             self._release()
