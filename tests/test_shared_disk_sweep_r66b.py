@@ -72,3 +72,41 @@ def test_an_auto_sweep_whose_processes_each_run_launch_is_claimed_by_process_0_a
     header = next(csv.reader(io.StringIO((tmp_path / "s" / "sweep_summary.csv").read_text())))
     assert header[:3] == ["job", "seed", "mesh_shape"], header
 
+
+# Process 0's check of the sweep folder crashes (a fault of ours, not of the command): the real handler, its check
+# raising
+CRASH = """
+import runpy, sys
+from gensbi_sharding.harness import run_folder
+def crash(*args, **kwargs):
+    raise RuntimeError("a fault planted by the test")
+run_folder.auto_problem = crash
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow  # two launch.py processes stopped before the first job; bounded by 240 s
+def test_process_0s_crashed_folder_check_ends_every_process_with_its_words(tmp_path):
+    # Was: process 0 said its check crashed and stopped (the folder holds files); process 1 waited for its verdict
+    # until distributed.timeout_s, then ended with the join's timeout, not process 0's words
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "notes.txt").write_text("mine")
+    (zero, code0), (one, code1) = sweep_on_two(tmp_path / "s", "seed=0,1", prelude0=CRASH)
+    assert (code0, code1) == (1, 1), (zero[-3000:], one[-3000:])
+    said = next(line for line in zero.splitlines() if line.startswith("[ERROR]")).split("[ERROR] ", 1)[1]
+    assert said.startswith(f"the check of {tmp_path / 's'} before Hydra writes into it could not run (RuntimeError: "
+                           "a fault planted by the test;"), said
+    assert f"[ERROR] [process 1/2] {said}" in one, one[-3000:]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.slow  # two launch.py processes, two dry-run jobs; bounded by 240 s
+def test_process_0s_crashed_check_of_a_new_folder_lets_every_process_run_the_sweep(tmp_path):
+    # A new folder has nothing to lose: process 0 warns and goes on, and process 1 hears it (was: it waited for a
+    # verdict that never came, its join out of step with process 0's)
+    (zero, code0), (one, code1) = sweep_on_two(tmp_path / "s", "seed=0,1", prelude0=CRASH)
+    assert (code0, code1) == (0, 0), (zero[-3000:], one[-3000:])
+    assert "[WARNING] the check of" in zero and "a fault planted by the test" in zero, zero[-3000:]
+    for job in ("0", "1"):
+        assert json.loads((tmp_path / "s" / job / "metrics.json").read_text())["status"] == "ok"

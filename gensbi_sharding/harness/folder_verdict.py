@@ -12,10 +12,12 @@ job's claim makes too): a refusal ends each of them at once, with process 0's wo
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -23,10 +25,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from gensbi_sharding.harness.console import tagged
 
 __all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
-           "quiet_join", "record_nothing"]
+           "check_crashed_together", "quiet_join", "record_nothing"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
+#: How ``console.tagged`` starts an error's line.
+ERROR_TAG = "[ERROR] "
 #: run_folder.LOCAL_CHILD_ENV (it imports this module): a distributed=local child, whose parent owns the folder.
 CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 
@@ -193,3 +197,34 @@ def tell_refused(config: DictConfig, refused: Exception) -> None:
         if err is not refused:
             logging.getLogger("gensbi_sharding").debug("the refusal could not be told to the other processes: %s", err)
 
+
+def check_crashed_together(folder: Path, err: BaseException, config: DictConfig, release: Callable[[], None]) -> None:
+    """Process 0's check of ``folder`` crashed (``preflight.folder_check_crashed``): where that stops it, the other
+    processes hear its words and end with them, as with a refusal (was: they waited for its verdict until
+    ``distributed.timeout_s``); where the run goes on (a new folder), they hear the folder accepted.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The run's or sweep's folder.
+    err : BaseException
+        What the check raised.
+    config : DictConfig
+        The composed config, as a Hydra callback gets it.
+    release : callable
+        Releases the folder's lock (a failed join: ``tell_accepted``).
+    """
+    from gensbi_sharding.harness.preflight import folder_check_crashed
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):  # its line, to tell the others word for word
+            folder_check_crashed(folder, err, config)
+    except SystemExit:
+        sys.stderr.write(said.getvalue())
+        sys.stderr.flush()
+        line = next((t for t in said.getvalue().splitlines() if t.startswith(ERROR_TAG)), said.getvalue().strip())
+        tell_refused(config, RuntimeError(line.removeprefix(ERROR_TAG)))
+        raise
+    sys.stderr.write(said.getvalue())
+    tell_accepted(config, release)

@@ -22,11 +22,10 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import (hear_verdict, hears_process_0, process_rank, record_nothing,
-                                                     tell_accepted, tell_refused)
+from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, hears_process_0, process_rank,
+                                                     record_nothing, tell_accepted, tell_refused)
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
-from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
@@ -279,7 +278,7 @@ class RefuseCompletedRun(Callback):
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
             self._release()
-            folder_check_crashed(folder, err, config)
+            check_crashed_together(folder, err, config, self._release)
 
     def _release(self, *args: Any, **kwargs: Any) -> None:
         while self._locks:
