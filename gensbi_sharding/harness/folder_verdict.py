@@ -12,35 +12,60 @@ job's claim makes too): a refusal ends each of them at once, with process 0's wo
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from gensbi_sharding.harness.console import tagged
 
-__all__ = ["several_explicit", "hears_process_0", "hear_verdict", "tell_accepted", "quiet_join"]
+__all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
+           "check_crashed_together", "quiet_join", "record_nothing"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
+#: How ``console.tagged`` starts an error's line.
+ERROR_TAG = "[ERROR] "
 #: run_folder.LOCAL_CHILD_ENV (it imports this module): a distributed=local child, whose parent owns the folder.
 CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 
 
-def several_explicit(config: DictConfig) -> bool:
-    """Whether ``config`` is one of several processes started by hand in explicit mode (not ``distributed=local``'s).
+def process_rank(config: DictConfig) -> tuple[int | None, int]:
+    """This process's (rank, process count) before JAX joins the processes: explicit mode's settings, or under
+    ``distributed=auto`` the cluster's variables (``devices.environment_rank``); (None, 1) for one process, or where
+    the rank is not known before JAX joins (then every process checks the folder itself).
 
     Parameters
     ----------
     config : DictConfig
         The composed config; one without a ``distributed`` section is one process.
     """
-    return (OmegaConf.select(config, "distributed.mode", default=None) == "explicit"
-            and (OmegaConf.select(config, "distributed.num_processes", default=None) or 0) > 1
-            and not os.environ.get(CHILD_ENV))
+    mode = OmegaConf.select(config, "distributed.mode", default=None)
+    if os.environ.get(CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
+        return None, 1
+    if mode == "auto":  # was: unknown before JAX joins them, so each process locked a sweep's folder (one refused)
+        from gensbi_sharding.harness.devices import environment_rank
+
+        return environment_rank() or (None, 1)
+    return (OmegaConf.select(config, "distributed.process_id", default=None),
+            OmegaConf.select(config, "distributed.num_processes", default=None) or 1)
+
+
+def several_processes(config: DictConfig) -> bool:
+    """Whether ``config`` is one of several processes whose ranks are known before JAX joins them (explicit mode's
+    processes started by hand, or ``distributed=auto``'s under SLURM or Open MPI), not ``distributed=local``'s.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config; one without a ``distributed`` section is one process.
+    """
+    return process_rank(config)[1] > 1
 
 
 def hears_process_0(config: DictConfig) -> bool:
@@ -51,8 +76,8 @@ def hears_process_0(config: DictConfig) -> bool:
     config : DictConfig
         The composed config.
     """
-    rank = OmegaConf.select(config, "distributed.process_id", default=None)
-    return several_explicit(config) and rank not in (None, 0)
+    rank, count = process_rank(config)
+    return count > 1 and rank not in (None, 0)
 
 
 @contextlib.contextmanager
@@ -76,8 +101,9 @@ def quiet_join() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _join_and_hear(config: DictConfig) -> None:
-    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective."""
+def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None:
+    """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective; ``refused``:
+    process 0's refusal, told to the others (then raised here)."""
     from jax.experimental import multihost_utils
 
     from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
@@ -90,7 +116,8 @@ def _join_and_hear(config: DictConfig) -> None:
                                timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
         configure_devices(resolve_cpu_count(config.devices.cpu_count)[0], config.devices.platform)
         # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
-        claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0))
+        claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0),
+                       refused)
         # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
         # more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
         multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
@@ -108,7 +135,7 @@ def hear_verdict(config: DictConfig) -> None:
     try:
         _join_and_hear(config)
     except Exception as err:  # noqa: BLE001 - process 0's words as they came, or why the join failed
-        rank, count = config.distributed.process_id, config.distributed.num_processes
+        rank, count = process_rank(config)
         print(tagged("ERROR", f"[process {rank}/{count}] {err}"), file=sys.stderr, flush=True)
         raise SystemExit(1) from None
 
@@ -124,7 +151,7 @@ def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
     release : callable
         Releases the folder's lock.
     """
-    if not several_explicit(config):
+    if not several_processes(config):
         return
     try:
         _join_and_hear(config)
@@ -132,3 +159,72 @@ def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
         release()
         print(tagged("ERROR", str(err)), file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+
+
+def record_nothing(config: DictConfig) -> None:
+    """A process other than 0, the folder accepted: its Hydra writes no ``.hydra/`` record into the run's (or each
+    job's) folder, which process 0's Hydra writes (was: on a shared disk process 1's rewrote each job's
+    ``overrides.yaml`` with ``distributed.process_id=1``, and the sweep's summary grew a ``distributed.process_id``
+    column, 0 for one job and 1 for another).
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config, as a Hydra callback gets it: a run's is the one its Hydra saves from; a sweep's jobs are
+        composed again from its ``hydra.overrides.hydra`` (Hydra's launcher), which gets ``hydra.output_subdir=null``.
+    """
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.output_subdir = None
+        config.hydra.overrides.hydra.append("hydra.output_subdir=null")
+
+
+def tell_refused(config: DictConfig, refused: Exception) -> None:
+    """Process 0, its folder refused (or its check crashed): the other processes hear ``refused``'s words and end
+    with them at once (several processes; else nothing). Where they cannot be joined, nothing more is said.
+
+    Parameters
+    ----------
+    config : DictConfig
+        The composed config, as a Hydra callback gets it.
+    refused : Exception
+        The refusal, its message the words process 0 printed.
+    """
+    if not several_processes(config):
+        return
+    try:  # the others wait in their callback's join (hear_verdict): told these words, not left to time out
+        _join_and_hear(config, refused)
+    except Exception as err:  # noqa: BLE001 - claim_together raises the refusal it told; any other: not told
+        if err is not refused:
+            logging.getLogger("gensbi_sharding").debug("the refusal could not be told to the other processes: %s", err)
+
+
+def check_crashed_together(folder: Path, err: BaseException, config: DictConfig, release: Callable[[], None]) -> None:
+    """Process 0's check of ``folder`` crashed (``preflight.folder_check_crashed``): where that stops it, the other
+    processes hear its words and end with them, as with a refusal (was: they waited for its verdict until
+    ``distributed.timeout_s``); where the run goes on (a new folder), they hear the folder accepted.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The run's or sweep's folder.
+    err : BaseException
+        What the check raised.
+    config : DictConfig
+        The composed config, as a Hydra callback gets it.
+    release : callable
+        Releases the folder's lock (a failed join: ``tell_accepted``).
+    """
+    from gensbi_sharding.harness.preflight import folder_check_crashed
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):  # its line, to tell the others word for word
+            folder_check_crashed(folder, err, config)
+    except SystemExit:
+        sys.stderr.write(said.getvalue())
+        sys.stderr.flush()
+        line = next((t for t in said.getvalue().splitlines() if t.startswith(ERROR_TAG)), said.getvalue().strip())
+        tell_refused(config, RuntimeError(line.removeprefix(ERROR_TAG)))
+        raise
+    sys.stderr.write(said.getvalue())
+    tell_accepted(config, release)

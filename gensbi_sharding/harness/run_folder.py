@@ -22,10 +22,10 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import hear_verdict, hears_process_0, tell_accepted
+from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, hears_process_0, process_rank,
+                                                     record_nothing, tell_accepted, tell_refused)
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
-from gensbi_sharding.harness.preflight import folder_check_crashed
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
@@ -183,13 +183,15 @@ _SAID = 4096
 def folder_owner(cfg: DictConfig) -> bool | None:
     """Whether this process owns the job's folder (locks it, records its outcome).
 
-    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 of
-    ``distributed.mode=explicit``; None where only JAX knows the rank (``distributed=auto``: process 0 owns it).
+    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 (explicit
+    mode's, or ``distributed=auto``'s where SLURM's or Open MPI's variables give the rank: ``process_rank``); None
+    where only JAX knows the rank (``distributed=auto`` elsewhere: process 0 owns it).
     """
     if os.environ.get(LOCAL_CHILD_ENV):
         return False
     if cfg.distributed.mode == "auto":
-        return None
+        rank, count = process_rank(cfg)
+        return None if count < 2 else rank == 0
     return cfg.distributed.process_id in (None, 0)
 
 
@@ -215,12 +217,14 @@ class RefuseCompletedRun(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # explicit mode's process > 0: process 0's verdict, before this Hydra writes
             hear_verdict(config)
+            record_nothing(config)
         elif folder_owner(config):
             self._claim(physical(config.hydra.run.dir), [physical(config.hydra.run.dir)], config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # was: every process locked it, the first refused the others, process 0 perhaps
-            return hear_verdict(config)
+            hear_verdict(config)
+            return record_nothing(config)  # process 0's Hydra writes each job's record and the summary
         sweep = physical(config.hydra.sweep.dir)
         self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
@@ -268,15 +272,13 @@ class RefuseCompletedRun(Callback):
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
             said = other or f"{lead}{err}{hint}"
             print(tagged("ERROR", said), file=sys.stderr, flush=True)  # as its jobs' errors
-            from gensbi_sharding.harness.run_steps import tell_refusal  # (it imports this module)
-
-            # explicit mode's other processes wait for process 0: told these words, not left waiting (was: ``err``, at
-            # times a str, told as 'str: ...')
-            tell_refusal(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
+            # the other processes wait for process 0: told these words, not left waiting (was: ``err``, at times a
+            # str, told as 'str: ...')
+            tell_refused(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
             self._release()
-            folder_check_crashed(folder, err, config)
+            check_crashed_together(folder, err, config, self._release)
 
     def _release(self, *args: Any, **kwargs: Any) -> None:
         while self._locks:

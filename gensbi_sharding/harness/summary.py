@@ -29,6 +29,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
+from gensbi_sharding.harness.folder_verdict import hears_process_0, several_processes
 from gensbi_sharding.harness.outputs import read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, key_cell,
@@ -165,11 +166,15 @@ class SweepSummary(Callback):
         self._started = time.monotonic()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if hears_process_0(config):  # process 0 prints and writes it (was: each process, on a shared disk)
+            return
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
         declared = declared_sweeps(*command_overrides(config))
         # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
         # run' (was: left out, and the sweep said "done: 1 ok, 0 failed" as it exited 1)
         try:
+            if several_processes(config):  # the others' Hydra saved theirs too (their process_id), at any time before
+                write_atomic(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(config))  # its jobs: process 0's, last
             summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
                                     folders=job_folders(config, jobs))
         except OSError as err:  # a full or read-only disk: named, each job's outcome kept (was: Hydra's warning)
