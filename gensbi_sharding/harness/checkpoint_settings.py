@@ -40,7 +40,7 @@ def saved_settings_overrides(run_dir: Any, overrides: Sequence[str]) -> list[str
     list of str or None
         ``overrides`` itself where it already composes to the saved settings.
     """
-    return _fixed(_last.pop(_memo_key(run_dir, overrides), None) or _compared(run_dir, overrides))
+    return _fixed(_compared(run_dir, overrides))
 
 
 def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
@@ -62,10 +62,7 @@ def lacked_settings(run_dir: Any, overrides: Sequence[str]) -> str | None:
         config holds model.hidden=64, which nothing this command composes sets): add the hydra.searchpath=[file://...]
         that holds model/gated.yaml, model=gated and train.resume=auto"``.
     """
-    compared = _compared(run_dir, overrides)
-    _last.clear()  # kept for a saved_settings_overrides call that follows, and for it only
-    _last[_memo_key(run_dir, overrides)] = compared
-    return _lacked_words(compared)
+    return _lacked_words(_compared(run_dir, overrides))
 
 
 def continue_settings(run_dir: Any, overrides: Sequence[str]) -> tuple[str | None, list[str] | None]:
@@ -133,21 +130,6 @@ def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | 
     if not saved or (now := _composed(overrides)) is None:
         return saved, list(overrides), None
     return (saved, *_with_saved_options(saved, overrides, now))
-
-
-#: ``lacked_settings``' last ``_compared``, by ``_memo_key``, for ``saved_settings_overrides`` called next on the same
-#: run and command, which takes it (once: a later call reads and composes afresh); ``continue_settings`` asks both.
-_last: dict[tuple, tuple] = {}
-
-
-def _memo_key(run_dir: Any, overrides: Sequence[str]) -> tuple:
-    """The run, its checkpoints' folder version (a step written since: another config) and the command."""
-    folder = Path(run_dir) / "checkpoints"
-    try:
-        version = folder.stat().st_mtime_ns
-    except OSError:
-        version = None
-    return str(Path(run_dir).resolve()), version, tuple(overrides)
 
 
 def _with_saved_options(saved: dict[str, Any], overrides: Sequence[str],
