@@ -2,6 +2,7 @@
 
 import copy
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -247,3 +248,43 @@ def load_benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a local coordinator)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_together(commands: list[list[str]], bound: float, envs: list[dict] | None = None) -> list[tuple[str, int]]:
+    """Start every command at once (one process each, stderr into stdout) and wait for all, each at most ``bound``
+    seconds: their console output and exit codes. Any still running when this returns (a bound passed, an error) is
+    killed, so a hung process of several never outlives its test."""
+    import subprocess
+
+    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for command, env in zip(commands, envs or [None] * len(commands))]
+    try:
+        return [(proc.communicate(timeout=bound)[0], proc.returncode) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+LAUNCH = Path(__file__).parent.parent / "launch.py"
+
+
+def sweep_on_two(sweep, *overrides, prelude0=None, bound=240):
+    """Processes 0 and 1 of one ``launch.py -m`` sweep (dry runs), explicit mode, a free local coordinator port:
+    their console output and exit codes. ``prelude0``: Python run by process 0 before launch.py (its patch)."""
+    port = free_port()
+    args = [str(LAUNCH), "-m", *TINY, "dry_run=true", "distributed.mode=explicit", "distributed.num_processes=2",
+            f"distributed.coordinator_address=127.0.0.1:{port}", "distributed.timeout_s=60",
+            f"hydra.sweep.dir={sweep}", *overrides]
+    return run_together([[sys.executable, *(["-c", prelude0] if prelude0 and rank == 0 else []), *args,
+                          f"distributed.process_id={rank}"] for rank in (0, 1)], bound)

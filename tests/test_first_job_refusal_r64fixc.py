@@ -40,28 +40,16 @@ def test_a_first_jobs_folder_refused_to_process_0_ends_every_process_with_its_wo
 
 def _launch_two(tmp_path, *overrides, bound=300):
     """Processes 0 and 1 of one launch.py run, explicit mode (a free local coordinator port): their outputs."""
-    import socket
-    import subprocess
     import sys
     from pathlib import Path
 
-    from faults_helpers import TINY
+    from faults_helpers import TINY, free_port, run_together
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     launch = Path(__file__).parent.parent / "launch.py"
-    procs = [subprocess.Popen([sys.executable, str(launch), *TINY, "distributed.mode=explicit",
-                               "distributed.num_processes=2", f"distributed.process_id={rank}",
-                               f"distributed.coordinator_address=127.0.0.1:{port}", *overrides],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
-    try:
-        return [(proc.communicate(timeout=bound)[0], proc.returncode) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    return run_together([[sys.executable, str(launch), *TINY, "distributed.mode=explicit", "distributed.num_processes=2",
+                          f"distributed.process_id={rank}", f"distributed.coordinator_address=127.0.0.1:{port}",
+                          *overrides] for rank in (0, 1)], bound)
 
 
 @pytest.mark.slow  # two launch.py processes refused before training; each bounded by 300 s

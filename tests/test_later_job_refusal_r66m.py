@@ -4,16 +4,10 @@ sweep's own checks, or before the next job between two jobs) stops every process
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from faults_helpers import TINY
-
-LAUNCH = Path(__file__).parent.parent / "launch.py"
+from faults_helpers import sweep_on_two
 
 # Process 0's disk has no room for the next job's Hydra files (its hosts' disks are its own): the real check, its
 # statvfs reading 3 free blocks
@@ -35,27 +29,6 @@ hydra_room.room_problem = room_problem
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-
-
-def sweep_on_two(sweep, *overrides, prelude0=None, bound=240):
-    """Processes 0 and 1 of one ``launch.py -m`` sweep (dry runs), explicit mode, a free local coordinator port:
-    their console output and exit codes. ``prelude0``: Python run by process 0 before launch.py (its patch)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [str(LAUNCH), "-m", *TINY, "dry_run=true", "distributed.mode=explicit", "distributed.num_processes=2",
-            f"distributed.coordinator_address=127.0.0.1:{port}", "distributed.timeout_s=60",
-            f"hydra.sweep.dir={sweep}", *overrides]
-    procs = [subprocess.Popen([sys.executable, *(["-c", prelude0] if prelude0 and rank == 0 else []), *args,
-                               f"distributed.process_id={rank}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for rank in (0, 1)]
-    try:
-        return [(proc.communicate(timeout=bound)[0], proc.returncode) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.mark.slow  # two launch.py processes, two dry-run jobs; bounded by 240 s

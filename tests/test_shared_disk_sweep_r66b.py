@@ -8,14 +8,12 @@ import io
 import json
 import os
 import socket
-import subprocess
 import sys
 
 import pytest
 from omegaconf import OmegaConf
 
-from faults_helpers import TINY
-from test_later_job_refusal_r66m import LAUNCH, sweep_on_two
+from faults_helpers import LAUNCH, TINY, run_together, sweep_on_two
 
 
 @pytest.mark.slow  # two launch.py processes, two dry-run jobs; bounded by 240 s
@@ -48,16 +46,8 @@ def auto_sweep_on_two(sweep, *overrides, bound=240):
     slurm = {"SLURM_JOB_ID": str(port - (65535 - 4095)), "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2"}
     args = [str(LAUNCH), "-m", *TINY, "dry_run=true", "distributed=auto", "distributed.timeout_s=60",
             f"hydra.sweep.dir={sweep}", *overrides]
-    procs = [subprocess.Popen([sys.executable, *args], env={**os.environ, **slurm, "SLURM_PROCID": str(rank),
-                                                           "SLURM_LOCALID": str(rank)},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
-    try:
-        return [(proc.communicate(timeout=bound)[0], proc.returncode) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    return run_together([[sys.executable, *args]] * 2, bound, envs=[
+        {**os.environ, **slurm, "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank)} for rank in (0, 1)])
 
 
 @pytest.mark.slow  # two launch.py processes, two dry-run jobs; bounded by 240 s
