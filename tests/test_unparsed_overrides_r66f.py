@@ -190,7 +190,7 @@ def test_a_package_on_a_group_the_config_lists_without_one_names_the_plain_overr
 
 # + on a setting Hydra's own config holds (found by fuzzing): passed every check, then Hydra's "Could not append to
 # config. An item is already at 'hydra.output_subdir'. Either remove + prefix ... Or add a second + ..." in 4 lines.
-@pytest.mark.parametrize("arg", ["+hydra.output_subdir=x", "+hydra.job.name=x", "+hydra.run.dir=runs/a"])
+@pytest.mark.parametrize("arg", ["+hydra.output_subdir=x", "+hydra.job.chdir=true", "+hydra.run.dir=runs/a"])
 def test_a_plus_on_a_setting_of_hydras_names_the_override_without_it_which_runs(arg):
     key = arg[1:].split("=", 1)[0]
     assert command_problem([arg]) == f"{arg}: {key} exists (+ adds a key the config lacks); write {arg[1:]}"

@@ -108,8 +108,8 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     elif path and o.hydra.value() is None:  # null anywhere: Hydra merges every hydra.searchpath= typed
         why = f"{o.arg}: hydra.searchpath is a list of folders, never null: leave it out" + (
             f" (the primary config's: {', '.join(own)})" if own else "")
-    elif o.hydra.type == OverrideType.ADD and _in_hydra_schema(o.key):
-        # +hydra.job.name=x: was Hydra's "Could not append to config. An item is already at ..." in several lines
+    elif o.hydra.type == OverrideType.ADD and _holds_value(o.key, o.hydra.value()):
+        # +hydra.output_subdir=x: Hydra's "Could not append to config. An item is already at ..." is several lines
         return Refusal(f"{o.arg}: {o.key} exists (+ adds a key the config lacks)", f"{o.key}={o.raw}", how="; write ")
     elif o.hydra.value() is None and o.key not in ("hydra.run.dir", "hydra.sweep.dir") and _not_optional(o.key):
         return Refusal(f"{o.arg}: Hydra's {o.key} cannot be null; leave {o.arg} out" + (
@@ -121,15 +121,26 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     return Refusal(why + "; for no folder beyond conf/", "hydra.searchpath=[]", how=", write ")
 
 
-def _in_hydra_schema(key: str) -> bool:
-    """Whether Hydra's own config (its schema, ``hydra.conf.HydraConf``) holds ``key``, set or still ``???``."""
+def _holds_value(key: str, value: object) -> bool:
+    """Whether Hydra refuses ``+key=value`` as it applies it: ``key`` holds a value (neither null nor ``???``) in its
+    schema (``hydra.conf.HydraConf``) or conf/config.yaml's ``hydra`` section, and ``value`` is no dict or list (Hydra
+    merges those in). ``+hydra.job.name=x``, ``+hydra.mode=RUN`` (``???``, null) and ``+hydra.searchpath=[...]``
+    run."""
     from hydra.conf import HydraConf
     from omegaconf import DictConfig
 
+    if isinstance(value, dict | list):
+        return False
+    before = OmegaConf.structured(HydraConf)
+    try:  # the harness's own settings of Hydra's (hydra.job.chdir: false, the output folders)
+        before = OmegaConf.merge(before, OmegaConf.load(CONF / "config.yaml").get("hydra", {}))
+    except Exception:  # noqa: BLE001 - a config.yaml of one's own Hydra reads otherwise: its schema alone
+        pass
     parent, _, name = key.removeprefix("hydra.").rpartition(".")
-    schema = OmegaConf.structured(HydraConf)
-    node = OmegaConf.select(schema, parent, default=None) if parent else schema
-    return isinstance(node, DictConfig) and name in node.keys()
+    node = OmegaConf.select(before, parent, default=None) if parent else before
+    if not isinstance(node, DictConfig) or name not in node.keys() or OmegaConf.is_missing(node, name):
+        return False
+    return OmegaConf.is_interpolation(node, name) or node[name] is not None  # ${now:...}: a value, unresolved here
 
 
 def _not_optional(key: str) -> bool:
