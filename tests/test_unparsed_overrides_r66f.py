@@ -111,7 +111,7 @@ def test_a_flags_value_is_no_bare_word(args):
 def test_a_dict_setting_of_hydras_given_one_value_names_how_to_set_an_entry():
     problem = command_problem(["hydra.job.env_set=1"])
     assert problem == ('hydra.job.env_set=1: hydra.job.env_set holds entries by name (a dict), not one value; set one '
-                       'by its name: +hydra.job.env_set.MY_VAR="1"')
+                       'by its name: \'+hydra.job.env_set.MY_VAR="1"\'')
     assert command_problem(["+hydra.job.env_set.MY_VAR=1"]) is None  # the advice, pasted (the shell drops the "")
     assert command_problem(["hydra.callbacks=[1]"]).startswith("hydra.callbacks=[1]: hydra.callbacks holds entries")
     assert command_problem(["hydra.sweeper.params=1"]).endswith("give its values with -m, e.g. -m seed=0,1")

@@ -48,9 +48,10 @@ def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
     -------
     str or None
         E.g. ``"hydra.job.env_set=1: hydra.job.env_set holds entries by name (a dict), not one value; set one by its
-        name: +hydra.job.env_set.MY_VAR=1"``.
+        name: '+hydra.job.env_set.MY_VAR=\"1\"'"``.
     """
-    from gensbi_sharding.harness.override_grammar import hydra_value
+    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.paste_command import pasted
 
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")
@@ -60,8 +61,9 @@ def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
         if dict not in (typing.get_origin(hint), hint) or isinstance(value := o.hydra.value(), dict | None):
             continue  # null: hydra_nulls' (a dict of Hydra's that cannot be null), or the sweeper's default
         said = f"{o.arg}: {key} holds entries by name (a dict), not one value"
-        if key == "hydra.job.env_set":
-            return Refusal(said, f"+{key}.MY_VAR={hydra_value(value)}", how="; set one by its name: ")
+        if key == "hydra.job.env_set":  # written for the text setting, one shell word: it survives the paste
+            fix = f"+{key}.MY_VAR={hydra_written(f'{key}.MY_VAR', value)}"
+            return Refusal(said, fix, how="; set one by its name: ", shown=pasted([fix])[1])
         if key == _SWEEPER_PARAMS:  # a preset's sweep: the command line's own is -m with the values
             return f"{said}; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
         return f"{said}; set one entry by its name ({key}.<name>=<value>), or leave {key} out"
@@ -156,7 +158,8 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     from hydra.conf import HydraConf
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.paste_command import pasted
 
     schema = None
     for o in parse(args).parsed:
@@ -172,7 +175,8 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
         except Exception as err:  # noqa: BLE001 (OmegaConf's validation errors: the first line is the reason)
             reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
             default = OmegaConf.select(schema, key.removeprefix("hydra."), default=None, throw_on_missing=False)
-            shown = f", e.g. {key}={override_literal(default)}" if isinstance(default, bool | int | str) and str(
-                default) not in ("", "???") else ""  # Hydra's default, where it has one to show
+            # Hydra's default, where it has one to show, as its grammar and the shell read it back (',' quoted)
+            shown = f", e.g. {pasted([f'{key}={hydra_written(key, default)}'])[1]}" if isinstance(
+                default, bool | int | str) and str(default) not in ("", "???") else ""
             return f"{o.arg}: {key} cannot take {o.raw} ({reason}); give it a value it takes{shown}, or leave it out"
     return None
