@@ -13,7 +13,7 @@ from gensbi_sharding.harness.refusal import fix_of
 
 @pytest.mark.parametrize("typed, fix", [
     ("+hydra.job.env_set.MY_FLAG=true,false", "+hydra.job.env_set.MY_FLAG='true'"),
-    ('hydra.job.env_set.MY_FLAG=TRUE,x,3,"a,b",null', "hydra.job.env_set.MY_FLAG='true'"),
+    ('hydra.job.env_set.MY_FLAG=TRUE,x,3,"a,b",null', "++hydra.job.env_set.MY_FLAG='true'"),
     ("hydra.job.name=choice(x,false)", "hydra.job.name=x"),
     ("hydra.job.chdir=true,false", "hydra.job.chdir=true"),
     ("+hydra.job.env_set.N=1,2", '+hydra.job.env_set.N="1"'),

@@ -35,3 +35,18 @@ def test_the_fix_pasted_into_bash_passes_and_hydra_gives_the_setting_its_text(ty
     assert len(words) == 1, problem
     assert command_problem(words) is None, (problem, words)
     assert OmegaConf.select(composed(words[0]), key) == value
+
+
+@pytest.mark.parametrize("typed, key, value", [
+    ("hydra.job.env_set.N=1,2", "hydra.job.env_set.N", "1"),
+    ("hydra.job.env_set.MY_FLAG=true,x", "hydra.job.env_set.MY_FLAG", "true"),
+    ("+hydra.job.env_set.N=a,b", "hydra.job.env_set.N", "a"),
+    ("hydra.job.chdir=true,false", "hydra.job.chdir", True),
+])
+def test_a_refused_sweep_of_hydras_settings_gives_a_fix_hydra_runs(typed, key, value):
+    # Was (earlier this round): an entry of env_set typed bare was given its fix bare (hydra.job.env_set.N="1"),
+    # which Hydra refuses ("Could not override": env_set holds no N); ++ adds or overrides the entry.
+    problem = command_problem(["-m", typed])
+    words = shlex.split(problem.split("e.g. ", 1)[1])
+    assert len(words) == 1 and command_problem(["-m", *words]) is None, (problem, words)
+    assert OmegaConf.select(composed(words[0]), key) == value

@@ -100,7 +100,10 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
         if key.startswith(f"{_SWEEPER_PARAMS}.") and (swept := key.removeprefix(f"{_SWEEPER_PARAMS}.")):
             return f"{said}; to sweep {swept}, give its values with -m: -m {shlex.quote(f'{swept}={o.raw}')}"
         values = o.values()
-        fix = f"{o.typed}={hydra_written(key, values[0])}" if values else None
+        # an entry of a dict setting typed bare (hydra.job.env_set.N=1,2): Hydra overrides only an entry there, ++
+        # adds or overrides it, so the fix runs either way
+        entry = o.typed == key and "." in key and typing.get_origin(_hint(key.rpartition(".")[0])) is dict
+        fix = f"{'++' * entry}{o.typed}={hydra_written(key, values[0])}" if values else None
         # shown as one shell word, so that the pasted fix keeps its quotes ('true' for a text setting)
         return Refusal(f"{said}; give {key} one value", fix, how=", e.g. ", shown=fix and pasted([fix])[1])
     return None

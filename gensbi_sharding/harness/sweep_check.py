@@ -184,7 +184,7 @@ def refused_jobs(config: Any, jobs: Sequence[Sequence[str]], loader: Any, *,
         try:
             cfg = loader.load_sweep_config(config, list(job))
         except Exception as err:  # Hydra would refuse the whole sweep composing this job, but after making its folder
-            # Refused as the job's command alone is, so Hydra's own advice reaches the user ("use +model.width=3").
+            # Refused as the job's command alone is: Hydra's own advice ("use +model.width=3") may be refused in turn.
             flags = config_flags(OmegaConf.select(config, "hydra"))  # -cn my: my.yaml's model, not conf's
             if not (problem := command_problem([*flags, *search_path_of(hydra_overrides), *job])):
                 reason = str(err.__cause__ or "").strip().splitlines()
