@@ -279,12 +279,14 @@ def run_together(commands: list[list[str]], bound: float, envs: list[dict] | Non
 LAUNCH = Path(__file__).parent.parent / "launch.py"
 
 
-def sweep_on_two(sweep, *overrides, prelude0=None, bound=240):
+def sweep_on_two(sweep, *overrides, prelude0=None, prelude1=None, bound=240):
     """Processes 0 and 1 of one ``launch.py -m`` sweep (dry runs), explicit mode, a free local coordinator port:
-    their console output and exit codes. ``prelude0``: Python run by process 0 before launch.py (its patch)."""
+    their console output and exit codes. ``prelude0``/``prelude1``: Python run by process 0/1 before launch.py (a
+    patch; it ends by running launch.py, ``sys.argv[1]``)."""
     port = free_port()
     args = [str(LAUNCH), "-m", *TINY, "dry_run=true", "distributed.mode=explicit", "distributed.num_processes=2",
             f"distributed.coordinator_address=127.0.0.1:{port}", "distributed.timeout_s=60",
             f"hydra.sweep.dir={sweep}", *overrides]
-    return run_together([[sys.executable, *(["-c", prelude0] if prelude0 and rank == 0 else []), *args,
+    preludes = (prelude0, prelude1)
+    return run_together([[sys.executable, *(["-c", preludes[rank]] if preludes[rank] else []), *args,
                           f"distributed.process_id={rank}"] for rank in (0, 1)], bound)

@@ -100,3 +100,44 @@ def test_process_0s_crashed_check_of_a_new_folder_lets_every_process_run_the_swe
     assert "[WARNING] the check of" in zero and "a fault planted by the test" in zero, zero[-3000:]
     for job in ("0", "1"):
         assert json.loads((tmp_path / "s" / job / "metrics.json").read_text())["status"] == "ok"
+
+
+# Process 1's Hydra saves its multirun.yaml 3 s late (after process 0's); process 0 keeps a copy of the file as its
+# sweep's last job has ended, before the summary's own rewrite
+LATE_RECORD = """
+import runpy, sys, time
+from omegaconf import OmegaConf
+save = OmegaConf.save
+def late(config, f, resolve=False):
+    if str(f).endswith("multirun.yaml"):
+        time.sleep(3)
+    return save(config, f, resolve)
+OmegaConf.save = late
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+RECORD_BEFORE_END = """
+import runpy, shutil, sys
+from pathlib import Path
+from gensbi_sharding.harness import summary
+end = summary.SweepSummary.on_multirun_end
+def copied(self, config, **kwargs):
+    folder = Path(config.hydra.sweep.dir)
+    shutil.copy(folder / "multirun.yaml", folder / "multirun.before_end.yaml")
+    return end(self, config, **kwargs)
+summary.SweepSummary.on_multirun_end = copied
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow  # two launch.py processes, two dry-run jobs; bounded by 240 s
+def test_the_sweeps_record_is_process_0s_while_its_jobs_run_whichever_hydra_saved_last(tmp_path):
+    # Was: each process's Hydra saves multirun.yaml before its first job, at times nothing orders, and only the
+    # summary's end rewrote process 0's: while the jobs ran (a stop between jobs reads it for the continue command and
+    # the summary) the record could be process 1's, distributed.process_id=1 (found by this round's review)
+    (zero, code0), (one, code1) = sweep_on_two(tmp_path / "s", "seed=0,1", prelude0=RECORD_BEFORE_END,
+                                               prelude1=LATE_RECORD)
+    assert (code0, code1) == (0, 0), (zero[-3000:], one[-3000:])
+    task = OmegaConf.load(tmp_path / "s" / "multirun.before_end.yaml").hydra.overrides.task
+    assert "distributed.process_id=0" in task and "distributed.process_id=1" not in task, task

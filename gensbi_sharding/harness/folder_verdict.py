@@ -140,9 +140,9 @@ def hear_verdict(config: DictConfig) -> None:
         raise SystemExit(1) from None
 
 
-def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
-    """Process 0, its folder claimed: the other processes hear it accepted (several explicit processes; else
-    nothing). A failed join is printed, ``release()`` gives the folder back, and the process ends with exit code 1.
+def tell_accepted(config: DictConfig, release: Callable[[], None], sweep: bool = False) -> None:
+    """Process 0, its folder claimed: the other processes hear it accepted (several processes; else nothing). A
+    failed join is printed, ``release()`` gives the folder back, and the process ends with exit code 1.
 
     Parameters
     ----------
@@ -150,6 +150,8 @@ def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
         The composed config, as a Hydra callback gets it.
     release : callable
         Releases the folder's lock.
+    sweep : bool
+        Whether the folder is a sweep's: its record (``multirun.yaml``) is kept for ``settle_sweep_record``.
     """
     if not several_processes(config):
         return
@@ -159,6 +161,24 @@ def tell_accepted(config: DictConfig, release: Callable[[], None]) -> None:
         release()
         print(tagged("ERROR", str(err)), file=sys.stderr, flush=True)
         raise SystemExit(1) from None
+    if sweep:  # what this process's sweeper saves next, from this config
+        _SWEEP_RECORD[Path(config.hydra.sweep.dir).absolute() / "multirun.yaml"] = OmegaConf.to_yaml(config)
+
+
+#: Process 0's record of its sweep (``multirun.yaml``), by path, until its first job's claim has met every process.
+_SWEEP_RECORD: dict[Path, str] = {}
+
+
+def settle_sweep_record() -> None:
+    """Process 0 of several, in its sweep's first job once every process has met it there: its own record of the
+    sweep written again over the others'. Each process's Hydra saves ``multirun.yaml`` before its first job, at times
+    nothing orders, and the others' name their own ``distributed.process_id``: the continue command and the summary
+    of a sweep stopped between jobs are read from it. Nothing where no record is kept (one process, a later job)."""
+    from gensbi_sharding.harness.outputs import write_atomic
+
+    for path, text in _SWEEP_RECORD.items():
+        write_atomic(path, text)
+    _SWEEP_RECORD.clear()
 
 
 def record_nothing(config: DictConfig) -> None:

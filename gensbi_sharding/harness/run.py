@@ -17,8 +17,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import (console, interrupt_hold, outputs, run_folder, launch_record, signal_hold,
-                                     stop_record, summary, sweep_continue, sweep_hints)
+from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, outputs, run_folder, launch_record,
+                                     signal_hold, stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
@@ -66,6 +66,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             watch_parent()
             if jobs_share_jax() and folder.owner is not None:  # an explicit multirun's later job: a refusal of the
                 run_folder.claim_together(folder, watch)  # folder ends every process alike, at once (auto: run_steps)
+                if folder.owner:  # each process's Hydra saved its multirun.yaml before this meeting: process 0's last
+                    folder_verdict.settle_sweep_record()
             elif folder.owner:  # process 0 of several explicit ones: a refusal told to the others too
                 claim_first(folder, cfg, watch)
             if folder.owner or jobs_share_jax():  # a signal held since launch.py's start (signal_hold): recorded now

@@ -258,7 +258,7 @@ class RefuseCompletedRun(Callback):
                 raise FileExistsError(problem)  # every job refused before the first starts (was: one by one in run())
             for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
                 keep_record(run_dir, earlier.get(run_dir))
-            tell_accepted(config, self._release)  # explicit mode's other processes wait for it in their callback
+            tell_accepted(config, self._release, sweep)  # several processes: the others wait for it in their callback
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
             hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
