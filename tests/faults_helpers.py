@@ -290,3 +290,11 @@ def sweep_on_two(sweep, *overrides, prelude0=None, prelude1=None, bound=240):
     preludes = (prelude0, prelude1)
     return run_together([[sys.executable, *(["-c", preludes[rank]] if preludes[rank] else []), *args,
                           f"distributed.process_id={rank}"] for rank in (0, 1)], bound)
+
+
+def counted(monkeypatch, module, name: str) -> list:
+    """Patch ``module.name`` to record each call (one entry per call) and go on to the original: the list of calls."""
+    calls = []
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls

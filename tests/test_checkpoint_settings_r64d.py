@@ -5,14 +5,7 @@ import hydra
 from omegaconf import OmegaConf
 
 import gensbi_sharding.checkpoint as checkpoint
-from faults_helpers import saved_checkpoint, under_command
-
-
-def counted(monkeypatch, module, name):
-    calls = []
-    original = getattr(module, name)
-    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
-    return calls
+from faults_helpers import counted, saved_checkpoint, under_command
 
 
 def test_the_advice_reads_the_checkpoint_once_and_composes_each_command_once(tmp_path, monkeypatch):

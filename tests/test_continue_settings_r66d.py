@@ -8,15 +8,8 @@ import hydra
 from omegaconf import OmegaConf
 
 import gensbi_sharding.checkpoint as checkpoint
-from faults_helpers import saved_checkpoint, under_command
+from faults_helpers import counted, saved_checkpoint, under_command
 from gensbi_sharding.harness.checkpoint_settings import continue_settings
-
-
-def counted(monkeypatch, module, name):
-    calls = []
-    original = getattr(module, name)
-    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
-    return calls
 
 
 def test_one_call_reads_the_checkpoint_once_and_gives_the_command_or_what_is_lacked(tmp_path, monkeypatch):
