@@ -173,13 +173,13 @@ def check_names(names: Sequence[str | None], shape: Sequence[int]) -> None:
     """``ValueError`` unless ``names`` is one ``ACTIVATION_NAMES`` key (or None) per dimension of ``shape``."""
     if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
         example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
-        raise ValueError(f"activation names {names!r} must be a sequence, one per dimension: e.g. {example!r}")
+        raise ValueError(f"activation names {shown(names)} must be a sequence, one per dimension: e.g. {example!r}")
     if len(names) != len(shape):
-        raise ValueError(f"activation names {tuple(names)} have {len(names)} entries for an array "
+        raise ValueError(f"activation names {shown(tuple(names))} have {len(names)} entries for an array "
                          f"of shape {tuple(shape)}; give one name (or None) per dimension")
     odd = next((n for n in names if not (n is None or isinstance(n, str) and n in ACTIVATION_NAMES)), None)  # a list
     if odd is not None:
-        raise ValueError(f"unknown activation name {odd!r}; {typo_of(odd, ACTIVATION_NAMES)}known names: "
+        raise ValueError(f"unknown activation name {shown(odd)}; {typo_of(odd, ACTIVATION_NAMES)}known names: "
                          f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
 
 

@@ -12,6 +12,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view
+from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import is_array, is_int, leaf_name
 from gensbi_sharding.specs import check_mesh
@@ -93,7 +94,7 @@ def _count_and_fix(n: Any) -> str:
                  and float(n).is_integer() and float(n) >= 0)
         return f"{n!r}; pass " + ("int(n)" if whole else "the whole row count, e.g. x.shape[0]")
     leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
-    return repr(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
+    return shown(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
                                        f"pass their leading size, {leaves[0].shape[0]}")
 
 

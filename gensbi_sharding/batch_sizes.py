@@ -3,6 +3,8 @@ checks run it before JAX is imported (``numbers.Integral`` holds NumPy's integer
 
 import numbers
 
+from gensbi_sharding.messages import shown
+
 __all__ = ["nearest_batch_sizes"]
 
 
@@ -25,7 +27,7 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
     given = {"requested": requested, "multiple": multiple} | ({} if at_most is None else {"at_most": at_most})
     for name, value in given.items():
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-            raise TypeError(f"nearest_batch_sizes: {name}={value!r} must be an integer (rows)")
+            raise TypeError(f"nearest_batch_sizes: {name}={shown(value)} must be an integer (rows)")
     if multiple < 1 or requested < 1:  # a negative request was answered (multiple,), as if it were valid
         name, value, what, fix = ("multiple", multiple, "the data-parallel size", abs(multiple) or 1) if multiple < 1 \
             else ("requested", requested, "a batch size, rows", multiple)  # -8: a sign slipped; the multiple is valid

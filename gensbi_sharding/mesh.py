@@ -9,6 +9,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh
 
 from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
+from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import MODEL_AXIS, typo_of
 from gensbi_sharding.nodes import is_int
 from gensbi_sharding.specs import check_mesh
@@ -37,7 +38,7 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     """
     if devices is not None and (isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence)
                                 and not isinstance(devices, np.ndarray)):
-        raise TypeError(f"devices={devices!r} must be a list of jax.Device objects (e.g. jax.devices()[:4]), "
+        raise TypeError(f"devices={shown(devices)} must be a list of jax.Device objects (e.g. jax.devices()[:4]), "
                         "or None for all devices")
     if isinstance(devices, np.ndarray) and devices.ndim != 1:  # named by shape, with the fix
         two = devices.ndim == 2  # e.g. mesh_utils.create_device_mesh((4, 2)): data x model
@@ -48,13 +49,13 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     devices = list(jax.devices() if devices is None else devices)
     divisors = [d for d in range(1, len(devices) + 1) if len(devices) % d == 0]
     if not is_int(model_axis) or model_axis < 1:
-        raise ValueError(f"model_axis={model_axis!r} must be an integer >= 1 that divides the "
+        raise ValueError(f"model_axis={shown(model_axis)} must be an integer >= 1 that divides the "
                          f"{len(devices)} device{'s' * (len(devices) != 1)}: choose among {divisors}")
     if not devices:
         raise ValueError("make_mesh got an empty device list; pass devices=None for all devices")
     bad = [d for d in devices if not isinstance(d, jax.Device)]
     if bad:
-        raise ValueError(f"devices must be jax.Device objects (or ids, through resolve_mesh), got {bad[0]!r}")
+        raise ValueError(f"devices must be jax.Device objects (or ids, through resolve_mesh), got {shown(bad[0])}")
     ids = [d.id for d in devices]
     twice = next((i for i in ids if ids.count(i) > 1), None)
     if twice is not None:
@@ -104,7 +105,7 @@ def resolve_mesh(spec: Any) -> Mesh | None:
     shape = _axis_sizes_hint(sizes, list(sizes)).replace("the axes' sizes are not keys",
                                                          "a mesh's shape (data, model) is no spec") if shaped else ""
     typo = typo_of(spec, ("auto",), cutoff=0.7) if isinstance(spec, str) else ""  # 'Auto', 'atuo'; not 'automatic'
-    raise ValueError(f"invalid mesh spec {spec!r}; {typo}accepted forms: None (no mesh), a jax.sharding.Mesh, "
+    raise ValueError(f"invalid mesh spec {shown(spec)}; {typo}accepted forms: None (no mesh), a jax.sharding.Mesh, "
                      f"'auto' (all devices, model_axis=1), or a mapping with keys {_MESH_SPEC_KEYS}{shape}")
 
 

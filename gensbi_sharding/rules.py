@@ -249,8 +249,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), None
     comma, names = forgotten_comma(names, shape), tuple(names) if is_sequence(names) else (names,)  # "embed": one
     if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
-        return P(), (f"annotation entry {odd[0]!r} ({type(odd[0]).__name__}) is no logical axis name: give one str "
-                     f"(e.g. 'embed') or None per dimension, got {names!r}")
+        return P(), (f"annotation entry {shown(odd[0])} ({type(odd[0]).__name__}) is no logical axis name: give one str "
+                     f"(e.g. 'embed') or None per dimension, got {shown(names)}")
     if len(names) != len(shape):
         stacked = (f": the annotation is the string {names[0]!r}, not a tuple: write "  # ("embed"): a forgotten comma
                    f"{(names[0],) + (None,) * (len(shape) - 1)!r}" if comma else  # not stacked layers

@@ -263,7 +263,7 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
                  "rule))"
                  if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {typo}" if (typo := typo_of(
                      str(rule), RULES, **RULE_TYPO)) else f"; {RULE_FILES}, for shard_model_by_table")
-        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)}{table}")
+        raise ValueError(f"unknown sharding rule {shown(rule)}; choose one of {tuple(RULES)}{table}")
     _plan_warn_place(node, mesh, rule, "shard_model")
 
 

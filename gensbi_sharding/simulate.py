@@ -9,6 +9,7 @@ import numpy as np
 from flax import nnx
 
 from gensbi_sharding.report import describe
+from gensbi_sharding.messages import shown
 
 __all__ = ["mesh_init_simulate"]
 
@@ -35,7 +36,7 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
         try:
             ints[name] = int(value)
         except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
-            raise ValueError(f"{name} must be castable to int, got {value!r}; pass e.g. {name}=3") from None
+            raise ValueError(f"{name} must be castable to int, got {shown(value)}; pass e.g. {name}=3") from None
     if not -2**63 <= ints["seed"] < 2**63:  # nnx.Rngs' OverflowError named no argument
         raise ValueError(f"seed={ints['seed']} must fit in 64 bits (-2**63 <= seed < 2**63); pass e.g. seed=0")
     shape = np.shape(x)

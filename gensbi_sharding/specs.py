@@ -48,5 +48,5 @@ def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plan
     """``TypeError`` unless ``mesh`` is a Mesh (``abstract``/``plans``: or AbstractMesh), or None if ``optional``."""
     if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract or plans else Mesh) or (optional and mesh is None)):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
-        got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else repr(mesh)
+        got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else shown(mesh)
         raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")
