@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.leaf_checks import check_placeable, host_view
 from gensbi_sharding.messages import shown
@@ -26,6 +26,7 @@ from gensbi_sharding.nodes import (array_leaves, array_variables, check_flag, ch
                                    value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
+from gensbi_sharding.specs import check_mesh
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
 
@@ -58,6 +59,10 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
     rule = _check(factory, rule, warn)
+    if isinstance(mesh, AbstractMesh):  # planned without devices, then placing read them: JAX's "does not implement"
+        raise TypeError(f"init_sharded places arrays, so it needs a concrete jax.sharding.Mesh, got {shown(mesh)}; "
+                        "build one with make_mesh(...), or pass this mesh to abstract_sharded(factory, mesh, rule)")
+    check_mesh(mesh)  # before the factory is traced; "or None", as this function takes None
     if mesh is None:
         check_node(node := build_unplaced(factory), "init_sharded (what the factory returned)")
         check_concrete(leaves := named_leaves(node))  # and what a mesh's run refuses
