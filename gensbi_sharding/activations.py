@@ -149,7 +149,7 @@ class PartitionAxis(_Fields):
         for name, value in resolved._asdict().items():
             for axis in mesh_axes_of(value):
                 if axis not in mesh.shape:
-                    raise ValueError(f"{name}={getattr(self, name)!r} names mesh axis {axis!r}, but the mesh has axes "
+                    raise ValueError(f"{name}={shown(getattr(self, name))} names mesh axis {axis!r}, but the mesh has axes "
                                      f"{tuple(mesh.axis_names)}; {typo_of(axis, mesh.axis_names)}use one of them, a "
                                      "tuple of them, or None")
         return resolved
@@ -160,11 +160,11 @@ class PartitionAxis(_Fields):
         for name, value in self._asdict().items():
             if not (value is None or isinstance(value, str) or isinstance(value, Sequence) and value
                     and all(isinstance(v, str) for v in value)):
-                raise ValueError(f"{name}={value!r} must be None, a mesh axis name or a non-empty sequence "
+                raise ValueError(f"{name}={shown(value)} must be None, a mesh axis name or a non-empty sequence "
                                  "of mesh axis names, e.g. 'data' or ('data', 'model')")
             axes = mesh_axes_of(value)
             if len(set(axes)) != len(axes):
-                raise ValueError(f"{name}={value!r} names a mesh axis twice; list each mesh axis once")
+                raise ValueError(f"{name}={shown(value)} names a mesh axis twice; list each mesh axis once")
             resolved[name] = value if value is None or isinstance(value, str) else axes
         return PartitionAxis(**resolved)
 

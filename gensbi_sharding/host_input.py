@@ -201,7 +201,7 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
     spec_leaves, spec_def = jax.tree.flatten(partition, is_leaf=lambda x: isinstance(x, P))
     bad = [s for s in spec_leaves if not isinstance(s, P)]
     if bad:
-        raise ValueError(f"partition leaves must be PartitionSpecs, got {bad[0]!r}; or pass a "
+        raise ValueError(f"partition leaves must be PartitionSpecs, got {shown(bad[0])}; or pass a "
                          f"DataPartitionType, one of {[k.value for k in DataPartitionType]}")
     try:  # a spec for a subtree is every leaf's
         specs = jax.tree.broadcast(partition, host_arrays, is_leaf=lambda x: isinstance(x, P))

@@ -12,6 +12,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.factory import UNDER_TRANSFORM
+from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key
 from gensbi_sharding.specs import check_mesh
 
@@ -175,7 +176,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         another type, or a traced leaf (in a jit).
     """
     if not is_int(top) or top < 0:
-        raise ValueError(f"top must be a non-negative integer, got {top!r}; pass e.g. top=5")
+        raise ValueError(f"top must be a non-negative integer, got {shown(top)}; pass e.g. top=5")
     check_node(node, "describe")
     check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()

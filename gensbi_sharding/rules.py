@@ -85,7 +85,7 @@ class Rule:
         check_table(self.table)
         if not isinstance(self.name, str) or self.builtin not in (False, True) or (  # builtin="no" is truthy
                 self.builtin and self.table != dict(RULES.get(self.name, ()))):
-            raise ValueError(f"Rule(name={self.name!r}, builtin={self.builtin!r}): name is a str, and builtin=True "
+            raise ValueError(f"Rule(name={shown(self.name)}, builtin={shown(self.builtin)}): name is a str, and builtin=True "
                              "marks a contract rule with RULES' own table: build those with resolve_rule(name)")
         if self.name in RULES and self.table == dict(RULES[self.name]):  # was labelled "with an edited table",
             object.__setattr__(self, "builtin", True)  # and not warned as experimental

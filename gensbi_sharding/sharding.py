@@ -83,7 +83,7 @@ class Plan:
             path = path_key(path[:-1] if tuple(path[-1:]) == (jax.tree_util.GetAttrKey("value"),) else path)
         if not isinstance(path, str) or path not in self.specs:  # {} or an array: no path (was: unhashable)
             near = difflib.get_close_matches(str(path), self.specs, n=3, cutoff=0.5) or list(self.specs)[:3]
-            raise KeyError(f"Plan.sharding: no variable planned at {path!r}; nearest: {', '.join(near) or 'none'}")
+            raise KeyError(f"Plan.sharding: no variable planned at {shown(path)}; nearest: {', '.join(near) or 'none'}")
         return NamedSharding(self.mesh, self.specs[path])
 
     def fallback_message(self, max_reasons: int | None = 6, max_paths: int | None = 3,

@@ -62,3 +62,24 @@ def test_a_short_value_is_still_named_whole(devices):
     with pytest.raises(TypeError, match=r"mesh must be a jax.sharding.Mesh or None, got 'auto'; build one"):
         gs.shard_model(Annotated(), "auto", "fsdp")
 
+
+
+MORE = {
+    "PartitionAxis field": lambda m, v: gs.constrain(jnp.ones((8, 4)), ("batch", None), gs.PartitionAxis(v), m),
+    "describe top": lambda m, v: gs.describe(Annotated(), m, top=v),
+    "host_to_global_array partition": lambda m, v: gs.host_to_global_array({"x": np.ones((8, 2))}, partition={
+        "x": v}, mesh=m),
+    "Rule name": lambda m, v: gs.Rule(v, {"embed": "data"}),
+    "Plan.sharding": lambda m, v: gs.plan_shardings(Annotated(), m, "fsdp").sharding(v),
+}
+
+
+@pytest.mark.parametrize("value", [_array, Annotated], ids=["array", "module"])
+@pytest.mark.parametrize("call", MORE.values(), ids=MORE.keys())
+def test_a_refused_field_or_option_spanning_lines_is_named_on_one_short_line(devices, call, value):
+    # Plan.sharding's is a KeyError (a lookup by path, as a dict's): its text is what str() of a KeyError shows.
+    mesh = gs.make_mesh(model_axis=2)
+    with pytest.raises((ValueError, TypeError, KeyError)) as err:
+        call(mesh, value())
+    message = err.value.args[0]
+    assert "\n" not in message and len(message) < 600, message
