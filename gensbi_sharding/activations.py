@@ -149,9 +149,9 @@ class PartitionAxis(_Fields):
         for name, value in resolved._asdict().items():
             for axis in mesh_axes_of(value):
                 if axis not in mesh.shape:
-                    raise ValueError(f"{name}={shown(getattr(self, name))} names mesh axis {axis!r}, but the mesh has axes "
-                                     f"{tuple(mesh.axis_names)}; {typo_of(axis, mesh.axis_names)}use one of them, a "
-                                     "tuple of them, or None")
+                    raise ValueError(f"{name}={shown(getattr(self, name))} names mesh axis {axis!r}, but the mesh has "
+                                     f"axes {tuple(mesh.axis_names)}; {typo_of(axis, mesh.axis_names)}use one of them, "
+                                     "a tuple of them, or None")
         return resolved
 
     def _formed(self) -> "PartitionAxis":

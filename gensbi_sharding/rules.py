@@ -85,8 +85,9 @@ class Rule:
         check_table(self.table)
         if not isinstance(self.name, str) or self.builtin not in (False, True) or (  # builtin="no" is truthy
                 self.builtin and self.table != dict(RULES.get(self.name, ()))):
-            raise ValueError(f"Rule(name={shown(self.name)}, builtin={shown(self.builtin)}): name is a str, and builtin=True "
-                             "marks a contract rule with RULES' own table: build those with resolve_rule(name)")
+            raise ValueError(f"Rule(name={shown(self.name)}, builtin={shown(self.builtin)}): name is a str, and "
+                             "builtin=True marks a contract rule with RULES' own table: build those with "
+                             "resolve_rule(name)")
         if self.name in RULES and self.table == dict(RULES[self.name]):  # was labelled "with an edited table",
             object.__setattr__(self, "builtin", True)  # and not warned as experimental
 
@@ -249,8 +250,8 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         return P(), None
     comma, names = forgotten_comma(names, shape), tuple(names) if is_sequence(names) else (names,)  # "embed": one
     if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
-        return P(), (f"annotation entry {shown(odd[0])} ({type(odd[0]).__name__}) is no logical axis name: give one str "
-                     f"(e.g. 'embed') or None per dimension, got {shown(names)}")
+        return P(), (f"annotation entry {shown(odd[0])} ({type(odd[0]).__name__}) is no logical axis name: give one "
+                     f"str (e.g. 'embed') or None per dimension, got {shown(names)}")
     if len(names) != len(shape):
         stacked = (f": the annotation is the string {names[0]!r}, not a tuple: write "  # ("embed"): a forgotten comma
                    f"{(names[0],) + (None,) * (len(shape) - 1)!r}" if comma else  # not stacked layers

@@ -20,8 +20,9 @@ def test_init_sharded_given_an_abstract_mesh_names_it_and_abstract_sharded_which
         calls.append(1)
         return Annotated()
 
-    with pytest.raises(TypeError, match=r"^init_sharded places arrays, so it needs a concrete jax.sharding.Mesh, got "
-                                        r"AbstractMesh\('data': 4, 'model': 2.*abstract_sharded\(factory, mesh, rule\)"):
+    with pytest.raises(TypeError, match=r"^init_sharded places arrays, so it needs a concrete jax.sharding.Mesh, "
+                                        r"got AbstractMesh\('data': 4, 'model': 2.*abstract_sharded\(factory, mesh, "
+                                        r"rule\)"):
         gs.init_sharded(factory, mesh, "tensor")
     assert calls == []  # refused before tracing the constructor
     abstract = gs.abstract_sharded(factory, mesh, "tensor")  # the advice, followed
