@@ -21,9 +21,9 @@ from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_conc
                                      under_transform)
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
-from gensbi_sharding.nodes import (array_leaves, array_variables, check_flag, check_node, check_value_leaves,
-                                   is_array_like, is_scalar, is_prng_key, keep_scalars, named_leaves, path_key,
-                                   value_of)
+from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, check_flag, check_node,
+                                   check_value_leaves, is_array_like, is_scalar, is_prng_key, keep_scalars,
+                                   named_leaves, path_key, value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 from gensbi_sharding.specs import check_mesh
@@ -151,9 +151,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     check_node(model, "init_optimizer_sharded")
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise TypeError(f"tx={shown(tx)} must be an optax GradientTransformation, e.g. optax.adam(1e-3)")
-    filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))  # Flax's nest
-    if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
-        raise TypeError(f"wrt={shown(wrt)} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
+    check_filter(wrt)
     traced = next((name for name, v in named_leaves(model) if isinstance(v, jax.core.Tracer)), None)
     if traced is not None:  # a tracer has no mesh: a plain Optimizer came back, its state laid out as jit chose
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside every JAX "

@@ -2,6 +2,7 @@
 ``messages`` and ``specs``."""
 
 import contextlib
+import inspect
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
@@ -248,3 +249,22 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)
+
+
+def check_filter(wrt: Any) -> None:
+    """``TypeError`` unless ``wrt`` is an nnx filter (or a list or tuple of them, nested): None, ``...``, a str, a
+    bool, a type, or a callable taking ``(path, value)``. A callable of other arguments (a Mesh is callable, as a
+    context decorator) raised Flax's TypeError as the optimizer was built, naming neither ``wrt`` nor a filter."""
+    filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))  # Flax's nest
+    if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
+        raise TypeError(f"wrt={shown(wrt)} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")
+    for f in filters:
+        if isinstance(f, type) or not callable(f):  # a type is matched by isinstance, not called
+            continue
+        try:
+            inspect.signature(f).bind(None, None)
+        except TypeError as err:
+            raise TypeError(f"wrt={shown(wrt)} holds {shown(f)}, a callable that cannot take (path, value) as an nnx "
+                            f"filter does ({err}): pass e.g. nnx.Param, or a def keep(path, value) -> bool") from None
+        except ValueError:  # no signature to read (some builtins): Flax's call will tell
+            pass
