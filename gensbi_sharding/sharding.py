@@ -129,11 +129,13 @@ class Plan:
 
         Raises
         ------
-        TypeError
-            ``stacklevel`` no int (``"2"``), before any warning.
+        TypeError, ValueError
+            ``stacklevel`` no int (``"2"``), or beyond 64 bits, before any warning.
         """
         if not is_int(stacklevel):  # checked before any warning
             raise TypeError(f"stacklevel={shown(stacklevel)} must be an int, as for warnings.warn: e.g. stacklevel=2")
+        if not -2**63 <= stacklevel < 2**63 - 1:  # warnings.warn's OverflowError named no argument
+            raise ValueError(f"stacklevel={stacklevel} is beyond 64 bits, which warnings.warn takes: e.g. stacklevel=2")
         if self.rule.builtin and self.rule.reads_annotations:
             warnings.warn(f"sharding rule {self.rule.name!r} is experimental: placements are checked, but the "
                           "contract gives no convergence guarantee", ExperimentalRuleWarning, stacklevel=stacklevel + 1)
