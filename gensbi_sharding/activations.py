@@ -12,6 +12,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch import batch_axes, check_active_mesh, traced_mesh
+from gensbi_sharding.factory import under_transform
 from gensbi_sharding.leaf_checks import check_placeable
 from gensbi_sharding.messages import shown
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
@@ -217,7 +218,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
 
     Parameters
     ----------
-    x : jax.Array
+    x : jax.Array or jax.ShapeDtypeStruct
+        An abstract one (a dry run's) comes back with the sharding, as ``shard_batch`` gives one.
     names : sequence of str or None
         One ``ACTIVATION_NAMES`` key (or None) per dimension of ``x``, e.g. ``("batch", "sequence", "hidden")``.
     partition_axis : PartitionAxis or None
@@ -263,6 +265,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
                       f"{dict(active.shape)}: " + "; ".join(f"{n} ({r})" for n, r in unsplit.items()),
                       ShardingFallbackWarning, stacklevel=2)
     wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
+    if isinstance(x, jax.ShapeDtypeStruct):  # as shard_batch places one (a dry run's); was JAX's "not a valid JAX type"
+        held = mesh if isinstance(mesh, Mesh) or under_transform() else jax.sharding.get_mesh()  # set_mesh's: concrete
+        return x.update(sharding=NamedSharding(held, spec) if isinstance(held, Mesh) and not held.empty else spec)
     if not isinstance(x, jax.core.Tracer):  # one move, any axis types: on a mesh of both kinds the constraint
         x = jax.device_put(x, wrap(spec))  # below undid the reshard (P('data', None) came back P(None, None))
         if not isinstance(x, jax.core.Tracer):  # in jit a constant x came back traced, unplaced (P()): pinned below
