@@ -244,7 +244,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         raise TypeError(f"partition_axis={shown(partition_axis)} must be a PartitionAxis or None; build it with "
                         "PartitionAxis.for_rule(rule, mesh)")
     check_mesh(mesh)
-    if not hasattr(x, "shape"):  # a list
+    if not (hasattr(x, "shape") and hasattr(x, "dtype")):  # a list; a Mesh (its shape a dict: str % int raised)
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {shown(x, 40)}; pass jnp.asarray(x)")
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
