@@ -2,6 +2,7 @@
 what places arrays on a mesh inside the constructor it traces."""
 
 import contextvars
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ import flax.errors
 import jax
 from flax import nnx
 
-from gensbi_sharding.messages import clipped
+from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_key
 
 _FLAG_OFF = type("EagerShardingOff", (int,), {})(0)  # Flax's eager_sharding off (0 == False), not a user's False
@@ -75,9 +76,28 @@ def _asks_built(caller: str, ask: str) -> str:
             f"; leave that until the model is built, or build it eagerly and {_CALLERS[caller][2]}")
 
 
+def check_no_arguments(factory: Callable[[], Any]) -> None:
+    """``ValueError`` unless ``factory`` can be called with no arguments (a class: its ``__init__``), before tracing:
+    abstract_state_for(nnx.Linear, ...) or (mesh, ...) raised the call's own TypeError from inside the trace."""
+    if isinstance(factory, (jax.sharding.Mesh, jax.sharding.AbstractMesh)):  # callable: a context decorator
+        raise ValueError(f"factory is a mesh, {shown(factory)}: the factory goes first, the mesh second, e.g. "
+                         "(lambda: Model(rngs=nnx.Rngs(0)), mesh, rule)")
+    try:  # a class: its __init__ (a Module's own signature is (*args, **kwargs), its metaclass's)
+        (inspect.signature(factory.__init__).bind(None) if isinstance(factory, type)
+         else inspect.signature(factory).bind())
+    except TypeError as err:
+        name = repr(factory.__name__) if isinstance(getattr(factory, "__name__", None), str) else shown(factory)
+        raise ValueError(f"factory {name} must be callable with no arguments ({err}); bind them: "
+                         "lambda: factory(...)") from None
+    except ValueError:  # no signature to inspect (some builtins): calling it will tell
+        pass
+
+
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
     """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
-    constructor reads a traced value. ``ref=True``/``hijax=True`` variables come back plain (paths in ``flags``)."""
+    constructor reads a traced value or takes arguments. ``ref=True``/``hijax=True`` variables come back plain (paths
+    in ``flags``)."""
+    check_no_arguments(factory)
     found = {}
 
     def build():

@@ -4,7 +4,6 @@ Each group is computed by ``jax.jit`` on one device (values bit-identical on eve
 its sharding while the next compiles. Why not straight into shards: docs/memory.md#how-sharded-initialisation-works."""
 
 import hashlib
-import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +16,8 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.leaf_checks import check_placeable, host_view
 from gensbi_sharding.messages import shown
-from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, refuse_in_factory, trace_factory,
-                                     under_transform)
+from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
+                                     refuse_in_factory, trace_factory, under_transform)
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, check_flag, check_node,
@@ -231,14 +230,7 @@ def _check(factory: Any, rule: Any, warn: Any) -> Rule:
     if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
                          "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")
-    try:  # a class: its __init__ (a Module's own signature is (*args, **kwargs), its metaclass's)
-        (inspect.signature(factory.__init__).bind(None) if isinstance(factory, type)
-         else inspect.signature(factory).bind())
-    except TypeError as err:
-        raise ValueError(f"factory {getattr(factory, '__name__', factory)!r} must be callable with no arguments "
-                         f"({err}); bind them: lambda: factory(...)") from None
-    except ValueError:  # no signature to inspect (some builtins): calling it will tell
-        pass
+    check_no_arguments(factory)  # before the rule: its refusal named first, as before
     return resolve_rule(rule)
 
 
