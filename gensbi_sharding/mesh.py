@@ -185,9 +185,12 @@ def check_model_groups_local(mesh: Mesh) -> None:
 def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
     """A spec's device list with ids replaced by ``jax.Device`` objects; ``ValueError`` for a bad list or id (its fix
     a list ``make_mesh`` takes: each id once, as many as ``model_axis`` divides)."""
-    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
-        raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got {devices!r}")
-    devices, by_id = list(devices), {d.id: d for d in jax.devices()}
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__") or getattr(devices, "ndim", 1) == 0:
+        raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got "  # a 0-d array
+                         f"{shown(devices)}")  # has __iter__ but iterating it raised NumPy's "iteration over a 0-d"
+    by_id = {d.id: d for d in jax.devices()}
+    devices = [d.item() if np.ndim(d) == 0 and np.issubdtype(getattr(d, "dtype", object), np.integer) else d
+               for d in devices]  # jnp.arange(4)'s ids are 0-d jax arrays: "devices must be ... (or ids)" refused them
     unknown = [d for d in devices if is_int(d) and d not in by_id]
     if unknown:  # the fix: the ids it names that exist (was: no fix named)
         known = list(dict.fromkeys(d for d in devices if not (is_int(d) and d not in by_id)))  # was [0, 0]: refused
