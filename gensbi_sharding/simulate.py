@@ -28,8 +28,8 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
     Raises
     ------
     ValueError
-        ``seed``, ``features`` or ``mesh_axes`` not castable with ``int`` (inf too), ``seed`` beyond 64 bits, ``x`` 0-d,
-        or ``features`` < 1.
+        ``seed``, ``features`` or ``mesh_axes`` not castable with ``int`` (inf too), ``seed`` beyond 64 bits, ``x`` 0-d
+        or no array (a mesh, a ragged list), or ``features`` < 1.
     """
     ints = {}
     for name, value in (("seed", seed), ("features", features), ("mesh_axes", mesh_axes)):
@@ -39,7 +39,13 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
             raise ValueError(f"{name} must be castable to int, got {shown(value)}; pass e.g. {name}=3") from None
     if not -2**63 <= ints["seed"] < 2**63:  # nnx.Rngs' OverflowError named no argument
         raise ValueError(f"seed={ints['seed']} must fit in 64 bits (-2**63 <= seed < 2**63); pass e.g. seed=0")
-    shape = np.shape(x)
+    try:
+        shape = np.shape(x)
+    except ValueError:  # a ragged nest: NumPy's "inhomogeneous shape" named no argument
+        shape = None
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) for n in shape)):  # a Mesh's shape is a dict: KeyError
+        raise ValueError(f"x must be array-like (only its shape is read), got {type(x).__name__} {shown(x)}; pass "
+                         "e.g. x of shape (batch, d_in)")
     if not shape:
         raise ValueError(f"x must have at least one axis (its last size is the layer's input size), "
                          f"got shape {shape}; pass e.g. x of shape (batch, d_in)")
