@@ -193,8 +193,8 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
             kind = DataPartitionType(partition)
         except ValueError:
             known = [k.value for k in DataPartitionType]
-            raise ValueError(f"unknown partition {partition!r}; {typo_of(partition, known)}choose one of {known} or "
-                             "pass PartitionSpecs") from None
+            raise ValueError(f"unknown partition {shown(partition)}; {typo_of(partition, known)}choose one of {known} "
+                             "or pass PartitionSpecs") from None
         split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else P(batch_axes(mesh) or None)
         return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
                 for leaf in jax.tree.leaves(host_arrays)]

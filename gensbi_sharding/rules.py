@@ -165,7 +165,7 @@ def check_table(table: Mapping) -> None:
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
                              f"({other})")
         if not all(isinstance(v, str) and v for v in names):  # "" (Hydra's rule.embed=) is no axis: None is unsplit
-            raise ValueError(f"rule table entry {{{key!r}: {value!r}}}: a value must be a mesh axis name "
+            raise ValueError(f"rule table entry {{{key!r}: {shown(value)}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")
         if (twice := next((v for v in names if names.count(v) > 1), None)) is not None:  # on any mesh: one split each
             once = tuple(dict.fromkeys(names))

@@ -104,17 +104,18 @@ class Plan:
         """
         for name, n in (("max_reasons", max_reasons), ("max_paths", max_paths)):
             if n is not None and (not is_int(n) or n < 0):  # a negative n would slice from the end
-                raise ValueError(f"{name} must be a non-negative integer or None (all), got {n!r}; pass e.g. {name}=3")
+                raise ValueError(f"{name} must be a non-negative integer or None (all), got {shown(n)}; pass e.g. "
+                                 f"{name}=3")
         if not self.fallbacks:
             return None
         groups = {r: [p for p, q in self.fallbacks.items() if q == r] for r in dict.fromkeys(self.fallbacks.values())}
         reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))
         ordered = sorted(groups.items(), key=lambda group: (group[0].startswith(UNLIKE_PARAMETER), -len(group[1])))
-        shown, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
+        listed, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
         parts = [(listing(paths, paths_each) if paths_each else f"{len(paths)} variable(s)") + f" ({reason})"
-                 for reason, paths in shown]
+                 for reason, paths in listed]
         parts += [f"{sum(map(len, hidden))} more for {len(hidden)} other reason(s)"] if hidden else []
-        cut = bool(hidden) or any(len(paths) > paths_each for _, paths in shown)
+        cut = bool(hidden) or any(len(paths) > paths_each for _, paths in listed)
         return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
                 f"on mesh {dict(self.mesh.shape)}: " + "; ".join(parts) + (f" (every one: {every})" if cut else ""))
 

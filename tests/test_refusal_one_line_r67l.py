@@ -71,6 +71,10 @@ MORE = {
         "x": v}, mesh=m),
     "Rule name": lambda m, v: gs.Rule(v, {"embed": "data"}),
     "Plan.sharding": lambda m, v: gs.plan_shardings(Annotated(), m, "fsdp").sharding(v),
+    "rule table value": lambda m, v: gs.resolve_rule({"embed": v}),
+    "Plan.fallback_message max_paths": lambda m, v: gs.plan_shardings(Annotated(), m, "fsdp").fallback_message(
+        max_paths=v),
+    "mesh spec devices": lambda m, v: gs.resolve_mesh({"devices": v}),
 }
 
 
