@@ -16,12 +16,11 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.checkpoint_damage import damage_behind, step_damage
 from gensbi_sharding.checkpoint_fixes import check_against
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_by_path
-from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, find_checkpoint,
-                                              reasoned)
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, damage_behind,
+                                              find_checkpoint, read_json, reasoned, step_damage)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
@@ -189,12 +188,8 @@ def _located(path: str | os.PathLike, base_dir: str | os.PathLike | None) -> tup
     return step_dir, (base / Path(path).expanduser()).resolve() == step_dir
 
 
-def _json(step_dir: Path, item: str) -> dict:  # its own handler: a Checkpointer would start JAX before a run sets
-    return ocp.JsonCheckpointHandler().restore(step_dir / item, ocp.args.JsonRestore())  # its device count
-
-
 def _json_item(item: str, step_dir: Path, named: bool = False) -> dict:
-    return _read(step_dir, repr(item), lambda d: _json(d, item), named)  # a damaged item named
+    return _read(step_dir, repr(item), lambda d: read_json(d, item), named)  # a damaged item named
 
 
 def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False) -> Any:
@@ -205,14 +200,13 @@ def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool =
     except Exception as raised:
         if (err := damage_behind(raised)) is None:
             raise
-    # Checked whole (no array data read): was the newest other step by name, damaged too ("resume from .../4", refused).
+    # Each other step checked whole (no array data read): the newest by name may be damaged too.
     others, unread = [s for s in committed_steps(step_dir.parent) if str(s) != step_dir.name], []
     while others and step_damage(step_dir.parent / str(others[-1])) is not None:
         unread.append(str(others.pop()))
     fix = (f"no other step folder can be read either (steps {', '.join(unread[::-1])}): start without it" if unread
            else "no other step folder is complete: start without it")
-    if others:  # each damaged one newer than the step offered moved aside (was: this one alone; and this one where
-        # older, passed by name: "move .../4 aside, and pass ..., whose newest is then 8", its newest already)
+    if others:  # each damaged one newer than the step offered moves aside; an older one passed by name need not
         moved = [d for d in [step_dir, *(step_dir.parent / s for s in unread)] if int(d.name) > others[-1]]
         aside = (f"{', '.join(map(str, moved[:-1]))} and " if moved[1:] else "") + f"{moved[-1]} aside, e.g. to " + \
             ", ".join(f"{m}.damaged" for m in moved) if moved else ""

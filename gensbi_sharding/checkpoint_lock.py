@@ -23,8 +23,8 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, check_array_path, committed_steps,
-                                              unconfirmed_steps)
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, NO_METADATA, check_array_path,
+                                              committed_steps, unconfirmed_steps)
 from gensbi_sharding.write_probe import denied_words
 
 __all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
@@ -73,14 +73,14 @@ def unlock(lock: Lock) -> None:
         os.close(lock[0])
 
 
-def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict | None = None) -> None:
+def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict) -> None:
     """Wait for ``manager``'s writes, close it, ``unlock`` (at exit, a save cut short warns naming ``status``)."""
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
             manager.wait_until_finished()
             manager.close()
     except Exception as err:
-        if threading.main_thread().is_alive() or status is None:  # not at exit: the caller's error
+        if threading.main_thread().is_alive():  # not at exit: the caller's error
             raise
         if not status["warned"]:  # at exit (atexit runs after the main thread ended): nobody left to raise to
             _warn(f"CheckpointWriter({str(status['directory'])!r}) was still open when Python exited and its save of "
@@ -246,7 +246,7 @@ def check_none_cut_short(directory: Path) -> None:
         return
     lost = [str(step) for step in unconfirmed_steps(directory) if str(step) in cut]
     short = [step for step in cut if step not in lost]
-    gone = "every item there, but not Orbax's step metadata, the record of its commit (deleted, or left out of a copy)"
+    gone = f"every item there, but not {NO_METADATA}"
     why = (f"step {', '.join(short)}: a save or copy cut short; step {', '.join(lost)}: {gone}" if short and lost
            else gone if lost else "a save or copy cut short")
     fix = f"copy step {', '.join(lost)} again whole from where it was saved, or " if lost else ""

@@ -179,7 +179,7 @@ class CheckpointWriter:
                 raise TypeError(f"CheckpointWriter.save: {name} is abstract ({leaf}), a shape without values: save a "
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore "
                                 "target")
-            # Orbax's thread failed, its error named the folder
+            # else Orbax's thread fails, its error naming only the folder
             if not is_prng_key(leaf) and not _stored(dtype := getattr(leaf, "dtype", np.float32)):
                 wider = "uint8" if jnp.issubdtype(dtype, jnp.unsignedinteger) else "float16"
                 raise TypeError(f"CheckpointWriter.save: {name} is {dtype}, which TensorStore, Orbax's array storage, "
@@ -219,14 +219,14 @@ class CheckpointWriter:
             raise TypeError(f"state={shown(state)} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
                             f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on; its
-            # last axis is the default implementation's key (was: any uint32 array, which wrap_key_data refuses)
+            # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on; only
+            # a last axis of the default implementation's key size is one (wrap_key_data refuses other uint32 arrays)
             size = jax.random.key_data(jax.random.key(0)).shape[-1]
             raw = getattr(key, "dtype", None) == np.uint32 and tuple(np.shape(key))[-1:] == (size,)
             raise TypeError(f"key={shown(key)} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
                 "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
                 if raw else ""))
-        if jax.process_count() > 1 and key.is_fully_addressable:  # was Orbax's "Cannot serialize host local ..."
+        if jax.process_count() > 1 and key.is_fully_addressable:  # else Orbax's "Cannot serialize host local ..."
             raise ValueError(
                 f"key={shown(key)} is on this process's devices alone, and a job of {jax.process_count()} processes "
                 "saves one key for all; place it on the mesh, replicated, alike on every process: key = "

@@ -1,28 +1,31 @@
-"""A checkpoint on disk: its Orbax items' names, which step folders are complete, which one a path designates.
-Complete: holding every item of ``ITEMS`` and a commit in its Orbax step metadata (read through ``ocp.step`` and
-``ocp.metadata``, never by Orbax's file names)."""
+"""A checkpoint on disk: its Orbax items' names, which step folders are complete, which one a path designates, and
+whether a complete one can be restored (``step_damage``). Complete: holding every item of ``ITEMS`` and a commit in its
+Orbax step metadata (read through ``ocp.step`` and ``ocp.metadata``, never by Orbax's file names)."""
 
 import logging
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orbax.checkpoint as ocp
+import tensorstore as ts
 
-from gensbi_sharding.messages import shown
+from gensbi_sharding.messages import clipped, shown
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "as_path", "check_array_path", "committed_steps", "find_checkpoint",
-           "reasoned", "unconfirmed_steps"]
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "check_array_path", "committed_steps",
+           "damage_behind", "find_checkpoint", "read_json", "reasoned", "step_damage", "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
 #: The Orbax items every checkpoint holds: the arrays (train state, RNG key data), meta (JSON), config (JSON).
 ITEMS = ("arrays", "meta", "config")
+#: What a step folder whose items are all there lacks when its commit's record is gone.
+NO_METADATA = "Orbax's step metadata, the record of its commit (deleted, or left out of a copy)"
 #: Why a step folder is no complete checkpoint: an item missing or no commit recorded; or its step metadata gone.
 _CUT = "cut short, no commit recorded"
-_UNCONFIRMED = ("its items are there, but not Orbax's step metadata, the record of its commit (deleted, or left out of "
-                "a copy): copy the step folder again whole from where it was saved")
+_UNCONFIRMED = f"its items are there, but not {NO_METADATA}: copy the step folder again whole from where it was saved"
 _PASS = f"a run dir, its {CHECKPOINT_SUBDIR}/ dir or one step dir"  # what find_checkpoint takes
 
 
@@ -62,12 +65,12 @@ def committed_steps(directory: str | os.PathLike) -> list[int]:
     directory : str or os.PathLike
         A checkpoints folder (``<run>/checkpoints``); ``~`` is expanded.
     """
-    return sorted(step for step, why in _step_folders(directory).items() if why is None)
+    return [step for step, why in _step_folders(directory).items() if why is None]
 
 
 def unconfirmed_steps(directory: str | os.PathLike) -> list[int]:
     """The steps under ``directory`` holding every item of ``ITEMS`` but no Orbax step metadata, ascending."""
-    return sorted(step for step, why in _step_folders(directory).items() if why == _UNCONFIRMED)
+    return [step for step, why in _step_folders(directory).items() if why == _UNCONFIRMED]
 
 
 def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> Path:
@@ -104,10 +107,10 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                 f"pass {resolved.parent}")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a sweep's job is named by a number too: a step holds our items
     if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
-        if (why := _step_folders(resolved.parent).get(int(resolved.name), "")) is None:
+        if (why := (found := _step_folders(resolved.parent)).get(int(resolved.name), "")) is None:
             return resolved
         if why:
-            steps = committed_steps(resolved.parent)
+            steps = [step for step, said in found.items() if said is None]
             why = "Orbax recorded no commit: the save was cut short" if why == _CUT else why
             if steps:
                 raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); pass its parent for the "
@@ -115,14 +118,14 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
             raise reasoned(f"{resolved} is not a complete checkpoint ({why}); {resolved.parent} holds no complete "
                            "step", ": start without it")
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved
-    if steps := committed_steps(folder):
-        if newer := [s for s in unconfirmed_steps(folder) if s > steps[-1]]:  # was: the older step, without a word
+    found = _step_folders(folder)  # each step's metadata read once
+    if steps := [step for step, why in found.items() if why is None]:
+        if newer := [s for s, why in found.items() if why == _UNCONFIRMED and s > steps[-1]]:  # not the older one
             lost = (f"step {newer[-1]} in {folder} is newer than its newest complete step, {steps[-1]}, but lost "
-                    "Orbax's step metadata, the record of its commit (deleted, or left out of a copy): copy that step "
-                    "folder again whole from where it was saved")  # kept apart: the harness words its own fix after it
+                    f"{NO_METADATA}: copy that step folder again whole from where it was saved")
             error = FileNotFoundError(f"{lost}; if the folder it was copied from is gone, pass the newest complete "
                                       f"step left, {folder / str(steps[-1])}")
-            error.unconfirmed = lost
+            error.unconfirmed = lost  # kept apart: the harness words its own fix after it
             raise error
         return folder / str(steps[-1])
     # another writer's steps; one step folder of another writer's is named by its parent
@@ -130,8 +133,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                            else None):
         raise FileNotFoundError(f"no checkpoint in {resolved}: {foreign}")
     cut: dict[str, list[str]] = {}
-    for step, why in sorted((step, why) for step, why in _step_folders(folder).items() if why):
-        cut.setdefault(why, []).append(str(step))
+    for step in (step for step, why in found.items() if why):
+        cut.setdefault(found[step], []).append(str(step))
     listed = " (" + "; ".join(f"step {', '.join(s)}: {w}" for w, s in cut.items()) + ")" if cut else ""
     raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
                             f"{'it' if folder == resolved else folder}{listed}; pass {_PASS}")
@@ -185,8 +188,8 @@ def _step_metadata(path: Path) -> Any:
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
-    """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, read with no
-    CheckpointManager (starts JAX)."""
+    """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, by ascending step, read
+    with no CheckpointManager (starts JAX)."""
     if not (directory := as_path(directory, "directory")).is_dir():
         return {}
     found = {}
@@ -199,4 +202,98 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
             found[step.step] = (committed, set(items) if isinstance(items, dict) else set())
     whole = set(ITEMS)
     return {step: None if committed and whole <= items else _UNCONFIRMED if committed is None and whole <= items
-            else _CUT for step, (committed, items) in found.items() if whole & items}
+            else _CUT for step, (committed, items) in sorted(found.items()) if whole & items}
+
+
+def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | None:
+    """Why the complete step folder ``step_dir`` cannot be restored, in ``restore``'s words, e.g. "its 'arrays' item
+    cannot be read (its folder is missing)"; None where its ``items`` read.
+
+    Cheap, no array data read and JAX's backend not started (a launcher asks it before it sets its device count): each
+    item's folder, the arrays' tree metadata, the JSON items, and the arrays' data files by the sizes their OCDBT
+    B+tree records (TensorStore's ``ocdbt.dump``). Not caught: array data changed in place, its size kept.
+
+    Parameters
+    ----------
+    step_dir : str or os.PathLike
+        A complete step folder (one of ``committed_steps``), e.g. ``<run>/checkpoints/8``.
+    items : sequence of str, default all of ``("arrays", "meta", "config")``
+        The items to check (a caller reading the JSON items itself leaves them out).
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    Exception
+        An error reading an item that names no damage (not ``KeyError``, ``ValueError``, ``AttributeError`` or
+        ``OSError``, nor one behind it), as Orbax raised it.
+    """
+    step_dir = Path(step_dir)
+    if missing := [repr(item) for item in items if not (step_dir / item).is_dir()]:
+        many = len(missing) > 1
+        return f"its {' and '.join(missing)} item{'s' if many else ''} cannot be read ({'their' if many else 'its'} " \
+               f"folder{'s are' if many else ' is'} missing)"
+    for item in (item for item in ITEMS if item in items):
+        try:
+            if item == "arrays":  # a handler that asks the backend nothing (it asks whether pinned memory is there)
+                absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
+                absl.setLevel(max(level, logging.WARNING))  # its info line "Created BasePyTreeCheckpointHandler: ..."
+                try:  # would stand on a launcher's console above a refusal's one line
+                    read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
+                finally:
+                    absl.setLevel(level)
+                if read is None or read.tree is None:  # not Orbax's "AttributeError: 'NoneType' ..."
+                    return f"its {item!r} item cannot be read (Orbax reads no metadata of it: one of its files is " \
+                           "missing or damaged)"
+                if lost := _lost_data(step_dir / item):
+                    return f"its {item!r} item cannot be read ({lost})"
+            else:
+                read_json(step_dir, item)
+        except Exception as raised:
+            if (err := damage_behind(raised)) is None:
+                raise
+            return f"its {item!r} item cannot be read ({type(err).__name__}: {clipped(err)})"
+    return None
+
+
+def _lost_data(folder: Path) -> str | None:
+    """Which data file the OCDBT database ``folder`` (Orbax's arrays) references is missing or cut short, read by
+    TensorStore's public ``ocdbt.dump`` of its manifest and B+tree nodes (no array data); None if each is whole."""
+    if not any(folder.glob("*ocdbt*")):  # saved without OCDBT: nothing references a file
+        return None
+    base = ts.KvStore.open({"driver": "file", "path": f"{folder}/"}).result()
+    pending = [(ts.ocdbt.dump(base).result().get("versions") or [{}])[-1]]  # the latest version's tree
+    while pending:
+        node = pending.pop()
+        for value in node.values() if isinstance(node, dict) else node:
+            if isinstance(value, (dict, list)):
+                pending.append(value)
+            elif isinstance(value, str) and value.startswith(("btreenode:", "value:")):
+                # "<kind>:<base path>:<file>:<offset>:<length>", e.g. "value:ocdbt.process_0/:d/9744d8b1...:0:10098";
+                # another form is left to the restore (read as damage, it would refuse a step that reads)
+                if len(parts := value.split(":")) != 5 or not (parts[3].isdigit() and parts[4].isdigit()):
+                    continue
+                kind, where, name, offset, length = parts
+                path, end = folder / where / name, int(offset) + int(length)
+                if (size := path.stat().st_size if path.is_file() else None) is None or size < end:
+                    return f"its data file {path.relative_to(folder.parent)} is " + (
+                        "missing" if size is None else f"cut short: {size} of its {end} bytes")
+                if kind == "btreenode":
+                    pending.append(ts.ocdbt.dump(base, value).result())
+    return None
+
+
+def read_json(step_dir: Path, item: str) -> dict:
+    """The JSON ``item`` of ``step_dir``, read by its own handler: a Checkpointer would start JAX's backend."""
+    return ocp.JsonCheckpointHandler().restore(step_dir / item, ocp.args.JsonRestore())
+
+
+def damage_behind(raised: Exception) -> Exception | None:
+    """The error naming a damaged step folder behind ``raised`` (a data file missing: Orbax raises Exception, its
+    text a whole TensorStore spec, from tensorstore's); None for any other error."""
+    damaged = (KeyError, ValueError, AttributeError, OSError)
+    err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__
+    return err if isinstance(err, damaged) else None
+

@@ -1,8 +1,6 @@
 """Whether an existing folder takes a new entry, tried (root passes ``os.access``, yet a read-only mount refuses), and
 why not in words (/proc's ENOENT is no missing /proc). Pure Python: the harness's checks and ``CheckpointWriter``'s."""
 
-from __future__ import annotations
-
 import errno
 import os
 import tempfile
