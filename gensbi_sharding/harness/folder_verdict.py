@@ -16,7 +16,7 @@ import io
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,14 +25,17 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from gensbi_sharding.harness.console import tagged
 
 __all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
-           "check_crashed_together", "quiet_join", "record_nothing"]
+           "check_crashed_together", "quiet_join", "record_nothing", "told_by_process_0", "LOCAL_CHILD_ENV", "SAID_BYTES"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
 #: How ``console.tagged`` starts an error's line.
 ERROR_TAG = "[ERROR] "
-#: run_folder.LOCAL_CHILD_ENV (it imports this module): a distributed=local child, whose parent owns the folder.
-CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open. Such a child's
+#: folder is its parent's (``run_folder`` names it from here: it imports this module).
+LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+#: The bytes of the words process 0 tells the other processes (``told_by_process_0``; a longer text is cut there).
+SAID_BYTES = 4096
 
 
 def process_rank(config: DictConfig) -> tuple[int | None, int]:
@@ -46,7 +49,7 @@ def process_rank(config: DictConfig) -> tuple[int | None, int]:
         The composed config; one without a ``distributed`` section is one process.
     """
     mode = OmegaConf.select(config, "distributed.mode", default=None)
-    if os.environ.get(CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
+    if os.environ.get(LOCAL_CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
         return None, 1
     if mode == "auto":  # was: unknown before JAX joins them, so each process locked a sweep's folder (one refused)
         from gensbi_sharding.harness.devices import environment_rank
@@ -99,6 +102,34 @@ def quiet_join() -> Iterator[None]:
     finally:
         for logger, level in zip(noisy, levels):
             logger.setLevel(level)
+
+
+def told_by_process_0(counts: Sequence[int], text: str) -> tuple[list[int], str]:
+    """Process 0's ``counts`` and ``text`` (cut to ``SAID_BYTES`` bytes), as every process JAX joins hears them. A
+    collective: every process calls it at the same point, its own arguments read on process 0 alone.
+
+    Parameters
+    ----------
+    counts : sequence of int
+        Numbers to tell (the same count of them on every process).
+    text : str
+        Words to tell; "" for none.
+
+    Returns
+    -------
+    tuple of (list of int, str)
+        Process 0's numbers and words.
+    """
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    said, size = text.encode()[:SAID_BYTES], len(counts)
+    words = np.zeros(size + 1 + SAID_BYTES, np.int32)  # the numbers, the length of the words, their bytes
+    words[:size], words[size] = counts, len(said)
+    words[size + 1:size + 1 + len(said)] = np.frombuffer(said, np.uint8)
+    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
+    heard = bytes(got[size + 1:size + 1 + got[size]].astype(np.uint8)).decode("utf-8", "replace")
+    return [int(count) for count in got[:size]], heard
 
 
 def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None:

@@ -22,8 +22,9 @@ from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, hears_process_0, process_rank,
-                                                     record_nothing, tell_accepted, tell_refused)
+from gensbi_sharding.harness.folder_verdict import (LOCAL_CHILD_ENV, check_crashed_together, hear_verdict,
+                                                     hears_process_0, process_rank, record_nothing, tell_accepted,
+                                                     tell_refused, told_by_process_0)
 from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
 from gensbi_sharding.harness.outputs import read_record, write_record
 from gensbi_sharding.harness.python_words import in_python_words
@@ -155,8 +156,6 @@ def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = No
     process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before JAX joined
     the processes (``run_steps.claim_first``), told as its own would be."""
     import jax
-    import numpy as np
-    from jax.experimental import multihost_utils
 
     folder.told = True  # once a job: run_steps tells the first job's claim only where run did not
     if refused is None and (folder.owner or folder.owner is None and jax.process_index() == 0) and not folder.claimed:
@@ -164,20 +163,13 @@ def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = No
             folder.claim()
         except Exception as err:  # noqa: BLE001 - whatever refused it is told to every process, then raised here
             refused = err
-    said = f"{type(refused).__name__}\n{refused}".encode()[:_SAID] if refused is not None else b""
-    words = np.zeros(_SAID + 2, np.int32)  # process 0's count of checks, the length of its words, their bytes
-    words[:2], words[2:2 + len(said)] = (watch.last_check_id, len(said)), np.frombuffer(said, np.uint8)
-    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
-    watch.last_check_id = int(got[0])
+    said = f"{type(refused).__name__}\n{refused}" if refused is not None else ""
+    (watch.last_check_id,), heard = told_by_process_0([watch.last_check_id], said)  # process 0's count of checks
     if refused is not None:
         raise refused
-    if got[1]:
-        kind, _, text = bytes(got[2:2 + got[1]].astype(np.uint8)).decode("utf-8", "replace").partition("\n")
+    if heard:
+        kind, _, text = heard.partition("\n")
         raise told_refusal(kind, text)
-
-
-#: The bytes of a refusal ``claim_together`` tells the other processes (a longer one is cut there).
-_SAID = 4096
 
 
 def folder_owner(cfg: DictConfig) -> bool | None:
@@ -193,10 +185,6 @@ def folder_owner(cfg: DictConfig) -> bool | None:
         rank, count = process_rank(cfg)
         return None if count < 2 else rank == 0
     return cfg.distributed.process_id in (None, 0)
-
-
-#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open.
-LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 
 
 class RefuseCompletedRun(Callback):

@@ -13,9 +13,6 @@ from collections.abc import Callable
 
 __all__ = ["next_job_verdict"]
 
-#: The bytes of the stopping line told to the other processes (a longer one is cut there).
-SAID_BYTES = 4096
-
 
 def next_job_verdict(check: Callable[[], list[str] | None]) -> list[str] | None:
     """``check()`` run by process 0, its first line told to every process JAX joins (a collective: every process of a
@@ -35,15 +32,11 @@ def next_job_verdict(check: Callable[[], list[str] | None]) -> list[str] | None:
     jax = sys.modules.get("jax")  # not imported: no job joined JAX (e.g. distributed=local's parent)
     if jax is None or not jax.distributed.is_initialized() or jax.process_count() < 2:
         return check()
-    import numpy as np
-    from jax.experimental import multihost_utils
+    from gensbi_sharding.harness.folder_verdict import told_by_process_0
 
     first = jax.process_index() == 0
     lines = check() if first else None
-    said = (lines[0] if lines else "").encode()[:SAID_BYTES]
-    words = np.zeros(SAID_BYTES + 1, np.int32)  # the length of process 0's line, then its bytes
-    words[0], words[1:1 + len(said)] = len(said), np.frombuffer(said, np.uint8)
-    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
-    if first or not got[0]:
+    _, heard = told_by_process_0([], lines[0] if lines else "")
+    if first or not heard:
         return lines
-    return [bytes(got[1:1 + got[0]].astype(np.uint8)).decode("utf-8", "replace")]
+    return [heard]
