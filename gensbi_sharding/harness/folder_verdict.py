@@ -1,12 +1,12 @@
 """Explicit mode, several processes: process 0's verdict on the run's (or sweep's) folder, heard by every other process
 in its own Hydra callback, before its Hydra writes anything there.
 
-Was: in a sweep (``launch.py -m``) every process claimed the sweep folder, and the first to lock it refused the others
-('is in use by another run'), process 0 perhaps; a folder process 0 refused was told to the others only in their first
-job, after their Hydra had written into it, and they went on to their next job, where they died on the coordinator
-process 0 took with it (an abort, exit 134 on every process). Now process 0 alone checks and claims the folder, as in a
-single run, and joins the other processes to tell them its verdict (``run_folder.claim_together``, the collective each
-job's claim makes too): a refusal ends each of them at once, with process 0's words and exit code 1.
+Process 0 alone checks and claims the folder, as in a single run, and joins the other processes to tell them its
+verdict (``told_by_process_0``, the collective each job's claim makes too: ``run_folder.claim_together``): a refusal
+ends each of them at once, with process 0's words and exit code 1. Were every process of a sweep (``launch.py -m``) to
+claim its folder, the first to lock it would refuse the others ('is in use by another run'), process 0 perhaps; were
+process 0's refusal told only in their first job, their Hydra would have written into the folder by then, and they
+would go on to their next job and die on the coordinator process 0 took with it (an abort, exit 134).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from gensbi_sharding.harness.console import tagged
 
 __all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
-           "check_crashed_together", "quiet_join", "record_nothing", "told_by_process_0", "LOCAL_CHILD_ENV", "SAID_BYTES"]
+           "check_crashed_together", "quiet_join", "record_nothing", "told_by_process_0", "LOCAL_CHILD_ENV",
+           "SAID_BYTES"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
@@ -51,7 +52,7 @@ def process_rank(config: DictConfig) -> tuple[int | None, int]:
     mode = OmegaConf.select(config, "distributed.mode", default=None)
     if os.environ.get(LOCAL_CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
         return None, 1
-    if mode == "auto":  # was: unknown before JAX joins them, so each process locked a sweep's folder (one refused)
+    if mode == "auto":  # the cluster's rank: else unknown before JAX joins, so each process would lock the folder
         from gensbi_sharding.harness.devices import environment_rank
 
         return environment_rank() or (None, 1)
@@ -150,7 +151,7 @@ def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None
         claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0),
                        refused)
         # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
-        # more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
+        # more meeting, so that they print here, not on the console (else 1-7 of them there, one run in two)
         multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
 
 
@@ -214,9 +215,9 @@ def settle_sweep_record() -> None:
 
 def record_nothing(config: DictConfig) -> None:
     """A process other than 0, the folder accepted: its Hydra writes no ``.hydra/`` record into the run's (or each
-    job's) folder, which process 0's Hydra writes (was: on a shared disk process 1's rewrote each job's
-    ``overrides.yaml`` with ``distributed.process_id=1``, and the sweep's summary grew a ``distributed.process_id``
-    column, 0 for one job and 1 for another).
+    job's) folder, which process 0's Hydra writes: on a shared disk process 1's would rewrite each job's
+    ``overrides.yaml`` with ``distributed.process_id=1``, and the sweep's summary would grow a
+    ``distributed.process_id`` column, 0 for one job and 1 for another.
 
     Parameters
     ----------
@@ -251,7 +252,7 @@ def tell_refused(config: DictConfig, refused: Exception) -> None:
 
 def check_crashed_together(folder: Path, err: BaseException, config: DictConfig, release: Callable[[], None]) -> None:
     """Process 0's check of ``folder`` crashed (``preflight.folder_check_crashed``): where that stops it, the other
-    processes hear its words and end with them, as with a refusal (was: they waited for its verdict until
+    processes hear its words and end with them, as with a refusal (not left waiting for its verdict until
     ``distributed.timeout_s``); where the run goes on (a new folder), they hear the folder accepted.
 
     Parameters

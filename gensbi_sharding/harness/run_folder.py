@@ -90,12 +90,12 @@ class RunFolder:
                 lock.release()
                 raise
         self._lock, self.claimed = lock, True
-        if self.config is not None:  # from Python: Hydra recorded nothing of this run (was: another launch's record)
+        if self.config is not None:  # from Python: Hydra recorded nothing of this run (else another launch's)
             record_python_run(self.out, self.config, self.previous)
         # As it starts: a run killed before its metrics.json still says it (its commands and resumes need it); from
-        # Python too, where the folder had no record (was: none, so a resume under the other setting went on)
+        # Python too, where the folder had no record (else a resume under the other setting would go on)
         record_x64(self.out, x64_on(), make=self.config is not None)
-        if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
+        if moved := set_aside(self.out, self.previous):  # this attempt's files are its own, not error.txt only
             log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 
     def release(self) -> None:
@@ -150,11 +150,11 @@ class RunFolder:
 
 def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = None) -> None:
     """``folder.claim()`` on its owner (process 0), told to every process JAX joins: a refusal raises the same words
-    on each, at once (was: a multirun's later job, explicit mode, whose claim process 0 was refused left the other
-    processes waiting in the job's collectives until their timeout); and every process's stop checks count on from
-    process 0's (``watch.last_check_id``), the step ids of JAX's preemption sync point alike. A collective: every
-    process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before JAX joined
-    the processes (``run_steps.claim_first``), told as its own would be."""
+    on each, at once (not left waiting in the job's collectives until their timeout, as the other processes of a
+    multirun's later job would be, explicit mode, whose claim process 0 was refused); and every process's stop checks
+    count on from process 0's (``watch.last_check_id``), the step ids of JAX's preemption sync point alike. A
+    collective: every process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before
+    JAX joined the processes (``run_steps.claim_first``), told as its own would be."""
     import jax
 
     folder.told = True  # once a job: run_steps tells the first job's claim only where run did not
@@ -210,7 +210,7 @@ class RefuseCompletedRun(Callback):
             self._claim(physical(config.hydra.run.dir), [physical(config.hydra.run.dir)], config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if hears_process_0(config):  # was: every process locked it, the first refused the others, process 0 perhaps
+        if hears_process_0(config):  # not each: the first to lock it would refuse the others, process 0 perhaps
             hear_verdict(config)
             return record_nothing(config)  # process 0's Hydra writes each job's record and the summary
         sweep = physical(config.hydra.sweep.dir)
@@ -243,13 +243,13 @@ class RefuseCompletedRun(Callback):
                                                 overrides=None if task is None else [*searched, *task])
             killed = [folder / job for job in folders or []] if sweep else []  # no metrics.json
             if sweep and (problem := stopped_jobs_problem(folder, killed, jobs, [*searched, *(command or [])], fresh)):
-                raise FileExistsError(problem)  # every job refused before the first starts (was: one by one in run())
+                raise FileExistsError(problem)  # every job refused before the first starts, not one by one in run()
             for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
                 keep_record(run_dir, earlier.get(run_dir))
             tell_accepted(config, self._release, sweep)  # several processes: the others wait for it in their callback
         except (FileExistsError, FolderInUseError, ConfigError) as err:
             self._release()
-            hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
+            hint = lead = other = ""  # another sweep's folder: that alone, its jobs never counted as ours
             if sweep and isinstance(err, FileExistsError) and not (other := another_sweep(
                     folder, jobs := every_job(config), folders := job_folders(config, jobs))):  # its completed counted
                 moved = moved_folders(folder, jobs, folders)  # no job of this sweep: said, never counted complete
@@ -260,8 +260,8 @@ class RefuseCompletedRun(Callback):
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
             said = other or f"{lead}{err}{hint}"
             print(tagged("ERROR", said), file=sys.stderr, flush=True)  # as its jobs' errors
-            # the other processes wait for process 0: told these words, not left waiting (was: ``err``, at times a
-            # str, told as 'str: ...')
+            # the other processes wait for process 0: told these words (not ``err``, at times a str, which would be
+            # told as 'str: ...'), not left waiting
             tell_refused(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
             raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
         except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)

@@ -1,9 +1,9 @@
 """Whether a sweep of several processes per job goes on to its next job: process 0's word, told to every process.
 
-Between two jobs launch.py checks the next one (room for Hydra's files on the disk: ``hydra_room``). Process 0 alone
-checked and stopped, and the other processes went on to the next job, where they died on the coordinator process 0
-took with it (JAX's shutdown barrier: an abort, exit 134). Now process 0 checks, and every process JAX joins hears its
-verdict before any of them starts the next job, so all stop at once, with the same words and exit code.
+Between two jobs launch.py checks the next one (room for Hydra's files on the disk: ``hydra_room``). Process 0 checks,
+and every process JAX joins hears its verdict before any of them starts the next job, so all stop at once, with the
+same words and exit code: were process 0 to stop alone, the others would start the next job and die on the
+coordinator process 0 took with it (JAX's shutdown barrier: an abort, exit 134).
 """
 
 from __future__ import annotations
