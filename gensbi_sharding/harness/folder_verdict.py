@@ -26,7 +26,7 @@ from gensbi_sharding.harness.console import tagged
 
 __all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
            "check_crashed_together", "quiet_join", "record_nothing", "told_by_process_0", "LOCAL_CHILD_ENV",
-           "SAID_BYTES"]
+           "SAID_BYTES", "folder_owner"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
@@ -58,6 +58,21 @@ def process_rank(config: DictConfig) -> tuple[int | None, int]:
         return environment_rank() or (None, 1)
     return (OmegaConf.select(config, "distributed.process_id", default=None),
             OmegaConf.select(config, "distributed.num_processes", default=None) or 1)
+
+
+def folder_owner(cfg: DictConfig) -> bool | None:
+    """Whether this process owns the job's folder (locks it, records its outcome).
+
+    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 (explicit
+    mode's, or ``distributed=auto``'s where SLURM's or Open MPI's variables give the rank: ``process_rank``); None
+    where only JAX knows the rank (``distributed=auto`` elsewhere: process 0 owns it).
+    """
+    if os.environ.get(LOCAL_CHILD_ENV):
+        return False
+    if cfg.distributed.mode == "auto":
+        rank, count = process_rank(cfg)
+        return None if count < 2 else rank == 0
+    return cfg.distributed.process_id in (None, 0)
 
 
 def several_processes(config: DictConfig) -> bool:
