@@ -155,6 +155,7 @@ def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None
 
     from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
     from gensbi_sharding.harness.run_folder import claim_together
+    from gensbi_sharding.harness.sweep_verdict import same_sweep
 
     dist = config.distributed
     with quiet_join():
@@ -165,6 +166,7 @@ def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None
         # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
         claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0),
                        refused)
+        same_sweep(config)  # before any job: the processes' sweeps are as long
         # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
         # more meeting, so that they print here, not on the console (else 1-7 of them there, one run in two)
         multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
