@@ -67,10 +67,10 @@ def test_an_auto_sweep_whose_processes_each_run_launch_is_claimed_by_process_0_a
 # raising
 CRASH = """
 import runpy, sys
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim
 def crash(*args, **kwargs):
     raise RuntimeError("a fault planted by the test")
-run_folder.auto_problem = crash
+folder_claim.auto_problem = crash
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """

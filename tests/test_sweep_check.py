@@ -169,12 +169,12 @@ def test_a_crash_of_the_folder_check_stops_only_where_hydra_would_overwrite_file
     # .hydra/ over a completed run's (its record of the command that made it). A new folder has nothing to lose.
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness import outputs, run_folder
+    from gensbi_sharding.harness import folder_claim, outputs, run_folder
 
     def crash(*args, **kwargs):
         raise RuntimeError("no such node")
 
-    monkeypatch.setattr(run_folder, "folder_problem", crash)
+    monkeypatch.setattr(folder_claim, "folder_problem", crash)  # the callback's check
     folder = tmp_path / "runs" / "a"
     if held:
         outputs.write_json(folder / ("0" if sweep else ".") / "metrics.json", {"status": "ok"})

@@ -1,12 +1,12 @@
 """Explicit mode, several processes: process 0's verdict on the run's (or sweep's) folder, heard by every other process
 in its own Hydra callback, before its Hydra writes anything there.
 
-Was: in a sweep (``launch.py -m``) every process claimed the sweep folder, and the first to lock it refused the others
-('is in use by another run'), process 0 perhaps; a folder process 0 refused was told to the others only in their first
-job, after their Hydra had written into it, and they went on to their next job, where they died on the coordinator
-process 0 took with it (an abort, exit 134 on every process). Now process 0 alone checks and claims the folder, as in a
-single run, and joins the other processes to tell them its verdict (``run_folder.claim_together``, the collective each
-job's claim makes too): a refusal ends each of them at once, with process 0's words and exit code 1.
+Process 0 alone checks and claims the folder, as in a single run, and joins the other processes to tell them its
+verdict (``told_by_process_0``, the collective each job's claim makes too: ``run_folder.claim_together``): a refusal
+ends each of them at once, with process 0's words and exit code 1. Were every process of a sweep (``launch.py -m``) to
+claim its folder, the first to lock it would refuse the others ('is in use by another run'), process 0 perhaps; were
+process 0's refusal told only in their first job, their Hydra would have written into the folder by then, and they
+would go on to their next job and die on the coordinator process 0 took with it (an abort, exit 134).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import io
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,14 +25,18 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from gensbi_sharding.harness.console import tagged
 
 __all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
-           "check_crashed_together", "quiet_join", "record_nothing"]
+           "check_crashed_together", "quiet_join", "record_nothing", "told_by_process_0", "LOCAL_CHILD_ENV",
+           "SAID_BYTES", "folder_owner"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
 #: How ``console.tagged`` starts an error's line.
 ERROR_TAG = "[ERROR] "
-#: run_folder.LOCAL_CHILD_ENV (it imports this module): a distributed=local child, whose parent owns the folder.
-CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open. Such a child's
+#: folder is its parent's (``run_folder`` names it from here: it imports this module).
+LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+#: The bytes of the words process 0 tells the other processes (``told_by_process_0``; a longer text is cut there).
+SAID_BYTES = 4096
 
 
 def process_rank(config: DictConfig) -> tuple[int | None, int]:
@@ -46,14 +50,29 @@ def process_rank(config: DictConfig) -> tuple[int | None, int]:
         The composed config; one without a ``distributed`` section is one process.
     """
     mode = OmegaConf.select(config, "distributed.mode", default=None)
-    if os.environ.get(CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
+    if os.environ.get(LOCAL_CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
         return None, 1
-    if mode == "auto":  # was: unknown before JAX joins them, so each process locked a sweep's folder (one refused)
+    if mode == "auto":  # the cluster's rank: else unknown before JAX joins, so each process would lock the folder
         from gensbi_sharding.harness.devices import environment_rank
 
         return environment_rank() or (None, 1)
     return (OmegaConf.select(config, "distributed.process_id", default=None),
             OmegaConf.select(config, "distributed.num_processes", default=None) or 1)
+
+
+def folder_owner(cfg: DictConfig) -> bool | None:
+    """Whether this process owns the job's folder (locks it, records its outcome).
+
+    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 (explicit
+    mode's, or ``distributed=auto``'s where SLURM's or Open MPI's variables give the rank: ``process_rank``); None
+    where only JAX knows the rank (``distributed=auto`` elsewhere: process 0 owns it).
+    """
+    if os.environ.get(LOCAL_CHILD_ENV):
+        return False
+    if cfg.distributed.mode == "auto":
+        rank, count = process_rank(cfg)
+        return None if count < 2 else rank == 0
+    return cfg.distributed.process_id in (None, 0)
 
 
 def several_processes(config: DictConfig) -> bool:
@@ -101,6 +120,34 @@ def quiet_join() -> Iterator[None]:
             logger.setLevel(level)
 
 
+def told_by_process_0(counts: Sequence[int], text: str) -> tuple[list[int], str]:
+    """Process 0's ``counts`` and ``text`` (cut to ``SAID_BYTES`` bytes), as every process JAX joins hears them. A
+    collective: every process calls it at the same point, its own arguments read on process 0 alone.
+
+    Parameters
+    ----------
+    counts : sequence of int
+        Numbers to tell (the same count of them on every process).
+    text : str
+        Words to tell; "" for none.
+
+    Returns
+    -------
+    tuple of (list of int, str)
+        Process 0's numbers and words.
+    """
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    said, size = text.encode()[:SAID_BYTES], len(counts)
+    words = np.zeros(size + 1 + SAID_BYTES, np.int32)  # the numbers, the length of the words, their bytes
+    words[:size], words[size] = counts, len(said)
+    words[size + 1:size + 1 + len(said)] = np.frombuffer(said, np.uint8)
+    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
+    heard = bytes(got[size + 1:size + 1 + got[size]].astype(np.uint8)).decode("utf-8", "replace")
+    return [int(count) for count in got[:size]], heard
+
+
 def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None:
     """Join the processes (as ``run_steps`` does, a no-op once joined) and make the claim's collective; ``refused``:
     process 0's refusal, told to the others (then raised here)."""
@@ -108,6 +155,7 @@ def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None
 
     from gensbi_sharding.harness.devices import configure_devices, initialize_distributed, resolve_cpu_count
     from gensbi_sharding.harness.run_folder import claim_together
+    from gensbi_sharding.harness.sweep_verdict import same_sweep
 
     dist = config.distributed
     with quiet_join():
@@ -118,8 +166,9 @@ def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None
         # no folder of its own to claim here (process 0's callback claimed it), no stop checks counted yet
         claim_together(SimpleNamespace(told=False, owner=False, claimed=True), SimpleNamespace(last_check_id=0),
                        refused)
+        same_sweep(config)  # before any job: the processes' sweeps are as long
         # Gloo's threads print their lines as its connections come up, at times after the collective returned: one
-        # more meeting, so that they print here, not on the console (was: 1-7 of them there, one run in two)
+        # more meeting, so that they print here, not on the console (else 1-7 of them there, one run in two)
         multihost_utils.sync_global_devices("gensbi_sharding: folder verdict heard")
 
 
@@ -183,9 +232,9 @@ def settle_sweep_record() -> None:
 
 def record_nothing(config: DictConfig) -> None:
     """A process other than 0, the folder accepted: its Hydra writes no ``.hydra/`` record into the run's (or each
-    job's) folder, which process 0's Hydra writes (was: on a shared disk process 1's rewrote each job's
-    ``overrides.yaml`` with ``distributed.process_id=1``, and the sweep's summary grew a ``distributed.process_id``
-    column, 0 for one job and 1 for another).
+    job's) folder, which process 0's Hydra writes: on a shared disk process 1's would rewrite each job's
+    ``overrides.yaml`` with ``distributed.process_id=1``, and the sweep's summary would grow a
+    ``distributed.process_id`` column, 0 for one job and 1 for another.
 
     Parameters
     ----------
@@ -220,7 +269,7 @@ def tell_refused(config: DictConfig, refused: Exception) -> None:
 
 def check_crashed_together(folder: Path, err: BaseException, config: DictConfig, release: Callable[[], None]) -> None:
     """Process 0's check of ``folder`` crashed (``preflight.folder_check_crashed``): where that stops it, the other
-    processes hear its words and end with them, as with a refusal (was: they waited for its verdict until
+    processes hear its words and end with them, as with a refusal (not left waiting for its verdict until
     ``distributed.timeout_s``); where the run goes on (a new folder), they hear the folder accepted.
 
     Parameters

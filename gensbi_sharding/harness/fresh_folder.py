@@ -67,7 +67,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                               "folder: choose another hydra.run.dir for the dry run")
     # (a failed run's record and only a save cut short: rerun above, not "a run with no record")
     if not (resume_auto or retry or previous is not None) and has_checkpoints:  # the folder as Hydra and the shell
-        # read it back (was: as it is)
+        # read it back, not the raw path
         from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
                               f"could not be written); {stopped_hint(out_dir, overrides, multirun)}, or in a "
@@ -76,9 +76,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
 
 
 def _holds_complete_step(out_dir: Path, has_checkpoints: bool) -> bool:
-    """Whether ``out_dir/checkpoints`` holds a complete step (Orbax's commit recorded). Was: anything there, so a
-    failed run whose only save was cut short was told "rerun with train.resume=auto to continue it", which continued
-    nothing and trained from step 0. ``FileExistsError`` (the library's, naming the move) for a step folder cut
+    """Whether ``out_dir/checkpoints`` holds a complete step (Orbax's commit recorded), not anything there: a
+    failed run whose only save was cut short would be told "rerun with train.resume=auto to continue it", which
+    continues nothing and trains from step 0. ``FileExistsError`` (the library's, naming the move) for a step folder cut
     short, which the rerun's first save would refuse."""
     if not has_checkpoints:
         return False

@@ -60,7 +60,7 @@ class ChildOutput:
 
     def end_line(self) -> None:
         """End the console's line if a child left text on it (a progress bar cut off: a peer died, a time limit),
-        so the parent's next line starts a line of its own (was: "... step=580][ERROR] process 1 of 2 died ...");
+        so the parent's next line starts a line of its own (not "... step=580][ERROR] process 1 of 2 died ...");
         a bar its child cleared (spaces, then a carriage return) leaves nothing to end."""
         with self._lock:
             shown = [part for part in self._open.split(b"\r") if part]
@@ -73,8 +73,8 @@ class ChildOutput:
     @contextlib.contextmanager
     def own_lines(self) -> Iterator[None]:
         """Inside: each line this process logs to the console starts a line of its own, after any child's text left
-        open there (was: a child's line written in two pieces, as ``tqdm.write`` does, had the parent's "[WARNING]
-        received Ctrl-C: ..." glued on: "... (Ctrl-C again stops at once)[WARNING] received Ctrl-C: ...")."""
+        open there: a child's line written in two pieces, as ``tqdm.write`` does, would otherwise get the parent's
+        "[WARNING] received Ctrl-C: ..." glued on: "... (Ctrl-C again stops at once)[WARNING] received Ctrl-C: ..."."""
         handlers = {h for name in (None, "gensbi_sharding") for h in logging.getLogger(name).handlers
                     if isinstance(h, logging.StreamHandler) and self._shows(h.stream)}  # not launch.log's
 
@@ -142,7 +142,7 @@ def watch_parent() -> None:
     fd = os.environ.get(LOCAL_CHILD_ENV)
     if not fd:
         return
-    if HydraConfig.initialized():  # where the parent reads its refusals (was: none under hydra/job_logging=disabled)
+    if HydraConfig.initialized():  # where the parent reads its refusals (none else under hydra/job_logging=disabled)
         keep_process_log(Path(HydraConfig.get().runtime.output_dir) / job_log_name())
     atexit.unregister(gc.freeze)  # once, however many runs
     atexit.register(gc.freeze)  # runs before the handlers registered earlier (JAX's shutdown, logging's flush)
@@ -163,8 +163,8 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
 
     The model axis it names divides each process's devices (a model group stays inside one process), and keeps
     ``data.batch_size`` a multiple of its shards and of the data-parallel size it leaves where one does; where none
-    does, it names the ``data.batch_size`` below that fits too, so the batch checks that follow pass it as well (was: 6
-    devices over 2 processes, ``mesh.model_axis=4``: "set mesh.model_axis=3", then ``data.batch_size=63`` refused).
+    does, it names the ``data.batch_size`` below that fits too, so the batch checks that follow pass it as well (6
+    devices over 2 processes, ``mesh.model_axis=4``: not "set mesh.model_axis=3", which ``data.batch_size=63`` fails).
 
     Parameters
     ----------
@@ -182,7 +182,7 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     from gensbi_sharding.harness.refusal import Refusal
 
     if cfg.mesh.spec == "dict" and cfg.mesh.devices is not None and (problem := mesh_devices_problem(  # an empty list,
-            listed := list(cfg.mesh.devices), listed, cfg.mesh.model_axis)):  # an id twice: the ids unknown here (was:
+            listed := list(cfg.mesh.devices), listed, cfg.mesh.model_axis)):  # an id twice: the ids unknown here (else
         return problem  # refused by each process once started, in the run's folder)
     if cfg.mesh.spec != "dict" or cfg.mesh.devices or devices % cfg.mesh.model_axis == 0:
         return None
@@ -204,7 +204,7 @@ def model_group_problem(cfg: Any, processes: int, devices: int) -> str | None:
     each = f"each of the {processes} processes {{}} {devices} device{'s' if devices != 1 else ''}"
     if total % axis:  # the job's devices refuse it already: run_mesh's first check, said as it says it
         reason, where = f"{total} devices are not divisible by model_axis={axis}", f", and {each.format('has')}"
-    else:  # was "2 devices are not divisible by model_axis=4", read as the job's 8 devices: it meant each process's
+    else:  # each process's devices named, not "2 devices are not divisible by model_axis=4", read as the job's 8
         reason, where = (f"{each.format('holds')}; {devices} device{'s are' if devices != 1 else ' is'} not divisible "
                          f"by model_axis={axis}"), ""
     return Refusal(f"mesh.model_axis={axis}: {reason}", fix, shown=" and ".join(fix) if not keeps else None,
@@ -225,7 +225,7 @@ def continue_hint(out: Path, *, again: bool = False) -> str:
     """For processes killed from outside (no error of their own): the checkpoint they left and the command
     that continues from it (a killed job's work is in its checkpoints; its metrics.json named none). Where they
     left none: ``again``, the command that runs it again, as a one-process run's failure says it
-    (``stop_record.failure_error``; was: no command); else "".
+    (``stop_record.failure_error``), so that a rerun is offered where nothing is kept; else "".
 
     Read from the folder names (``step_folder_names``), not through Orbax, which would start JAX in this parent.
     """

@@ -83,7 +83,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     # The search path too (Hydra keeps it apart from the task's): else no process finds a preset of one's own.
     overrides = with_search_path([o for o in HydraConfig.get().overrides.task if _key(o) not in _CHILD_KEYS])
     # Read unresolved, as typed: the children's Hydra resolves them (hydra.sweep.subdir=${hydra.job.num} has no value
-    # in a run); was: the children's consoles ignored them
+    # in a run); else the children's consoles ignore them
     overrides += logging_overrides(OmegaConf.to_container(HydraConfig.get().overrides.hydra))
     port = free_port()
     script = Path(sys.argv[0]).absolute()
@@ -114,8 +114,8 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
                     cfg.distributed.run_timeout_s)
         forward(signal.SIGTERM, None)
 
-    # Before any child starts (was: from after the last one, and one that came earlier was the run's watch's alone:
-    # the children trained on, the preemption lost).
+    # Before any child starts: from after the last one, one that came earlier would be the run's watch's alone (the
+    # children training on, the preemption lost).
     with output.own_lines():  # the parent's lines (a stop's warning) never continue a child's
         previous = {s: signal.signal(s, forward) for s in (*PREEMPT_SIGNALS, signal.SIGINT)}
         try:
@@ -123,7 +123,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
                 forward(watch.signum, None)
             try:
                 for rank in range(n):
-                    if signalled:  # stopped before this one started: it never does (was: started, to train on)
+                    if signalled:  # stopped before this one started: it never does (nor trains on)
                         break
                     command = [sys.executable, str(script), *overrides,
                                "distributed.mode=explicit", f"distributed.coordinator_address=127.0.0.1:{port}",
@@ -149,7 +149,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
                 signal.signal(s, handler)
             live = [rank for rank, child in enumerate(children) if child.poll() is None]
             output.quiet(live)  # what the others say as one dies (its coordinator gone) is noise here: to their logs
-            for rank in live:  # (was: each killed after the one before had ended: a JAX fatal error on the console)
+            for rank in live:  # all at once: each killed after the one before ended prints JAX's fatal error
                 children[rank].kill()
             for rank in live:
                 children[rank].wait()
@@ -179,11 +179,11 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     elif signalled and not written and (not codes or any(code in STARTUP_DEATHS for code in codes)) and all(
             code in (0, *STOPPED, *STARTUP_DEATHS, -signal.SIGKILL) for code in codes):
         # The stop ended processes still starting up (no handler yet), or came before any started; the others, waiting
-        # at the coordinator for them, were killed at once (wait_children): none trained. Was: "process 1 of 2 died
-        # (killed by SIGTERM)" 15 s later when one of them had started its run.
+        # at the coordinator for them, were killed at once (wait_children): none trained: said as the stop, not
+        # "process 1 of 2 died (killed by SIGTERM)" 15 s later when one of them had started its run.
         interrupted, bound = signal.SIGINT in signalled and not timed_out, cfg.distributed.run_timeout_s
         stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
-                if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # was "preempted by SIGTERM"
+                if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # the signal, by name
         hint = continue_hint(out) or f"; continue with: {continue_command(out)}"
         if timed_out:  # the command with a bound they can start within (it repeated the one that stopped them)
             hint = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={max(2 * bound, 120)}", hint)
@@ -193,7 +193,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         log.warning("%s", metrics["error"])  # as a one-process run says its stop
     elif written and metrics.get("status") == "ok" and not timed_out:
         # Process 0 recorded the job complete (its metrics.json is the last thing a run writes): a death after it, in
-        # the processes' teardown, lost nothing (was: status error and "continue with ...", every result written)
+        # the processes' teardown, lost nothing: not status error and "continue with ...", every result written
         metrics["after_completion"] = failure_line(codes, first_dead, lag, cfg, out)
         log.warning("the job completed (process 0 recorded it, every output written); after that %s",
                     metrics["after_completion"])
@@ -203,8 +203,8 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
             metrics.update(status="error", error=refusal)
             return metrics
-        # One killed from outside: the command that reruns or continues it, unless process 0's error names it (was
-        # none where process 0 reported "Gloo AllGather failed: ... Connection closed by peer" and nothing was saved)
+        # One killed from outside: the command that reruns or continues it, unless process 0's error names it (one
+        # too where process 0 reported "Gloo AllGather failed: ... Connection closed by peer" and nothing was saved)
         killed = first_dead is not None and codes[first_dead] < 0 and "with: " not in (reported or "")
         metrics.update(status="error", first_failed_process=first_dead,
                        error=failure_line(codes, first_dead, lag, cfg, out)
@@ -219,7 +219,7 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: An
 
     ``metrics`` (the parent's record: its resolved config) is updated with the processes' outcome but keeps that
     config, the job's as asked for (process 0's, with ``local_processes=1`` and its share of ``devices.cpu_count``,
-    goes under ``process_0_config``; was: the job's record, so a sweep's summary showed ``devices.cpu_count=4`` for a
+    goes under ``process_0_config``: as the job's record, a sweep's summary would show ``devices.cpu_count=4`` for a
     job on 8) (``watch``: the run's ``PreemptionWatch``). A failure is logged; a stop in a sweep names the command
     that continues the whole sweep.
 

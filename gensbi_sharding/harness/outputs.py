@@ -27,7 +27,7 @@ MAKE_ROOM = "free space there (or make it writable)"
 
 def room_fix(err: OSError) -> str:
     """The fix of a write ``err`` refused: ``MAKE_ROOM``; for a file over the process's file-size limit (``ulimit -f``:
-    "File too large"), raising that limit (was: "free space there (or make it writable)", on a disk with room), as far
+    "File too large"), raising that limit (not "free space there (or make it writable)", on a disk with room), as far
     as its hard limit lets a user: bash's ``ulimit -f 8`` sets both, so "ulimit -f unlimited", pasted in that shell,
     was refused ("cannot modify limit: Operation not permitted").
 
@@ -68,7 +68,7 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
     """
     path = Path(path)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:  # a refusal names the file meant (was: none where a write met a full disk, the temp name where it began)
+    try:  # a refusal names the file meant, never the temp name, nor none where a write met a full disk
         path.parent.mkdir(parents=True, exist_ok=True)
         # os.open applies the umask to 0o666 as open() does; tempfile.mkstemp would give 0o600.
         handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -158,8 +158,8 @@ def write_npz(path: Path, *, exclusive: bool = False, **arrays: np.ndarray) -> P
 
 def read_record(path: Path) -> Any:
     """A Hydra record (``.hydra/overrides.yaml``, ``hydra.yaml``, ``multirun.yaml``) as OmegaConf reads it; None where
-    it is missing or damaged (edited, cut off, a tab), so the hints and summaries read from it go without (was: the
-    YAML error in place of what it was read for, e.g. a resume's refusal naming the overrides that fit)."""
+    it is missing or damaged (edited, cut off, a tab), so the hints and summaries read from it go without, not with the
+    YAML error in place of what it was read for (e.g. a resume's refusal naming the overrides that fit)."""
     from omegaconf import OmegaConf
 
     try:
@@ -170,10 +170,10 @@ def read_record(path: Path) -> Any:
 
 def write_record(folder: Path, metrics: dict, traceback_text: str | None = None) -> str | None:
     """A run's record, ``error.txt`` (with ``traceback_text``) and ``metrics.json``, written in ``folder``; where the
-    disk refuses (full, read-only), one line naming what was not written, why, and the fix; else None (was: Hydra's
+    disk refuses (full, read-only), one line naming what was not written, why, and the fix; else None (not Hydra's
     traceback of the OSError, the run's error unnamed and its folder without a record)."""
-    # The files not written, named: a disk that filled up between them kept error.txt (was: both named, and the
-    # run's final line then pointed at the error.txt the message had called unwritten).
+    # The files not written, named: a disk that filled up between them kept error.txt, which the run's final line
+    # points at, so it must not be called unwritten.
     unwritten = [*(["error.txt"] if traceback_text else []), "metrics.json"]
     try:
         if traceback_text:
@@ -182,8 +182,8 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
         write_json(Path(folder) / "metrics.json", metrics)
     except OSError as err:
         from gensbi_sharding.harness.sweep_hints import continue_command
-        # Its checkpoints kept: continued in this folder, named (was: "the same command plus train.resume=auto", in
-        # the default outputs/<date>/<time> a new folder, where train.resume=auto starts from step 0).
+        # Its checkpoints kept: continued in this folder, named ("the same command plus train.resume=auto" would, in
+        # the default outputs/<date>/<time>, run in a new folder, where train.resume=auto starts from step 0).
         then = (f", then continue it with {continue_command(folder)} (its checkpoints are kept)"
                 if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
         said = ("on this console only" if unwritten[0] == "error.txt" or not traceback_text

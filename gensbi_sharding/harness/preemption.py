@@ -18,8 +18,8 @@ C++ callback of JAX's, where it is lost or crashes the process); only a second C
 Across processes every process must stop at the same step, or their collective checkpoint cannot complete: there
 JAX's preemption service (started by ``jax.distributed.initialize``, it takes over SIGTERM) agrees on the step
 (``multihost_utils.reached_preemption_sync_point``), and SIGUSR1/SIGUSR2 are passed on to it as SIGTERM. SIGTERM
-stays the service's once it started: a multirun's later jobs leave it there (was: each watch put a handler over it
-and the service never heard of a notice); one between two jobs is the service's too, answered at the next job's
+stays the service's once it started: a multirun's later jobs leave it there (a watch's handler put over it
+would hide every notice from the service); one between two jobs is the service's too, answered at the next job's
 first check (the ids count on across the jobs, each watch closing with a question of its own: ``prior_checks``).
 """
 
@@ -83,13 +83,13 @@ class PreemptionWatch:
     step. A second Ctrl-C raises ``KeyboardInterrupt`` at once. On exit the handlers that were there before come
     back; ``chain`` passes the signal on to them (under submitit that requeues the job). ``ignore_after``: on exit
     preemption signals are ignored instead (a ``distributed=local`` process: its parent reads a process ended by one
-    as one still starting up, so one after the run must not end it; was: SIG_DFL, exit -15, as it ended).
+    as one still starting up, so one after the run must not end it, as SIG_DFL would: exit -15).
     """
 
     #: Stop checks the ended jobs of this process made while JAX stays joined to several processes (a multirun's,
     #: explicit or auto mode): a later job's watch counts on from it, so the step ids of JAX's preemption sync point
-    #: grow across the jobs, alike on every process (was: each job counted from 1, so a notice between two jobs set a
-    #: sync point the next job reached only after as many checks as the job before made: late in it, not at its start).
+    #: grow across the jobs, alike on every process: counted from 1 in each job, a notice between two jobs would set a
+    #: sync point the next job reaches only after as many checks as the job before made (late in it, not its start).
     prior_checks = 0
     #: Whether the closing question of the last job's watch met the sync point (a notice as it ended): the next job
     #: stops at its first check.
@@ -120,8 +120,8 @@ class PreemptionWatch:
             self.signum, self._told = self.signum or signal.SIGTERM, True  # the service heard it: not told again
         if threading.current_thread() is threading.main_thread():
             # JAX's preemption service, started by an earlier job of this process (a multirun's), holds SIGTERM: a
-            # handler put over it hid every notice from the service, so the sync point never answered (was: a later
-            # job trained on to its last step on every process)
+            # handler put over it would hide every notice from the service, so the sync point would never answer (a
+            # later job training on to its last step on every process)
             service = (signal.SIGTERM,) if self._several() else ()
             for signum in (*PREEMPT_SIGNALS, signal.SIGINT):
                 if signum not in service:
@@ -135,8 +135,8 @@ class PreemptionWatch:
             self.watchdog.close()
         PreemptionWatch.prior_checks, PreemptionWatch.stop_pending = 0, False
         if self._several():  # the last question of this job is this watch's: a notice before the next job sets the
-            # sync point at the next id, that job's first check (was: an id of Orbax's last save, the step number, or
-            # of each job's own count from 1: answered late or never); past the last save's id (stop_ids)
+            # sync point at the next id, that job's first check (not an id of Orbax's last save, the step number,
+            # or of each job's own count from 1: those are answered late or never); past the last save's id (stop_ids)
             reached, self._checks = ask_past_saves(self._checks + 1, self._saved)
             PreemptionWatch.stop_pending = reached or self._pending
             PreemptionWatch.prior_checks = self._checks
@@ -195,7 +195,7 @@ class PreemptionWatch:
                 # a no-op to the service)
                 self._told = True
                 signal.raise_signal(signal.SIGTERM)
-            reached, self._checks = ask_past_saves(self._checks, self._saved)  # past a save's id (was: its own only)
+            reached, self._checks = ask_past_saves(self._checks, self._saved)  # past a save's id too, not its own only
             self._saved = None
             return reached
         self.answered = self.answered or self.signum is not None
@@ -203,9 +203,9 @@ class PreemptionWatch:
 
     def check(self) -> None:
         """A safe point outside the training loop (the run's setup, between its stages): stop here if a signal came;
-        several processes stop together, at the check the sync point names (``check_together``). Was: a process whose
-        own signal came first (a terminal's Ctrl-C reaches each of ``distributed=local``'s processes) stopped alone,
-        the others going on into the next stage's collectives without it.
+        several processes stop together, at the check the sync point names (``check_together``): a process whose
+        own signal came first (a terminal's Ctrl-C reaches each of ``distributed=local``'s processes) would otherwise
+        stop alone, the others going on into the next stage's collectives without it.
 
         Raises
         ------
@@ -232,8 +232,8 @@ class PreemptionWatch:
     def check_together(self) -> None:
         """``check``, asked alike on every process (between chunks of ODE steps, before and after each observation's
         C2ST): several processes stop at the same call, the one the preemption sync point names (``stop_requested``),
-        a process whose own signal has not come yet too; one process stops where a signal came. Was: between chunks
-        a one-process run alone; a multi-process C2ST held Ctrl-C until its observation was sampled, hours at most.
+        a process whose own signal has not come yet too; one process stops where a signal came. Asked between chunks
+        on several processes too, so that a multi-process C2ST does not hold Ctrl-C until its observation is sampled.
 
         Raises
         ------
@@ -244,7 +244,7 @@ class PreemptionWatch:
         if together and self.signum is None:
             self.signum = signal.SIGTERM  # the parent's Ctrl-C reaches distributed=local's processes as it: said alike
         # several processes: at the sync point only, though a process's own signal (a terminal's Ctrl-C reaches each
-        # process) came before it (was: that process stopped alone, the others in the chunk)
+        # process) came before it: that process would stop alone, the others in the chunk
         if (together or not self._several()) and self.signum is not None and not self._deferred:
             self._stop()
 
@@ -287,7 +287,7 @@ class PreemptionWatch:
             first, self.signum = self.signum is None, self.signum or signum
             if first:  # once, by process 0
                 where = ("at the next step boundary, after a checkpoint" if self._deferred else
-                         # evaluation (was: "at the next step of the run", its training over, for a whole observation)
+                         # evaluation: its training over, "at the next step of the run" would be a whole observation
                          f"the evaluation under way before its next observation is sampled, or once the one under "
                          f"way is scored and written; training is over, saved at step "
                          f"{self._trained[0]}, and a run past its evaluation ends as it would" if self._trained else

@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -37,8 +38,8 @@ def jobs_share_jax() -> bool:
     """Whether JAX already joins several processes as a job starts (a multirun's later jobs, explicit or auto mode).
 
     There every process makes the same stop checks, in the same order: a check asks JAX's preemption sync point,
-    which numbers them (was: process 0 alone checked at the folder's claim, one check ahead of the others, so on a
-    stop it would halt a check earlier than they do). Before JAX starts a check is the process's own.
+    which numbers them: were process 0 alone to check at the folder's claim, it would be a check ahead of the others
+    and, on a stop, halt a check earlier than they do. Before JAX starts a check is the process's own.
     """
     import jax
 
@@ -48,15 +49,10 @@ def jobs_share_jax() -> bool:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
     for noisy in ("jax", "absl"):  # backend probing and Orbax's notes: noise in every process, a local parent's too
-        logging.getLogger(noisy).setLevel(logging.WARNING)  # (was: a dozen of them at its second Ctrl-C)
+        logging.getLogger(noisy).setLevel(logging.WARNING)  # (a dozen of them at a second Ctrl-C otherwise)
     out = run_folder.output_dir(cfg)
-    if (problem := interpolation_problem(cfg)) is not None:  # nothing below can read such a config (a single run's
-        metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": None,  # callback refused it: a
-                   "config": OmegaConf.to_container(cfg, resolve=False)}  # sweep's job, never started: no wall time
-        log.error("%s", metrics["error"])
-        if out.is_dir() and not (out / "metrics.json").exists() and run_folder.folder_owner(cfg):
-            outputs.write_json(out / "metrics.json", metrics)
-        return metrics
+    if (refused := unreadable_config(cfg, out)) is not None:
+        return refused
     start, saved_before = time.perf_counter(), launch_record.step_folder_names(out)
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
@@ -64,68 +60,114 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     with PreemptionWatch(ignore_after=bool(os.environ.get(run_folder.LOCAL_CHILD_ENV))) as watch:  # local_cluster
         try:
             watch_parent()
-            if jobs_share_jax() and folder.owner is not None:  # an explicit multirun's later job: a refusal of the
-                run_folder.claim_together(folder, watch)  # folder ends every process alike, at once (auto: run_steps)
-                if folder.owner:  # each process's Hydra saved its multirun.yaml before this meeting: process 0's last
-                    folder_verdict.settle_sweep_record()
-            elif folder.owner:  # process 0 of several explicit ones: a refusal told to the others too
-                claim_first(folder, cfg, watch)
-            if folder.owner or jobs_share_jax():  # a signal held since launch.py's start (signal_hold): recorded now
-                watch.check()  # several processes: each asks JAX's sync point, whose count they must share
-            if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
-                validate_every(cfg)
-                failure = run_local_job(cfg, out, metrics, watch)
-            else:
-                watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
-                metrics.update(run_steps(cfg, out, metrics, folder, watch))
-                metrics["status"] = "ok"
+            claim(folder, cfg, watch)
+            failure = run_job(cfg, out, metrics, folder, watch, start)
         except Preempted as stop:
-            # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-            error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
-            whole = sweep_continue.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
-            # "stopped_at_step", whichever stopped it (the status says which): "preempted_at_step" named a Ctrl-C so.
-            metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step,
-                           error=error)
-            metrics.update({} if stop.step is None else {"final_step": stop.step})  # the step its checkpoint holds
-            if stop.interrupted:  # Ctrl-C ends the sweep too, as Python's KeyboardInterrupt would
-                stop_record.record_interrupt(metrics, error, start, folder)
-                if whole:
-                    log.info("%s", whole)
-                if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
-                    summary.refresh_job_sweep_summary(out)
-                raise KeyboardInterrupt from None
-            log.log(min(console.stop_level(), logging.WARNING), "%s", error)
-            if whole:
-                log.info("%s", whole)
+            record_stop(stop, metrics, out, start, folder)
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was (a save under way ended first)
-            saved = stop_record.record_resume_point(metrics, out)  # was null, the checkpoint committed unnamed
+            saved = stop_record.record_resume_point(metrics, out)  # the checkpoint committed, named for its resume
             stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
-            if cfg.get("debug"):
-                folder.release()
-                raise
-            if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
-                saved = stop_record.record_resume_point(metrics, out)
-                stop = stop_record.at_once_error(out, saved, stop_record.exception_text(err))
-                stop_record.record_interrupt(metrics, stop, start, folder)
-                raise KeyboardInterrupt from err
-            metrics["error"] = stop_record.failure_error(out, saved_before, err)  # a file the disk refused: named
-            log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
-            failure = traceback.format_exc()
-        watch.settle()  # a stop the watchdog is writing wins: it ends the process
-        metrics["wall_s"] = time.perf_counter() - start
-        folder.record(metrics, failure)
-        folder.release()
-        # A job continued alone, or a stopped job (it ends its sweep: Hydra's summary never comes).
-        if folder.owner and (metrics["status"] in ("preempted", "interrupted") or summary.continued_sweep_job()):
-            summary.refresh_job_sweep_summary(out)
-        if metrics["status"] == "preempted":
-            watch.chain(metrics.get("stop_signal"))  # under submitit: requeue the job
+            failure = record_failure(err, cfg, metrics, out, start, folder, watch, saved_before)
+        finish(metrics, failure, out, start, folder, watch)
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
         raise KeyboardInterrupt
     if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(run_folder.LOCAL_CHILD_ENV):
-        # Asked to stop as its last observation was scored: the run finished, its sweep stops here (was: status
-        # interrupted, c2st null, "before the evaluation finished", with every score written)
+        # Asked to stop as its last observation was scored: the run finished, every score written, so it is recorded
+        # complete (not interrupted), and its sweep stops here
         signal_hold.stop_after_run(stop_signal(watch.signum))
     return metrics
+
+
+def unreadable_config(cfg: DictConfig, out: Path) -> dict[str, Any] | None:
+    """The metrics of a job whose config nothing can read (an interpolation that fails), written to its folder where
+    it owns one and no record is there; None for a config that reads."""
+    if (problem := interpolation_problem(cfg)) is None:
+        return None
+    metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": None,  # a single run's callback
+               "config": OmegaConf.to_container(cfg, resolve=False)}  # refused it: a sweep's job, never started
+    log.error("%s", metrics["error"])
+    if out.is_dir() and not (out / "metrics.json").exists() and run_folder.folder_owner(cfg):
+        outputs.write_json(out / "metrics.json", metrics)
+    return metrics
+
+
+def claim(folder: run_folder.RunFolder, cfg: DictConfig, watch: PreemptionWatch) -> None:
+    """The job's folder claimed by its owner, told to every process where several run it; then a signal held since
+    launch.py's start (``signal_hold``) is recorded."""
+    if jobs_share_jax() and folder.owner is not None:  # an explicit multirun's later job: a refusal of the
+        run_folder.claim_together(folder, watch)  # folder ends every process alike, at once (auto: run_steps)
+        if folder.owner:  # each process's Hydra saved its multirun.yaml before this meeting: process 0's last
+            folder_verdict.settle_sweep_record()
+    elif folder.owner:  # process 0 of several explicit ones: a refusal told to the others too
+        claim_first(folder, cfg, watch)
+    if folder.owner or jobs_share_jax():
+        watch.check()  # several processes: each asks JAX's sync point, whose count they must share
+
+
+def run_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_folder.RunFolder,
+            watch: PreemptionWatch, start: float) -> str | None:
+    """The job's steps (``run_steps``), or ``distributed=local``'s processes started to run them; ``metrics`` filled
+    in. Returns the processes' failure (a traceback's text) where they failed, else None."""
+    if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
+        validate_every(cfg)
+        return run_local_job(cfg, out, metrics, watch)
+    watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
+    metrics.update(run_steps(cfg, out, metrics, folder, watch))
+    metrics["status"] = "ok"
+    return None
+
+
+def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: float,
+                folder: run_folder.RunFolder) -> None:
+    """A stop asked for (a preemption signal, Ctrl-C) in ``metrics``, with the command that continues the job; a
+    Ctrl-C ends the sweep too, as Python's ``KeyboardInterrupt`` would (raised here)."""
+    # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
+    error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
+    whole = sweep_continue.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
+    # "stopped_at_step", whichever stopped it (the status says which), the name a Ctrl-C's stop reads right under.
+    metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step, error=error)
+    metrics.update({} if stop.step is None else {"final_step": stop.step})  # the step its checkpoint holds
+    if stop.interrupted:
+        stop_record.record_interrupt(metrics, error, start, folder)
+        if whole:
+            log.info("%s", whole)
+        if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
+            summary.refresh_job_sweep_summary(out)
+        raise KeyboardInterrupt from None
+    log.log(min(console.stop_level(), logging.WARNING), "%s", error)
+    if whole:
+        log.info("%s", whole)
+
+
+def record_failure(err: Exception, cfg: DictConfig, metrics: dict[str, Any], out: Path, start: float,
+                   folder: run_folder.RunFolder, watch: PreemptionWatch, saved_before: Any) -> str:
+    """A failure of the job in ``metrics`` (one line, logged): its traceback's text returned for ``error.txt``.
+    Raised again under ``debug=true``; one that a Ctrl-C caused is recorded as the Ctrl-C, which is raised."""
+    if cfg.get("debug"):
+        folder.release()
+        raise err
+    if stop_signal(watch.signum) == signal.SIGINT:  # e.g. C2ST's worker processes, stopped by the same Ctrl-C
+        saved = stop_record.record_resume_point(metrics, out)
+        stop = stop_record.at_once_error(out, saved, stop_record.exception_text(err))
+        stop_record.record_interrupt(metrics, stop, start, folder)
+        raise KeyboardInterrupt from err
+    metrics["error"] = stop_record.failure_error(out, saved_before, err)  # a file the disk refused: named
+    log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
+    return traceback.format_exc()
+
+
+def finish(metrics: dict[str, Any], failure: str | None, out: Path, start: float, folder: run_folder.RunFolder,
+           watch: PreemptionWatch) -> None:
+    """The job's outcome recorded in its folder, the folder released, a stopped sweep's summary written; a preempted
+    job's signal passed on (under submitit: the job requeued)."""
+    watch.settle()  # a stop the watchdog is writing wins: it ends the process
+    metrics["wall_s"] = time.perf_counter() - start
+    folder.record(metrics, failure)
+    folder.release()
+    # A job continued alone, or a stopped job (it ends its sweep: Hydra's summary never comes).
+    if folder.owner and (metrics["status"] in ("preempted", "interrupted") or summary.continued_sweep_job()):
+        summary.refresh_job_sweep_summary(out)
+    if metrics["status"] == "preempted":
+        watch.chain(metrics.get("stop_signal"))  # under submitit: requeue the job

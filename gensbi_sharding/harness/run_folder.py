@@ -1,39 +1,31 @@
-"""A job's output folder: who owns it, refusing one that holds another run's results, recording the outcome.
+"""A job's output folder inside ``run()``: claiming it (told to every process where several run the job), recording
+the job's outcome there.
 
-A folder holding a completed run is never written again; one run at a time writes into a folder (``folder_lock``)."""
+A folder holding a completed run is never written again; one run at a time writes into a folder (``folder_lock``).
+Before Hydra writes anything, its callback claims the folder first (``folder_claim.RefuseCompletedRun``)."""
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
-from gensbi_sharding.harness.config_values import interpolation_problem
-from gensbi_sharding.harness.console import tagged
-from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.earlier_attempts import set_aside
-from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
-from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, hears_process_0, process_rank,
-                                                     record_nothing, tell_accepted, tell_refused)
-from gensbi_sharding.harness.launch_record import keep_record, record_python_run, record_x64, settle_record
-from gensbi_sharding.harness.outputs import read_record, write_record
+from gensbi_sharding.harness.folder_claim import RefuseCompletedRun  # noqa: F401 (Hydra's callback, named here too)
+from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh  # noqa: F401 (RESUMABLE: its name here too)
+from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
+from gensbi_sharding.harness.folder_verdict import LOCAL_CHILD_ENV, folder_owner, told_by_process_0
+from gensbi_sharding.harness.launch_record import record_python_run, record_x64, settle_record
+from gensbi_sharding.harness.outputs import write_record
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
-from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.sweep_hints import (config_flags, hydra_job_overrides, moved_jobs_problem, search_path_of,
-                                                 shared_folder_problem, unfinished_jobs_hint)
-from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
-from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
+from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
 from gensbi_sharding.harness.told_refusal import told_refusal
 from gensbi_sharding.harness.x64_words import x64_on
 
@@ -89,12 +81,12 @@ class RunFolder:
                 lock.release()
                 raise
         self._lock, self.claimed = lock, True
-        if self.config is not None:  # from Python: Hydra recorded nothing of this run (was: another launch's record)
+        if self.config is not None:  # from Python: Hydra recorded nothing of this run (else another launch's)
             record_python_run(self.out, self.config, self.previous)
         # As it starts: a run killed before its metrics.json still says it (its commands and resumes need it); from
-        # Python too, where the folder had no record (was: none, so a resume under the other setting went on)
+        # Python too, where the folder had no record (else a resume under the other setting would go on)
         record_x64(self.out, x64_on(), make=self.config is not None)
-        if moved := set_aside(self.out, self.previous):  # this attempt's files are its own (was: error.txt only)
+        if moved := set_aside(self.out, self.previous):  # this attempt's files are its own, not error.txt only
             log.info("the earlier attempt's files, kept under new names: %s", ", ".join(moved))
 
     def release(self) -> None:
@@ -149,14 +141,12 @@ class RunFolder:
 
 def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = None) -> None:
     """``folder.claim()`` on its owner (process 0), told to every process JAX joins: a refusal raises the same words
-    on each, at once (was: a multirun's later job, explicit mode, whose claim process 0 was refused left the other
-    processes waiting in the job's collectives until their timeout); and every process's stop checks count on from
-    process 0's (``watch.last_check_id``), the step ids of JAX's preemption sync point alike. A collective: every
-    process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before JAX joined
-    the processes (``run_steps.claim_first``), told as its own would be."""
+    on each, at once (not left waiting in the job's collectives until their timeout, as the other processes of a
+    multirun's later job would be, explicit mode, whose claim process 0 was refused); and every process's stop checks
+    count on from process 0's (``watch.last_check_id``), the step ids of JAX's preemption sync point alike. A
+    collective: every process calls it, at the same point. ``refused``: the refusal of the claim process 0 made before
+    JAX joined the processes (``run_steps.claim_first``), told as its own would be."""
     import jax
-    import numpy as np
-    from jax.experimental import multihost_utils
 
     folder.told = True  # once a job: run_steps tells the first job's claim only where run did not
     if refused is None and (folder.owner or folder.owner is None and jax.process_index() == 0) and not folder.claimed:
@@ -164,127 +154,13 @@ def claim_together(folder: RunFolder, watch: Any, refused: Exception | None = No
             folder.claim()
         except Exception as err:  # noqa: BLE001 - whatever refused it is told to every process, then raised here
             refused = err
-    said = f"{type(refused).__name__}\n{refused}".encode()[:_SAID] if refused is not None else b""
-    words = np.zeros(_SAID + 2, np.int32)  # process 0's count of checks, the length of its words, their bytes
-    words[:2], words[2:2 + len(said)] = (watch.last_check_id, len(said)), np.frombuffer(said, np.uint8)
-    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
-    watch.last_check_id = int(got[0])
+    said = f"{type(refused).__name__}\n{refused}" if refused is not None else ""
+    (watch.last_check_id,), heard = told_by_process_0([watch.last_check_id], said)  # process 0's count of checks
     if refused is not None:
         raise refused
-    if got[1]:
-        kind, _, text = bytes(got[2:2 + got[1]].astype(np.uint8)).decode("utf-8", "replace").partition("\n")
+    if heard:
+        kind, _, text = heard.partition("\n")
         raise told_refusal(kind, text)
-
-
-#: The bytes of a refusal ``claim_together`` tells the other processes (a longer one is cut there).
-_SAID = 4096
-
-
-def folder_owner(cfg: DictConfig) -> bool | None:
-    """Whether this process owns the job's folder (locks it, records its outcome).
-
-    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 (explicit
-    mode's, or ``distributed=auto``'s where SLURM's or Open MPI's variables give the rank: ``process_rank``); None
-    where only JAX knows the rank (``distributed=auto`` elsewhere: process 0 owns it).
-    """
-    if os.environ.get(LOCAL_CHILD_ENV):
-        return False
-    if cfg.distributed.mode == "auto":
-        rank, count = process_rank(cfg)
-        return None if count < 2 else rank == 0
-    return cfg.distributed.process_id in (None, 0)
-
-
-#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open.
-LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
-
-
-class RefuseCompletedRun(Callback):
-    """Hydra callback: lock the folder and refuse one that holds a completed run, before Hydra writes.
-
-    Hydra saves ``.hydra/*.yaml`` and opens the job's log before the task runs, so ``ensure_fresh`` and the lock
-    inside ``run()`` alone come too late to leave such a folder intact.
-    """
-
-    def __init__(self) -> None:
-        self._locks: list[FolderLock] = []
-
-    def __getstate__(self) -> dict:
-        # A launcher that ships the callbacks to its jobs (submitit pickles them for SLURM) copies
-        # this one while the sweep's lock is held: the lock belongs to the launching process only.
-        return {**self.__dict__, "_locks": []}
-
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if hears_process_0(config):  # explicit mode's process > 0: process 0's verdict, before this Hydra writes
-            hear_verdict(config)
-            record_nothing(config)
-        elif folder_owner(config):
-            self._claim(physical(config.hydra.run.dir), [physical(config.hydra.run.dir)], config)
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if hears_process_0(config):  # was: every process locked it, the first refused the others, process 0 perhaps
-            hear_verdict(config)
-            return record_nothing(config)  # process 0's Hydra writes each job's record and the summary
-        sweep = physical(config.hydra.sweep.dir)
-        self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
-
-    def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
-        try:
-            problem = (interpolation_problem(config) or dry_run_resume_problem(config) or auto_problem(folder, config)
-                       or unused_folder_problem(config, multirun=sweep)
-                       or folder_problem(folder, sweep=sweep, before_hydra=True))
-            if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
-                raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
-                folders = job_folders(config, jobs := every_job(config))
-                resumed = OmegaConf.select(config, "train.resume", default=None) == "auto"
-                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder)
-                           or foreign_runs_problem(folder, folders)
-                           or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder)
-                           or resumed and moved_jobs_problem(folder, jobs, folders))
-            if problem:
-                raise ConfigError(problem)
-            (lock := FolderLock(folder)).acquire()
-            self._locks.append(lock)
-            earlier, searched = {}, [*config_flags(OmegaConf.select(config, "hydra", default=None)),
-                                     *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
-            command, fresh = command_overrides(config)[0], fresh_settings(config, sweep)
-            for run_dir in runs:  # a sweep's job: its own values (its record), not the comma lists
-                job = read_record(run_dir / ".hydra" / "overrides.yaml")
-                task = job if sweep and OmegaConf.is_list(job) else command
-                earlier[run_dir] = ensure_fresh(run_dir, **fresh,
-                                                overrides=None if task is None else [*searched, *task])
-            killed = [folder / job for job in folders or []] if sweep else []  # no metrics.json
-            if sweep and (problem := stopped_jobs_problem(folder, killed, jobs, [*searched, *(command or [])], fresh)):
-                raise FileExistsError(problem)  # every job refused before the first starts (was: one by one in run())
-            for run_dir in dict.fromkeys([*runs, *killed]):  # once no folder is refused; before Hydra rewrites them
-                keep_record(run_dir, earlier.get(run_dir))
-            tell_accepted(config, self._release, sweep)  # several processes: the others wait for it in their callback
-        except (FileExistsError, FolderInUseError, ConfigError) as err:
-            self._release()
-            hint = lead = other = ""  # another sweep's folder: that alone (was: its jobs counted, offered as ours)
-            if sweep and isinstance(err, FileExistsError) and not (other := another_sweep(
-                    folder, jobs := every_job(config), folders := job_folders(config, jobs))):  # its completed counted
-                moved = moved_folders(folder, jobs, folders)  # no job of this sweep: said, never counted complete
-                err = next((w for n, w in moved.items() if str(err).startswith(f"{folder / n}/")), err)
-                lead = completed_jobs_lead(folder, [r for r in runs if r.name not in moved], str(err), len(jobs),
-                                           folders)
-                hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
-                hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
-            said = other or f"{lead}{err}{hint}"
-            print(tagged("ERROR", said), file=sys.stderr, flush=True)  # as its jobs' errors
-            # the other processes wait for process 0: told these words, not left waiting (was: ``err``, at times a
-            # str, told as 'str: ...')
-            tell_refused(config, (type(err) if isinstance(err, Exception) else FileExistsError)(said))
-            raise SystemExit(1) from None  # Hydra turns a callback's Exception into a warning; this stops the run
-        except Exception as err:  # the check's own fault, not the folder's (Hydra would only warn, then write into it)
-            self._release()
-            check_crashed_together(folder, err, config, self._release)
-
-    def _release(self, *args: Any, **kwargs: Any) -> None:
-        while self._locks:
-            self._locks.pop().release()
-
-    on_run_end = on_multirun_end = _release  # Hydra's end of the run or sweep (config=...): the lock goes
 
 
 def is_writer() -> bool:

@@ -47,8 +47,8 @@ def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
     """Set ``stopped_at_step`` (and ``final_step``) of a run stopped at once to its newest committed checkpoint.
 
     A second Ctrl-C stops wherever the run was, a checkpoint's save held until it ends (``interrupt_hold``): the
-    newest committed checkpoint is the one ``train.resume=auto`` continues from (was: ``stopped_at_step: null``
-    beside a committed checkpoint 4800).
+    newest committed checkpoint is the one ``train.resume=auto`` continues from, never ``stopped_at_step: null``
+    beside a committed checkpoint 4800.
 
     Parameters
     ----------
@@ -135,7 +135,7 @@ def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str
 def failure_error(out: Path, before: list[int], err: BaseException) -> str:
     """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s; a failure
     that names a disk's refusal (a checkpoint save's on a full disk) and saved no checkpoint, the command that runs it
-    again (was: "no earlier checkpoint was saved" only, and the same command refused the folder); an evaluation the
+    again (not "no earlier checkpoint was saved" only: the same command would refuse the folder); an evaluation the
     weights failed (``weights_failure.SamplingError``), the commands that get past it, not the one that fails again."""
     from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.sweep_hints import continue_command
@@ -149,7 +149,7 @@ def failure_error(out: Path, before: list[int], err: BaseException) -> str:
     elif newest is None:
         disk = any(os.strerror(code) in str(err) for code in DISK_REFUSALS)
         hint = f"; once that is fixed, run it again with: {continue_command(out)}" if disk else ""
-    elif f"{newest}," in str(err):  # the save's own error named it kept (was: said twice)
+    elif f"{newest}," in str(err):  # the save's own error named it kept: not said twice
         hint = f"; once that is fixed, continue with: {continue_command(out)}"
     else:
         hint = failure_resume_hint(out, before, err)
@@ -175,7 +175,7 @@ DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EP
 def output_refused_error(out: Path, before: list[int], err: BaseException) -> str | None:
     """A run's error where the disk refused one of its files (``DISK_REFUSALS``; the file named by ``write_atomic``):
     that file, what is kept (the newest checkpoint, the scores so far) and the command that continues the run;
-    None for any other failure (was: ``OSError: [Errno 28] No space left on device``, naming no file)."""
+    None for any other failure (``OSError: [Errno 28] No space left on device`` alone names no file)."""
     from gensbi_sharding.harness.outputs import room_fix
     from gensbi_sharding.harness.sweep_hints import continue_command
 

@@ -24,7 +24,7 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
                          command: Sequence[str], fresh: dict[str, Any]) -> str | None:
     """The refusal of a sweep whose jobs' folders without a record (``metrics.json``) their runs would refuse: every
     such job named, one a line, with the command that continues them all where there is one. Said before the first
-    job starts (was: each refused inside its own run, one after another, after the earlier jobs had trained).
+    job starts, not each inside its own run, one after another, after the earlier jobs trained.
 
     Parameters
     ----------
@@ -64,7 +64,7 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
     labels = [f"job {n} ({' '.join(o for o in jobs[n] if o.split('=', 1)[0] in swept) or 'its only job'}): "
               for n, _ in refused]
     where = hydra_override("hydra.sweep.dir", sweep_dir)
-    one_fix = True  # the fix below, for every job: each line says what its folder holds (was: and a single run's fix)
+    one_fix = True  # the fix below, for every job: each line says what its folder holds, not a single run's fix
     if all(held) and fresh.get("resume") in (None, "") and not fresh.get("dry_run"):  # stopped, checkpoints kept
         words = [command_for(), "-m", *map(shlex.quote, (o for o in sweep_command(sweep_dir, command)
                                                          if not o.startswith("train.resume="))), AUTO, where]
@@ -84,9 +84,9 @@ def stopped_jobs_problem(sweep_dir: Any, job_dirs: Sequence[Any], jobs: Sequence
 def sweep_command(sweep_dir: Any, command: Sequence[str]) -> list[str]:
     """``command``, or where its settings (``train.steps``, ``train.resume``, ``hydra.*`` aside) are not those of the
     sweep that ran in ``sweep_dir`` (its ``multirun.yaml``), that sweep's overrides after ``command``'s config flags:
-    the sweep its stopped jobs belong to. Was: the refused command's, so ``-m experiment=quick seed=1`` over a seed=0
-    sweep's stopped job was told "continue them all ...: python launch.py -m experiment=quick seed=1
-    train.resume=auto ...", which pasted continued the seed-0 job on seed 1's held-out pairs and draws."""
+    the sweep its stopped jobs belong to, not the refused command's: ``-m experiment=quick seed=1`` over a seed=0
+    sweep's stopped job would be told "continue them all ...: python launch.py -m experiment=quick seed=1
+    train.resume=auto ...", which pasted would continue the seed-0 job on seed 1's held-out pairs and draws."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
@@ -97,7 +97,7 @@ def sweep_command(sweep_dir: Any, command: Sequence[str]) -> list[str]:
     task = OmegaConf.select(record, "hydra.overrides.task", default=None) if OmegaConf.is_dict(record) else None
     if not OmegaConf.is_list(task):
         return list(command)
-    # its own search path and config flags (was the command's: a sweep of my_conf's model=small, offered none)
+    # its own search path and config flags, not the command's (a sweep of my_conf's model=small has none)
     flags = [*config_flags(record.hydra), *search_path_of(OmegaConf.select(record, "hydra.overrides.hydra"))]
     flags = flags or [o for o in command if o.startswith(("--config-", "hydra.searchpath="))]
     task = list(map(str, task))

@@ -181,7 +181,7 @@ def never_started(all_jobs: Sequence[Sequence[str]], ran: Mapping[str, dict[str,
         another value), so a sweep never lists more jobs than it has. Without ``folders``, job ``i``'s is
         folder ``str(i)``, and a folder of another name (``hydra.sweep.subdir``) stands for one job whose
         configuration it recorded: one only, so a value swept twice (``rule=fsdp,fsdp,tensor``) is two jobs
-        (was: both stood for by the one folder that ran, and the sweep counted one job too few).
+        (not both stood for by the one folder that ran: the sweep would count one job too few).
     """
     if folders is not None:
         return [(number, list(job)) for number, job in enumerate(all_jobs) if folder_of(number, folders) not in ran]
@@ -248,7 +248,7 @@ def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     if moved is None:
         return None
     number, want, folder, ran = moved
-    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
+    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed: a path with a space, quoted
 
     return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: job {number} of this sweep ({want}) would continue "
             f"folder {folder}, "
@@ -269,7 +269,7 @@ def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequen
     for number, want in enumerate(wanted):
         if (changed := changed_keys(folder := Path(sweep_dir) / folder_of(number, folders), want, swept)) is None:
             continue
-        if not (differ := changed[0]) or failed_on(folder, differ):  # (was: 1e+30 that failed it: another sweep's)
+        if not (differ := changed[0]) or failed_on(folder, differ):  # failed on its value (1e+30): this sweep's
             matched = True  # under ``every``: one job of this sweep there, so the others are its jobs changed
             continue
         first = first or (number, values_words(typed_values(all_jobs[number]), differ), folder,
@@ -283,8 +283,8 @@ def another_sweep(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Se
                   any_job: bool = False) -> str | None:
     """``"<sweep_dir> holds another sweep (...): run this sweep in another hydra.sweep.dir"`` where no job folder
     there ran this sweep's values of the keys it varies (``any_job``: where one did not, ``moved_job``); else None.
-    A sweep with no job of its own there is named so however many jobs it has (was: only one with a job lacking a
-    folder; one of as many jobs or fewer was counted as the other sweep's and offered its jobs to continue)."""
+    A sweep with no job of its own there is named so however many jobs it has: one of as many jobs or fewer is not
+    counted as the other sweep's, nor offered its jobs to continue."""
     if (other := moved_job(sweep_dir, all_jobs, folders, every=not any_job)) is None:
         return None
     number, want, folder, done = other
