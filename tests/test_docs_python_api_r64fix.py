@@ -43,3 +43,14 @@ def test_the_snippet_runs_as_printed(tmp_path):
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.strip().splitlines()[-1] == "ok 4"
     assert (tmp_path / "runs" / "from_python" / "metrics.json").is_file()
+
+
+def test_the_snippets_last_line_prints_a_refusal_instead_of_a_key_error(capsys):
+    # Round 67: run again into runs/from_python, run(cfg) returns the folder's refusal as {"status": "error",
+    # "error": ...} without final_step; the printed last line raised KeyError: 'final_step' there
+    last = _snippet().split("metrics = run(cfg)")[1]
+    refusal = {"status": "error", "error": "FileExistsError: runs/from_python/metrics.json already exists"}
+    exec(compile(last, "docs/harness.md", "exec"), {"metrics": refusal})
+    assert capsys.readouterr().out == f"error {refusal['error']}\n"
+    exec(compile(last, "docs/harness.md", "exec"), {"metrics": {"status": "ok", "final_step": 4}})
+    assert capsys.readouterr().out == "ok 4\n"
