@@ -195,9 +195,10 @@ def test_window_means_cut_windows_like_the_training_loop():
     steps, losses = np.arange(1, 8), np.arange(1.0, 8.0)
     ends, means = window_means(steps, losses, 3)
     assert ends.tolist() == [3, 6, 7] and means.tolist() == [2.0, 5.0, 7.0]
-    # Resumed at step 4: the second part's windows start there.
-    ends, means = window_means(steps, losses, 3, resumed_at=[4])
-    assert ends.tolist() == [3, 4, 7] and means.tolist() == [2.0, 4.0, 6.0]
+    # Windows are counted from step 0, resumed or not: a history starting after a resume (steps 5-7, the earlier
+    # losses not joined) has its first window cut short, and its last the uninterrupted run's.
+    ends, means = window_means(steps[4:], losses[4:], 3)
+    assert ends.tolist() == [6, 7] and means.tolist() == [5.5, 7.0]
     with pytest.raises(ValueError, match="train.log_every"):
         window_means(steps, losses, 0)
 
@@ -213,16 +214,19 @@ def test_losses_plot_says_how_many_steps_each_shorter_window_holds(tmp_path, mon
         texts=[(t.get_text(), t.xy) for t in fig.axes[0].texts],
         lines={line.get_label(): (line.get_markerfacecolor(), list(np.asarray(line.get_xdata())), line.get_markevery())
                for line in fig.axes[0].lines}) or buffer_png(*a))
-    # 230 steps of log_every=100, resumed at step 150: windows 1-100, 101-150 (cut), 151-230 (the last, 80 steps).
-    plot_losses(tmp_path / "losses.png", steps=np.arange(1, 231), losses=np.linspace(2, 1, 230), window=100,
-                resumed_at=[150], title="two_moons")
+    # 330 steps of log_every=100, the losses of steps 121-150 missing (a resume whose earlier losses were not joined):
+    # windows 1-100, 101-200 (70 steps: 101-120 and 151-200), 201-300, 301-330 (the last, 30 steps).
+    steps = np.r_[1:121, 151:331]
+    curve = np.linspace(2, 1, 330)
+    plot_losses(tmp_path / "losses.png", steps=steps, losses=curve[steps - 1], window=100, resumed_at=[150],
+                title="two_moons")
     assert drawn["labels"][:2] == ["train loss (mean of 100 steps)",
                                    "train loss, mean of a shorter window (its steps beside it)"]
-    assert drawn["texts"] == [("50 steps", (150, pytest.approx(np.linspace(2, 1, 230)[100:150].mean()))),
-                              ("80 steps", (230, pytest.approx(np.linspace(2, 1, 230)[150:].mean())))]
+    assert drawn["texts"] == [("70 steps", (200, pytest.approx(np.r_[curve[100:120], curve[150:200]].mean()))),
+                              ("30 steps", (330, pytest.approx(curve[300:].mean())))]
     short = drawn["lines"]["train loss, mean of a shorter window (its steps beside it)"]
-    assert short[0] == "none" and short[1] == [150, 230]  # hollow, at the cut windows' ends
-    assert drawn["lines"]["train loss (mean of 100 steps)"][2] == [0]  # the full window's marker only
+    assert short[0] == "none" and short[1] == [200, 330]  # hollow, at the cut windows' ends
+    assert drawn["lines"]["train loss (mean of 100 steps)"][2] == [0, 2]  # the full windows' markers only
     # Every window shorter than log_every (8 steps of 100): no point claims 100 steps.
     plot_losses(tmp_path / "losses.png", steps=np.arange(1, 9), losses=np.linspace(2, 1, 8), window=100)
     assert drawn["labels"] == ["train loss", "train loss, mean of a shorter window (its steps beside it)"]

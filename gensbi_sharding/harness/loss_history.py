@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,28 +16,25 @@ __all__ = ["last_window_mean", "window_means", "windows", "LossHistory", "joined
 
 
 def last_window_mean(losses: np.ndarray, window: int) -> float:
-    """Mean train loss of the last logging window: what the progress bar showed last."""
-    losses = np.asarray(losses, dtype=np.float64)
-    size = len(losses) % window or window
-    return float(losses[-size:].mean())
+    """Mean train loss of the last logging window of a run's losses from step 1: what the progress bar showed last."""
+    return float(windows(np.arange(1, len(losses) + 1), losses, window)[1][-1])
 
 
-def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
-                 resumed_at: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+def window_means(steps: np.ndarray, losses: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean train loss per window of ``window`` steps, as the progress bar reports it.
 
-    Windows start where each part of the run started (step 0 and every resume step) and the
-    last window of a part may be shorter, exactly as ``harness.train.train`` cuts them.
+    Windows are counted from step 0 (steps 1..window, window+1..2*window, ...), resumed or not, as
+    ``harness.train.train`` cuts them: a resumed run's windows, its last one and the final train loss are the
+    uninterrupted run's. A window holds the steps of it that ``steps`` has: the first after a resume, when the
+    earlier losses are not joined, and the last are shorter.
 
     Parameters
     ----------
     steps : ndarray of int, shape (n,)
-        Global step number of each loss (1-based: the loss of step 1 is the first).
+        Global step number of each loss (1-based: the loss of step 1 is the first), increasing.
     losses : ndarray of float, shape (n,)
     window : int
         ``train.log_every``, >= 1.
-    resumed_at : sequence of int
-        Global steps a resumed part started from.
 
     Returns
     -------
@@ -50,16 +46,15 @@ def window_means(steps: np.ndarray, losses: np.ndarray, window: int,
     ValueError
         If the shapes differ or ``window`` < 1.
     """
-    return windows(steps, losses, window, resumed_at)[:2]
+    return windows(steps, losses, window)[:2]
 
 
-def windows(steps: np.ndarray, losses: np.ndarray, window: int,
-            resumed_at: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def windows(steps: np.ndarray, losses: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``window_means``' ends and means, then each window's step count: ``window`` but for a window cut short.
 
     Parameters
     ----------
-    steps, losses, window, resumed_at
+    steps, losses, window
         As ``window_means``.
 
     Returns
@@ -72,16 +67,11 @@ def windows(steps: np.ndarray, losses: np.ndarray, window: int,
         raise ValueError(f"steps and losses must be 1-D of one length, got {steps.shape} and {losses.shape}")
     if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
         raise ValueError(f"window={window!r} must be an integer >= 1 (train.log_every)")
-    ends, means, sizes = [], [], []
-    starts = sorted({0, *resumed_at})
-    for lo, hi in zip(starts, starts[1:] + [np.inf]):
-        part = (steps > lo) & (steps <= hi)
-        part_steps, part_losses = steps[part], losses[part]
-        for i in range(0, len(part_steps), window):
-            ends.append(part_steps[i:i + window][-1])
-            means.append(part_losses[i:i + window].mean())
-            sizes.append(len(part_steps[i:i + window]))
-    return np.asarray(ends, dtype=np.int64), np.asarray(means), np.asarray(sizes, dtype=np.int64)
+    index = (steps - 1) // window  # the window of each step
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]]) if len(steps) else np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[starts, len(steps)])
+    means = np.add.reduceat(losses, starts) / sizes if len(steps) else np.zeros(0)
+    return steps[starts + sizes - 1].astype(np.int64), means, sizes.astype(np.int64)
 
 
 @dataclasses.dataclass
@@ -142,16 +132,11 @@ def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list
     return LossHistory(*(np.concatenate([part[i] for part in parts]) for i in range(6)))
 
 
-def write_losses(out: Path, losses: np.ndarray, *, window: int, start_step: int, resume_dir: Path | None,
-                 val_points: list[tuple[int, float | None]], title: str, val_afresh: bool = False) -> LossHistory:
+def write_losses(out: Path, history: LossHistory, *, window: int, title: str) -> None:
     """``train_losses.npz`` (the whole history, a resumed run joined to the earlier one) and ``losses.png``."""
     from gensbi_sharding.harness import outputs, plots
 
-    history = joined_loss_history(losses, start_step=start_step, val_points=val_points, resume_dir=resume_dir,
-                                  val_afresh=val_afresh)
     outputs.write_npz(out / "train_losses.npz", **history.arrays())
     plots.plot_losses(out / "losses.png", steps=history.step, losses=history.losses, window=window,
                       val_steps=history.val_step, val_losses=history.val_losses, resumed_at=history.resumed_at,
-                      val_sets=history.val_set,
-                      title=title)
-    return history
+                      val_sets=history.val_set, title=title)

@@ -62,11 +62,11 @@ def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: in
     """``losses.png``: train loss per window and validation loss against the global step.
 
     Parameters are those of ``window_means`` plus the validation points (global step, loss, held-out set:
-    ``validation_lines``) and a title. A dotted vertical line marks each step a resumed run started from. A window
-    shorter than ``window`` (cut at a resume, an early stop or the last step) is a hollow point labelled with its step
-    count (was: every point "mean of <window> steps").
+    ``validation_lines``), the steps resumed runs started from (a dotted vertical line each) and a title. A window
+    holding fewer than ``window`` steps (the last, or the first after a resume whose earlier losses are not joined)
+    is a hollow point labelled with its step count, so no point claims more steps than it averages.
     """
-    ends, means, sizes = windows(steps, losses, window, resumed_at)
+    ends, means, sizes = windows(steps, losses, window)
     fig, (ax,) = _figure(7, 4)
     full, short = np.flatnonzero(sizes == window).tolist(), sizes < window
     ax.plot(ends, means, marker="o", markersize=3, color="C0", markevery=full,

@@ -133,10 +133,13 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
 
-    def write_losses(losses, val_points):  # the whole history (a resumed run joined to the earlier one), plotted
+    def joined(losses, val_points):  # the whole history: a resumed run's losses after the earlier run's
+        return loss_history.joined_loss_history(losses, start_step=ts.start_step, val_points=val_points,
+                                                resume_dir=resume_dir, val_afresh=ts.val_afresh)
+
+    def write_losses(history):  # plotted too
         if run_folder.is_writer():
-            loss_history.write_losses(out, losses, window=cfg.train.log_every, start_step=ts.start_step,
-                                      resume_dir=resume_dir, val_points=val_points, val_afresh=ts.val_afresh,
+            loss_history.write_losses(out, history, window=cfg.train.log_every,
                                       title=f"{cfg.data.name}, {cfg.model.name} | rule {rule_name} on mesh {mesh_text}"
                                       # the earlier steps may have run elsewhere (metrics.json: previous_attempts)
                                       + (f" from step {ts.start_step}" if resume_dir else ""))
@@ -152,13 +155,18 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                 statistics=sims.statistics())
     except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
         if getattr(interrupt, "losses", None) is not None:
-            write_losses(interrupt.losses, interrupt.val_history)
+            write_losses(joined(interrupt.losses, interrupt.val_history))
         raise
     # This attempt's validations: the earlier ones are in the earlier attempt's losses file.
-    write_losses(result.losses, result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
-                 if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)])
-    # As the progress bar showed; None when this attempt trained nothing (resumed at train.steps to evaluate).
-    train_loss = loss_history.last_window_mean(result.losses, cfg.train.log_every) if result.steps else None
+    history = joined(result.losses, result.val_history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
+                     if result.val_history else [(ts.start_step + len(result.losses), result.val_loss)])
+    write_losses(history)
+    # The last logging window counted from step 0, over the joined history: a resumed run's figure is the
+    # uninterrupted run's (windows counted from the resume would make it the mean of 1 step after a stop at
+    # step 2999 of 3000).
+    # None when this attempt trained nothing (resumed at train.steps to evaluate).
+    _, means, sizes = loss_history.windows(history.step, history.losses, cfg.train.log_every)
+    train_loss, window_steps = (float(means[-1]), int(sizes[-1])) if result.steps else (None, 0)
     trained = bool(result.steps)  # else nothing compiled or ran: null figures, never 0.0
     last_val = result.val_history[-1][1] if result.val_history else None  # as train loss is: the last (best_val_loss)
     metrics.update(compile_s=result.compile_s if trained else None, best_val_loss=result.val_loss,
@@ -177,7 +185,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     if result.steps:
         log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d step%s), "
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
-                 train_loss, (n := len(result.losses) % cfg.train.log_every or cfg.train.log_every), "s" * (n != 1),
+                 train_loss, window_steps, "s" * (window_steps != 1),
                  val_text, pipe.val_pairs)
     else:
         log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",

@@ -190,7 +190,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     its early-stopping state). ``early_stopping``: the state to continue (a resumed run's, with
     its best so far and its history; updated in place); None: a fresh one with
     ``patience``. Step time is measured
-    over windows of ``log_every`` steps (one device sync per window, not per step),
+    over windows of ``log_every`` steps counted from step 0 (one device sync per window,
+    not per step; a resumed run's windows are the uninterrupted run's),
     training steps only: validations, and whatever ``on_step`` runs inside
     ``timer.paused(state)`` (checkpoint saves), are left out, after the queued steps are
     waited for (``harness.step_timer``); ``median_step_s`` is the median over windows.
@@ -250,7 +251,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                         stop, halted = validate(functions.variables(state), step)  # eval_loss's one program
                     if on_validated is not None and not halted:
                         on_validated(step, state)
-                if window_steps == log_every or last or stop or halted:
+                if step % log_every == 0 or last or stop or halted:  # counted from step 0, resumed or not
                     window_loss = float(np.mean(host_values(losses[-window_steps:])))
                     if not np.isfinite(window_loss):
                         raise FloatingPointError(
