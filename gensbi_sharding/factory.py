@@ -58,7 +58,7 @@ def build_unplaced(factory: Callable[[], Any]) -> Any:
     with nnx.use_eager_sharding(_FLAG_OFF):
         node = factory()
     # A variable the flag set keeps Flax's default if unannotated: it is pytree metadata, compared with factory()'s.
-    for _, var in nnx.graph.iter_graph(node):
+    for _, var in nnx.iter_graph(node):
         if isinstance(var, nnx.Variable) and var.get_metadata().get("eager_sharding") is _FLAG_OFF:
             var.set_metadata("eager_sharding", "out_sharding" not in var.get_metadata() and default)
     return node
@@ -108,7 +108,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
                              f"nnx.Rngs ({clipped(error, 160)}); make it inside the factory: "
                              "lambda: Model(..., rngs=nnx.Rngs(0)), not lambda: Model(..., rngs=rngs)") from error
         check_node(node, f"{caller} (what the factory returned)")
-        kinds = {kind: {p for p, v in nnx.graph.iter_graph(node) if isinstance(v, nnx.Variable) and getattr(v, kind)}
+        kinds = {kind: {p for p, v in nnx.iter_graph(node) if isinstance(v, nnx.Variable) and getattr(v, kind)}
                  for kind in ("ref", "hijax")}
         (flags if flags is not None else {}).update(kinds)
         graphdef, state = nnx.split(nnx.with_vars(node, ref=False, hijax=False) if any(kinds.values()) else node)
@@ -132,7 +132,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
             raise
         raise ValueError(_asks_built(caller, str(error).splitlines()[0])) from error
     except ValueError as error:  # JAX's cache compares states' metadata: an array there fails once a trace is cached
-        odd = next(((path_key(p), k, "is" if is_array(m) else "holds") for p, v in nnx.graph.iter_graph(found["node"])
+        odd = next(((path_key(p), k, "is" if is_array(m) else "holds") for p, v in nnx.iter_graph(found["node"])
                     if isinstance(v, nnx.Variable) for k, m in v.get_metadata().items()
                     if any(map(is_array, jax.tree.leaves(m)))), None) if "node" in found else None  # [x], {"a": x} too
         if odd is None:

@@ -176,7 +176,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         return nnx.merge(nnx.graphdef(optimizer), plan.abstract_state(optimizer))
 
     def create(arrays):  # the values of the variables plan.specs lists, by path: a NumPy scalar optax copied (as
-        built = {path_key(p): v for p, v in nnx.graph.iter_graph(build(arrays)) if isinstance(v, nnx.Variable)}
+        built = {path_key(p): v for p, v in nnx.iter_graph(build(arrays)) if isinstance(v, nnx.Variable)}
         return [jax.tree.map(jnp.asarray, built[p].get_value()) for p in plan.specs]  # schedule_free's z) as planned
 
     created = jax.jit(create, out_shardings=[plan.sharding(p) for p in plan.specs])(arrays)
@@ -204,7 +204,7 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
 
 def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     """Refuse ``rule`` when its plan puts a variable of ``model`` elsewhere than it is, naming a rule that fits."""
-    variables = {path_key(p): v for p, v in nnx.graph.iter_graph(model) if isinstance(v, nnx.Variable)}
+    variables = {path_key(p): v for p, v in nnx.iter_graph(model) if isinstance(v, nnx.Variable)}
 
     def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
         return next((path for path in plan.specs for leaf in array_leaves(value_of(variables[path]))

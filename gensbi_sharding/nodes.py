@@ -134,7 +134,7 @@ def is_node(node: Any, inner: bool = False) -> bool:
 def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
     """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable)."""
     if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state (iter_graph: or graphdef)
-        name = next((path_key(p) for p, v in nnx.graph.iter_graph(node) if is_array_like(v)), None)
+        name = next((path_key(p) for p, v in nnx.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
             raise TypeError(f"{caller}: {name} is an array in no nnx.Variable (this library places variables): "
                             "hold it in one, nnx.Variable(value) or a subclass (nnx.BatchStat), read as variable[...] "
@@ -180,7 +180,7 @@ def check_no_module(tree: Any, what: str) -> None:
     """``TypeError`` naming a Module, Variable or node holding variables in pytree ``tree``: jax.tree would copy it."""
     if found := [(p, x) for p, x in jax.tree_util.tree_leaves_with_path(tree, is_leaf=module_like) if isinstance(
             x, (nnx.Variable, nnx.Module)) or module_like(x) and any(isinstance(v, nnx.Variable) for _, v in
-                                                                      nnx.graph.iter_graph(x))]:
+                                                                      nnx.iter_graph(x))]:
         raise TypeError(f"{what} {jax.tree_util.keystr(found[0][0]) or '<root>'} is an NNX {type(found[0][1]).__name__}"
                         ", which this would copy (shared variables untied), leaving it where it was: place a Module, "
                         "nnx.Optimizer or a tuple of them in place with shard_model(node, mesh, rule) (rule "
@@ -190,7 +190,7 @@ def check_no_module(tree: Any, what: str) -> None:
 
 def array_variables(node: Any) -> list[tuple[str, Any]]:
     """``("a/b/c", variable)`` of each ``nnx.Variable`` of ``node`` holding arrays, in graph order: what plans place."""
-    return [(path_key(path), var) for path, var in nnx.graph.iter_graph(node)
+    return [(path_key(path), var) for path, var in nnx.iter_graph(node)
             if isinstance(var, nnx.Variable) and array_leaves(value_of(var))]
 
 

@@ -189,7 +189,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
                 reason = "no annotation"  # to miss (describe's largest replicated leaves it out too)
             elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
-            elif reason and isinstance(var, nnx.optimizer.OptState) and names is not None and not (
+            elif reason and isinstance(var, nnx.OptState) and names is not None and not (
                     forgotten_comma(raw, value.shape)) and (  # Adam's moments of a kernel ("embed"): comma
                     len(names) != len(value.shape) or math.prod(value.shape) == 1):
                 reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
