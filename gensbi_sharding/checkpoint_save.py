@@ -67,9 +67,9 @@ class CheckpointWriter:
     def __init__(self, directory: str | os.PathLike, *, every: int = 0, keep: int = 2,
                  config: Mapping[str, Any] | None = None, async_save: bool = True):
         if not is_int(every) or every < 0:
-            raise ValueError(f"every must be an integer >= 0, got {every!r}; pass 0 to save only at the end")
+            raise ValueError(f"every must be an integer >= 0, got {shown(every)}; pass 0 to save only at the end")
         if not is_int(keep) or keep < 1:
-            raise ValueError(f"keep must be an integer >= 1, got {keep!r}; pass e.g. keep=2")
+            raise ValueError(f"keep must be an integer >= 1, got {shown(keep)}; pass e.g. keep=2")
         check_flag(async_save, "async_save")
         self.directory = as_path(directory, "directory").absolute()
         self.config = checked_json(config, "config", "the resolved config, e.g. OmegaConf.to_container(cfg, "
@@ -285,7 +285,7 @@ def _checked_step(step: Any) -> int:
     whole = isinstance(step, (jax.Array, np.ndarray)) and step.ndim == 0 and jnp.issubdtype(step.dtype, jnp.integer)
     step = int(step) if whole else step
     if not is_int(step) or step < 0:
-        raise ValueError(f"step={step!r} must be an integer >= 0 (the training step of the state), e.g. "
+        raise ValueError(f"step={shown(step)} must be an integer >= 0 (the training step of the state), e.g. "
                          "int(optimizer.step[...])")
     return int(step)  # np.int64 too: due returns a bool, not np.bool_
 
