@@ -164,8 +164,13 @@ class CheckpointWriter:
         info = self._checked_arguments(state, key, info)
         if step == self.last_saved:
             return False
-        steps = self._manager.all_steps()
-        if steps and step <= max(steps):  # Orbax's StepAlreadyExistsError would come after the checks
+        # The steps as on disk now, once the save under way is done: Orbax's cached list kept a step folder moved
+        # aside since (refused as "already saved", which ``steps`` no longer listed). Its StepAlreadyExistsError would
+        # come after the checks, naming no fix.
+        self._named(self._manager.wait_until_finished)  # the previous save's failure, on every process, named here
+        self._manager.reload()
+        steps = list(self._manager.all_steps())
+        if steps and step <= max(steps):
             # An older step would be saved, then ``keep`` would delete newer ones and ``latest`` never pick it.
             what = "is already saved" if step in steps else f"is older than step {max(steps)}, the newest"
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
@@ -202,7 +207,6 @@ class CheckpointWriter:
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
         meta = {"format": _FORMAT, "step": step, "key_impls": impls, "info": info}
-        self._named(self._manager.wait_until_finished)  # the previous save's failure, on every process, named here
         self._named(lambda: self._manager.save(step, force=True, args=ocp.args.Composite(  # a failed commit
             arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),  # (async_save=False) named
             config=ocp.args.JsonSave(self.config))), step, OSError)
