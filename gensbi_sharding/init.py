@@ -22,7 +22,7 @@ from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, check_flag, check_node,
                                    check_value_leaves, is_array_like, is_scalar, is_prng_key, keep_scalars,
-                                   named_leaves, path_key, value_of)
+                                   named_leaves, path_key, stored_bytes, value_of)
 from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
 from gensbi_sharding.specs import check_mesh
@@ -246,7 +246,7 @@ def _trace_and_plan(factory: Callable[[], Any], mesh: Mesh, rule: Rule, warn: bo
 
 def _groups(variables: dict[str, nnx.Variable], n_devices: int) -> list[list[str]]:
     """Paths in groups of at most ``max(GROUP_BYTES, total / n_devices)`` (a larger variable alone)."""
-    sizes = {p: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in array_leaves(v.get_value()))
+    sizes = {p: sum(stored_bytes(int(np.prod(a.shape)), a.dtype) for a in array_leaves(v.get_value()))
              for p, v in variables.items()}
     limit = max(GROUP_BYTES, sum(sizes.values()) // n_devices)
     groups, size = [], 0

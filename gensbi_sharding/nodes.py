@@ -246,6 +246,15 @@ def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sh
     return nnx.map_state(abstract, nnx.state(node))
 
 
+def stored_bytes(count: int, dtype: Any) -> int:
+    """Bytes of ``count`` elements of ``dtype`` as XLA stores them: sub-byte types (int4) packed, rounded up."""
+    try:
+        bits = jax.dtypes.itemsize_bits(dtype)
+    except ValueError:  # PRNG keys, float0 (integer parameters' gradients): whole bytes
+        bits = dtype.itemsize * 8
+    return -(-count * bits // 8)
+
+
 def placed_dtype(dtype: Any) -> Any:
     """The dtype an array of ``dtype`` has on a device: 64-bit types narrowed unless ``jax_enable_x64``."""
     return jax.dtypes.canonicalize_dtype(dtype, allow_extended_dtype=True)

@@ -13,7 +13,8 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.factory import UNDER_TRANSFORM
 from gensbi_sharding.messages import shown
-from gensbi_sharding.nodes import check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key
+from gensbi_sharding.nodes import (check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key,
+                                   stored_bytes)
 from gensbi_sharding.specs import check_mesh
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
@@ -196,7 +197,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
                 other.setdefault(mesh_label(sharding.mesh), name)
         variables.append(VariablePlacement(
             path=name, shape=tuple(value.shape), dtype=str(value.dtype),
-            placement=_placement(value, sharding), nbytes=_nbytes(math.prod(value.shape), value.dtype),
+            placement=_placement(value, sharding), nbytes=stored_bytes(math.prod(value.shape), value.dtype),
             max_device_bytes=max(shards.values(), default=0),
             replicated=sharding is not None and sharding.is_fully_replicated))
     if outside:  # the report would name one mesh and count the bytes of another
@@ -229,7 +230,8 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
             raise ValueError(f"{path} is placed on an abstract {mesh_label(sharding.mesh)}, which has no devices to "
                              "count bytes on; pass its concrete mesh: describe(node, mesh) with a mesh of that layout")
         sharding = NamedSharding(mesh, sharding.spec, memory_kind=sharding.memory_kind)
-    return {device.id: _nbytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)), value.dtype)
+    return {device.id: stored_bytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)),
+                                    value.dtype)
             for device, index in (sharding.devices_indices_map if every else
                                   sharding.addressable_devices_indices_map)(value.shape).items()}
 
@@ -246,15 +248,6 @@ def _check_not_typeof(value: Any, path: str) -> None:
             raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
                             "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "
                             "abstract_sharded's)")
-
-
-def _nbytes(count: int, dtype: Any) -> int:
-    """Bytes of ``count`` elements as XLA stores them: sub-byte types (int4) packed, rounded up per array."""
-    try:
-        bits = jax.dtypes.itemsize_bits(dtype)
-    except ValueError:  # PRNG keys, float0 (integer parameters' gradients): whole bytes
-        bits = dtype.itemsize * 8
-    return -(-count * bits // 8)
 
 
 def _same_layout(a: Any, b: Mesh) -> bool:
