@@ -12,7 +12,7 @@ from typing import Any
 import orbax.checkpoint as ocp
 import tensorstore as ts
 
-from gensbi_sharding.messages import clipped, shown
+from gensbi_sharding.messages import absl_filtered, clipped, shown
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "check_array_path", "committed_steps",
            "damage_behind", "find_checkpoint", "read_json", "reasoned", "step_damage", "unconfirmed_steps"]
@@ -174,17 +174,18 @@ def _said_here(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Metadata file does not exist")
 
 
+def _warning_up(record: logging.LogRecord) -> bool:
+    """True for a warning or worse: Orbax's info lines dropped."""
+    return record.levelno >= logging.WARNING
+
+
 def _step_metadata(path: Path) -> Any:
     """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
-    absl = logging.getLogger("absl")
-    absl.filters.append(_said_here)  # one per read under way, any thread's (addFilter keeps one: the first to end
-    # took it off every other read)
     try:
-        return ocp.metadata.get_step_metadata(path)
+        with absl_filtered(_said_here):
+            return ocp.metadata.get_step_metadata(path)
     except ValueError:  # none written: never committed, or the file lost since
         return None
-    finally:
-        absl.filters.remove(_said_here)  # this read's: the others' stay
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
@@ -238,12 +239,10 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     for item in (item for item in ITEMS if item in items):
         try:
             if item == "arrays":  # a handler that asks the backend nothing (it asks whether pinned memory is there)
-                absl, level = logging.getLogger("absl"), logging.getLogger("absl").level
-                absl.setLevel(max(level, logging.WARNING))  # its info line "Created BasePyTreeCheckpointHandler: ..."
-                try:  # would stand on a launcher's console above a refusal's one line
+                # its info line "Created BasePyTreeCheckpointHandler: ..." would stand on a launcher's console above
+                # a refusal's one line
+                with absl_filtered(_warning_up):
                     read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
-                finally:
-                    absl.setLevel(level)
                 if read is None or read.tree is None:  # not Orbax's "AttributeError: 'NoneType' ..."
                     return f"its {item!r} item cannot be read (Orbax reads no metadata of it: one of its files is " \
                            "missing or damaged)"

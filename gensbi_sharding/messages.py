@@ -1,7 +1,33 @@
 """An error's text shortened for a one-line message: its first line, cut only at a word boundary outside quotes (a
-path or a quoted name is never halved), marked " ...". Pure Python: the library's refusals and the harness's."""
+path or a quoted name is never halved), marked " ...". Pure Python: the library's refusals and the harness's. And
+``absl_filtered``: Orbax's log lines a refusal already says, left out while a call runs."""
 
-__all__ = ["clipped", "shown"]
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+
+__all__ = ["absl_filtered", "clipped", "shown"]
+
+
+@contextlib.contextmanager
+def absl_filtered(keep: Callable[[logging.LogRecord], bool]) -> Iterator[None]:
+    """Drop the ``absl`` logger's records (Orbax's) that ``keep`` refuses, inside the block only.
+
+    A filter of this call's own, added and taken off: the logger's level (the user's) is never set, and calls under
+    way in other threads keep theirs (a level set and put back raced: one thread put back another's).
+
+    Parameters
+    ----------
+    keep : callable
+        ``keep(record) -> bool``: False drops the record.
+    """
+    absl = logging.getLogger("absl")
+    own = lambda record: keep(record)  # noqa: E731  (one object per call: removing it leaves other calls' filters)
+    absl.addFilter(own)
+    try:
+        yield
+    finally:
+        absl.removeFilter(own)
 
 
 def clipped(text: object, limit: int = 240) -> str:
