@@ -72,7 +72,7 @@ class Restored:
     """
 
     state: Any
-    key: jax.Array
+    key: jax.Array | None  # None: no key was saved
     step: int
     config: dict
     path: Path
