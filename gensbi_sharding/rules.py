@@ -65,7 +65,8 @@ class Rule:
         A key of ``RULES`` (with another table: that rule edited, named so in messages), ``"custom"`` or any name.
     table : RuleTable
     builtin : bool, default False
-        True for the contract's rules ("replicated" then ignores annotations), as a key of ``RULES`` with its table is.
+        Derived, whatever is passed: True for a key of ``RULES`` with its own table, the contract's rules ("replicated"
+        then ignores annotations). Passing True for another rule is refused.
 
     Raises
     ------
@@ -133,7 +134,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
         return Rule("custom", dict(rule))
     if rule is None or isinstance(rule, str):
         if rule in RULES:
-            return Rule(rule, dict(RULES[rule]), builtin=True)
+            return Rule(rule, dict(RULES[rule]))  # builtin: Rule derives it
         raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule table (logical "
                          f"axis -> mesh axis or None); {typo_of(str(rule), RULES, **RULE_TYPO) or RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "

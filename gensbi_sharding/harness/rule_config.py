@@ -155,7 +155,7 @@ def as_rule(name: str, table: dict[str, Any]) -> Rule:
     A table equal to the contract's rule of that name is that rule (placed with the
     contract's semantics, e.g. "replicated" ignores annotations); any other is a table.
     """
-    return Rule(name, dict(table), builtin=name in RULES and table == dict(RULES[name]))
+    return Rule(name, dict(table))  # Rule derives builtin: name in RULES with its table
 
 
 def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[str, ...]) -> None:
