@@ -105,6 +105,11 @@ class Rule:
         return f"rule {self.name!r} with an edited table" if self.name in RULES else "custom rule table"
 
 
+def unknown_rule(rule: Any, then: str) -> ValueError:
+    """The refusal of ``rule``, no name in ``RULES``, its fix ``then`` (as each caller takes rules) after the names."""
+    return ValueError(f"unknown sharding rule {shown(rule)}; choose one of {tuple(RULES)}{then}")
+
+
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     """Resolve a rule name, table or ``Rule`` into a ``Rule``: the one form every reader of a plan takes.
 
@@ -135,8 +140,8 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     if rule is None or isinstance(rule, str):
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]))  # builtin: Rule derives it
-        raise ValueError(f"unknown sharding rule {rule!r}; choose one of {tuple(RULES)} or pass a rule table (logical "
-                         f"axis -> mesh axis or None); {typo_of(str(rule), RULES, **RULE_TYPO) or RULE_FILES}")
+        raise unknown_rule(rule, " or pass a rule table (logical axis -> mesh axis or None); "
+                                 f"{typo_of(str(rule), RULES, **RULE_TYPO) or RULE_FILES}")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
                      f"pairs, got {shown(rule, 120)}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 

@@ -24,7 +24,7 @@ from gensbi_sharding.specs import check_mesh
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
                                    ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for,
-                                   resolve_rule, typo_of)
+                                   resolve_rule, typo_of, unknown_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
@@ -266,7 +266,7 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
                  "rule))"
                  if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {typo}" if (typo := typo_of(
                      str(rule), RULES, **RULE_TYPO)) else f"; {RULE_FILES}, for shard_model_by_table")
-        raise ValueError(f"unknown sharding rule {shown(rule)}; choose one of {tuple(RULES)}{table}")
+        raise unknown_rule(rule, table)
     _plan_warn_place(node, mesh, rule, "shard_model")
 
 
