@@ -18,7 +18,7 @@ from gensbi_sharding.nodes import is_array, is_int, leaf_name
 from gensbi_sharding.specs import check_mesh
 
 __all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
-           "shard_batch", "shard_sample_init", "replicate", "check_active_mesh"]
+           "shard_batch", "shard_sample_init", "replicate", "check_active_mesh", "batch_spec"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
@@ -30,6 +30,11 @@ def batch_axes(mesh: Mesh) -> tuple[str, ...]:
     """
     check_mesh(mesh, abstract=True, optional=False)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
+
+
+def batch_spec(mesh: Mesh) -> P:
+    """``P(batch_axes(mesh))``, a leading axis split over the batch axes; ``P(None)`` if the mesh has none."""
+    return P(batch_axes(mesh) or None)
 
 
 def batch_size_divisor(mesh: Mesh | None) -> int:
@@ -185,7 +190,7 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
         check_same_rows(tree, what)
     if mesh is None:  # kept as given, checked all the same
         return tree
-    divisor, rows = batch_size_divisor(mesh), P(batch_axes(mesh) or None)
+    divisor, rows = batch_size_divisor(mesh), batch_spec(mesh)
 
     def sharding(path, leaf) -> NamedSharding:
         if split and leaf.ndim and leaf.shape[0] % divisor:

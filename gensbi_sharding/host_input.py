@@ -11,7 +11,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
-from gensbi_sharding.batch import batch_axes, numpy_scalars_as_arrays
+from gensbi_sharding.batch import batch_spec, numpy_scalars_as_arrays
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_flag, is_array, leaf_name
@@ -195,7 +195,7 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
             known = [k.value for k in DataPartitionType]
             raise ValueError(f"unknown partition {shown(partition)}; {typo_of(partition, known)}choose one of {known} "
                              "or pass PartitionSpecs") from None
-        split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else P(batch_axes(mesh) or None)
+        split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else batch_spec(mesh)
         return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
                 for leaf in jax.tree.leaves(host_arrays)]
     spec_leaves, spec_def = jax.tree.flatten(partition, is_leaf=lambda x: isinstance(x, P))
