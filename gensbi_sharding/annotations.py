@@ -10,7 +10,7 @@ from gensbi_sharding.messages import shown
 if TYPE_CHECKING:  # imported where used (the note above)
     from flax import nnx
 
-__all__ = ["axes", "partitioned", "logical_axes_of"]
+__all__ = ["axes", "partitioned", "logical_axes_of", "raw_annotation"]
 
 
 def axes(*names: str | None) -> dict:
@@ -60,5 +60,12 @@ def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
     if not callable(getattr(var, "get_metadata", None)):
         raise TypeError(f"logical_axes_of takes an nnx.Variable, e.g. model.up.kernel, got a {type(var).__name__}: "
                         "the annotation is the variable's metadata, not its value's")
-    names = next((found for key in ANNOTATION_KEYS if (found := var.get_metadata().get(key)) is not None), None)
+    names = raw_annotation(var)
     return None if names is None else tuple(names) if is_sequence(names) else (names,)  # a bare 5: one odd entry
+
+
+def raw_annotation(var: "nnx.Variable") -> object:
+    """``var``'s annotation as stored, the first of ``ANNOTATION_KEYS`` its metadata holds not None, or None: a
+    ``("embed")`` there is the str ``"embed"`` (a forgotten comma, not a 1-tuple), which ``logical_axes_of`` reads."""
+    meta = var.get_metadata()
+    return next((meta[key] for key in ANNOTATION_KEYS if meta.get(key) is not None), None)

@@ -21,8 +21,8 @@ from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, check_plan_fits, is_array,
                                    is_array_like, is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
 from gensbi_sharding.specs import check_mesh
-from gensbi_sharding.annotations import logical_axes_of
-from gensbi_sharding.rules import (ANNOTATION_KEYS, RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
+from gensbi_sharding.annotations import logical_axes_of, raw_annotation
+from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
                                    ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for,
                                    resolve_rule, typo_of, unknown_rule)
 
@@ -182,8 +182,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         value, spec = value_of(var), P()
         if rule.reads_annotations:
             names, one = logical_axes_of(var), is_array_like(value)
-            meta = var.get_metadata()  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
-            raw = next((meta[key] for key in ANNOTATION_KEYS if meta.get(key) is not None), None)
+            raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
             spec, reason = partition_spec_for(raw if one else None, value.shape if one else (), rule.table, mesh)
             if names is None and isinstance(var, nnx.Param) and not (one and value.shape == ()):  # 0-d: no split
                 reason = "no annotation"  # to miss (describe's largest replicated leaves it out too)
