@@ -56,26 +56,34 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     TypeError
         A non-node (a pytree of arrays: ``jax.tree.map(lambda a: a.sharding, tree)``), or a traced leaf (in a jit).
     """
-    check_node(node, "sharding_of")
-    for name, leaf in (named := named_leaves(node)):
-        _check_not_typeof(leaf, name)
-    return {name: getattr(leaf, "sharding", None) for name, leaf in named}
+    return {name: sharding for name, _, sharding in _leaf_shardings(node, "sharding_of")}
 
 
 def partition_specs(node: Any) -> dict[str, str]:
-    """``{"a/b/c": "PartitionSpec('data', None)"}`` of every array state leaf of ``node``: ``"host"`` for NumPy and a
-    sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for a non-node
-    or a traced leaf (it reads placed arrays: call it outside ``jax.jit``/``jax.grad``).
+    """``{"a/b/c": "P('data', None)"}`` of every array state leaf of ``node``, as ``describe`` shows it: ``"host"`` for
+    NumPy and a sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for
+    a non-node or a traced leaf (it reads placed arrays: call it outside ``jax.jit``/``jax.grad``).
 
     Parameters
     ----------
     node : NNX node
     """
-    check_node(node, "partition_specs")
-    for name, value in (named := named_leaves(node)):
-        _check_not_typeof(value, name)  # a traced leaf read "host"
-    return {name: str(getattr(getattr(value, "sharding", None), "spec", "host" if is_array(value) else "unplaced"))
-            for name, value in named if is_array_like(value)}
+    return {name: _spec_text(sharding.spec) if hasattr(sharding, "spec") else "host" if is_array(value) else
+            "unplaced" for name, value, sharding in _leaf_shardings(node, "partition_specs") if is_array_like(value)}
+
+
+def _spec_text(spec: jax.sharding.PartitionSpec) -> str:
+    """``spec`` as ``partition_specs`` and ``describe`` show it, e.g. ``"P('data', None)"``, ``"P('data')"``: one form
+    whatever JAX's ``repr`` (``"PartitionSpec(...)"`` in older releases, ``"P('data',)"`` now)."""
+    return "P(" + ", ".join(repr(entry) for entry in spec) + ")"
+
+
+def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding.Sharding | None]]:
+    """``(path, leaf, its sharding or None)`` of every state leaf of ``node``, a non-node or traced leaf refused."""
+    check_node(node, caller)
+    for name, leaf in (named := named_leaves(node)):
+        _check_not_typeof(leaf, name)  # a traced leaf read "host"
+    return [(name, leaf, getattr(leaf, "sharding", None)) for name, leaf in named]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,10 +238,8 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
             raise ValueError(f"{path} is placed on an abstract {mesh_label(sharding.mesh)}, which has no devices to "
                              "count bytes on; pass its concrete mesh: describe(node, mesh) with a mesh of that layout")
         sharding = NamedSharding(mesh, sharding.spec, memory_kind=sharding.memory_kind)
-    return {device.id: stored_bytes(math.prod(len(range(*s.indices(n))) for s, n in zip(index, value.shape)),
-                                    value.dtype)
-            for device, index in (sharding.devices_indices_map if every else
-                                  sharding.addressable_devices_indices_map)(value.shape).items()}
+    shard = stored_bytes(math.prod(sharding.shard_shape(value.shape)), value.dtype)  # every device's alike
+    return {device.id: shard for device in (sharding.device_set if every else sharding.addressable_devices)}
 
 
 def _check_not_typeof(value: Any, path: str) -> None:
@@ -261,7 +267,7 @@ def _placement(value: Any, sharding: Any) -> str:
         return "host" if isinstance(value, np.ndarray) else "unplaced"
     where = f" in {sharding.memory_kind}" if "host" in str(sharding.memory_kind) else ""  # offloaded: on no device
     if isinstance(sharding, NamedSharding):
-        return "P(" + ", ".join(repr(e) for e in sharding.spec) + ")" + where
+        return _spec_text(sharding.spec) + where
     return ("single device" if len(sharding.device_set) == 1 else type(sharding).__name__) + where
 
 
