@@ -19,7 +19,7 @@ from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
                                    resolve_rule, typo_of)
 
-__all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
+__all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain", "entered_mesh"]
 
 #: Activation dimension name -> the ``PartitionAxis`` field that places it.
 ACTIVATION_NAMES: dict[str, str] = {

@@ -17,8 +17,10 @@ from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import is_array, is_int, leaf_name
 from gensbi_sharding.specs import check_mesh
 
-__all__ = ["batch_axes", "batch_size_divisor", "nearest_batch_sizes", "check_batch_divisible", "pad_for_mesh",
-           "shard_batch", "shard_sample_init", "replicate", "check_active_mesh", "batch_spec"]
+# The package's public names (gensbi_sharding.__init__), then what other modules import.
+__all__ = ["batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "shard_batch",
+           "shard_sample_init", "replicate", "batch_spec", "check_active_mesh", "numpy_scalars_as_arrays",
+           "traced_mesh"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from gensbi_sharding.nodes import placed_dtype, prefixes_holding
 
-__all__ = ["check_against", "extra_fix", "nesting_fix", "renamed_fix", "wrt_difference"]
+__all__ = ["check_against"]
 
 _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 

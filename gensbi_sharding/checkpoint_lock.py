@@ -27,7 +27,7 @@ from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, NO_METAD
                                               committed_steps, unconfirmed_steps)
 from gensbi_sharding.write_probe import denied_words
 
-__all__ = ["Lock", "lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
+__all__ = ["lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
            "check_save_directory", "check_none_cut_short"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).

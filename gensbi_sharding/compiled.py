@@ -5,7 +5,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["COLLECTIVES", "compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
+__all__ = ["compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
 
 #: The HLO collective ops counted, in the names XLA prints (synchronous or as ``-start``/``-done`` pairs).
 COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "ragged-all-to-all",
