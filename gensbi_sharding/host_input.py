@@ -22,7 +22,23 @@ from gensbi_sharding.rules import typo_of
 __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
 
-class DataPartitionType(str, enum.Enum):
+class _Named(enum.EnumType):
+    """Looks a member up by its value alone, refusing any other value naming the choices (Python's own "is not a
+    valid DataPartitionType" named none; an array met "truth value ... is ambiguous" comparing it)."""
+
+    def __call__(cls, value: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:  # the functional API, Enum("Name", names): left to Python
+            return super().__call__(value, *args, **kwargs)
+        if isinstance(value, cls):
+            return value
+        known = [member.value for member in cls]
+        if isinstance(value, str) and value in known:
+            return super().__call__(value)
+        raise ValueError(f"{cls.__name__}({shown(value)}) is none of its values {known}: pass one of them, e.g. "
+                         f"{cls.__name__}({known[0]!r}), or {cls.__name__}.{next(iter(cls)).name}")
+
+
+class DataPartitionType(str, enum.Enum, metaclass=_Named):
     """How ``host_to_global_array`` splits each leaf's leading axis, a ``str`` enum (a config's ``"full"`` works too):
     ``FULL`` over all mesh axes (``input_partition_spec``: each device its own rows), ``DATA`` over the batch axes
     only (as ``shard_batch``), ``REPLICATED`` not at all."""

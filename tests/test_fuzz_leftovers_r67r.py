@@ -1,0 +1,26 @@
+"""A fuzz's leftovers: refusals that named no choice, printed a whole repr, or gave advice that cannot work."""
+
+import numpy as np
+import pytest
+
+import gensbi_sharding as gs
+
+
+@pytest.mark.parametrize("value", ["FULL", "ful", 3, None, np.arange(3), ["full"]])
+def test_a_value_no_data_partition_type_holds_names_the_choices(value):
+    # Was: Python's "'FULL' is not a valid DataPartitionType", naming no choice; an array: "The truth value of an
+    # array with more than one element is ambiguous".
+    with pytest.raises(ValueError, match=r"^DataPartitionType\(.*\) is none of its values \['full', 'data', "
+                                         r"'replicated'\]: pass one of them, e.g. DataPartitionType\('full'\), or "
+                                         r"DataPartitionType.FULL$") as err:
+        gs.DataPartitionType(value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 200
+    advice = str(err.value).split("e.g. ")[1]
+    assert {eval(text, {"DataPartitionType": gs.DataPartitionType}) for text in advice.split(", or ")} == {
+        gs.DataPartitionType.FULL}  # pasted, each works
+
+
+def test_data_partition_type_still_looks_members_up():
+    assert gs.DataPartitionType("data") is gs.DataPartitionType.DATA
+    assert gs.DataPartitionType(gs.DataPartitionType.REPLICATED) is gs.DataPartitionType.REPLICATED
+    assert gs.DataPartitionType.FULL == "full"
