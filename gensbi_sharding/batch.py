@@ -63,8 +63,11 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     Raises
     ------
     ValueError, TypeError
-        Leading sizes differ or are not a multiple of ``batch_size_divisor(mesh)``; ``mesh`` of another type.
+        Leading sizes differ or are not a multiple of ``batch_size_divisor(mesh)``; ``mesh`` or ``what`` of another
+        type.
     """
+    if not isinstance(what, str):  # its whole repr would stand in the message
+        raise TypeError(f"what={shown(what)} must be a str naming the batch in messages, e.g. what='train'")
     size = check_same_rows(batch, f"{what} batch")
     if mesh is not None and size is not None and size % (divisor := batch_size_divisor(mesh)):
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "

@@ -24,3 +24,15 @@ def test_data_partition_type_still_looks_members_up():
     assert gs.DataPartitionType("data") is gs.DataPartitionType.DATA
     assert gs.DataPartitionType(gs.DataPartitionType.REPLICATED) is gs.DataPartitionType.REPLICATED
     assert gs.DataPartitionType.FULL == "full"
+
+
+def test_check_batch_divisible_refuses_a_what_that_is_no_str_in_one_short_line():
+    # Was: what=list(range(10_000)) stood whole in the message (its repr, 48,890 characters).
+    mesh = gs.make_mesh(model_axis=1)
+    batch = {"x": np.ones((3, 2))}
+    with pytest.raises(TypeError, match=r"^what=\[0, 1, 2, .* must be a str naming the batch in messages, e.g. "
+                                        r"what='train'$") as err:
+        gs.check_batch_divisible(batch, mesh, list(range(10_000)))
+    assert len(str(err.value)) < 200
+    with pytest.raises(ValueError, match=r"^train batch size 3 is not divisible"):  # the advice, pasted
+        gs.check_batch_divisible(batch, mesh, what="train")
