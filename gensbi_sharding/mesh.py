@@ -17,6 +17,7 @@ from gensbi_sharding.specs import check_mesh
 __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
 
 _MESH_SPEC_KEYS = ("devices", "model_axis")
+_MAX_SIMULATED = 1024  # CPU devices make_mesh's advice offers to simulate: JAX starts that many in seconds
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
@@ -61,7 +62,8 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     if twice is not None:
         raise ValueError(f"device {twice} appears twice in the mesh's device list; list each device once")
     if len(devices) % model_axis:
-        simulate = model_axis > len(devices) and all(d.platform == "cpu" for d in devices)  # e.g. a laptop: 1 device
+        simulate = len(devices) < model_axis <= _MAX_SIMULATED and all(d.platform == "cpu" for d in devices)  # a
+        # laptop's 1 device; never 10**30, which no jax_num_cpu_devices starts
         raise ValueError(f"{len(devices)} {'devices are' if len(devices) != 1 else 'device is'} not divisible by "
                          f"model_axis={model_axis}: choose a model_axis among {divisors}" + (
                              f", or simulate {model_axis} CPU devices: jax.config.update('jax_num_cpu_devices', "

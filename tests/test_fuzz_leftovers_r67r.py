@@ -36,3 +36,13 @@ def test_check_batch_divisible_refuses_a_what_that_is_no_str_in_one_short_line()
     assert len(str(err.value)) < 200
     with pytest.raises(ValueError, match=r"^train batch size 3 is not divisible"):  # the advice, pasted
         gs.check_batch_divisible(batch, mesh, what="train")
+
+
+def test_make_mesh_offers_no_simulation_of_more_cpu_devices_than_jax_starts():
+    # Was: make_mesh(model_axis=10**30) advised jax.config.update('jax_num_cpu_devices', 1000...0).
+    with pytest.raises(ValueError, match=r"not divisible by model_axis=10{30}: choose a model_axis among "
+                                         r"\[1, 2, 4, 8\]$"):
+        gs.make_mesh(model_axis=10**30)
+    with pytest.raises(ValueError, match=r"choose a model_axis among \[1, 2, 4, 8\], or simulate 1024 CPU devices: "
+                                         r"jax.config.update\('jax_num_cpu_devices', 1024\) first thing"):
+        gs.make_mesh(model_axis=1024)
