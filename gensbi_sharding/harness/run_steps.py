@@ -144,6 +144,10 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                                       # the earlier steps may have run elsewhere (metrics.json: previous_attempts)
                                       + (f" from step {ts.start_step}" if resume_dir else ""))
 
+    # The earlier attempt's losses in the resumed step's window: the progress bar's first loss is the uninterrupted
+    # run's, as the final train loss is (else a run resumed at 400 of 405, log_every=30, showed 401-405's mean above
+    # 'train loss ... (mean of the last 15 steps)')
+    earlier, window_start = joined([], []), ts.start_step - ts.start_step % cfg.train.log_every
     try:
         # From this line on a signal stops the run at the first step boundary, after a checkpoint.
         with watch.at_step_boundaries():
@@ -152,7 +156,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             result, preempted = train_with_checkpoints(
                 functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
                 watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0,
-                statistics=sims.statistics())
+                statistics=sims.statistics(), window_head=earlier.losses[earlier.step > window_start])
     except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
         if getattr(interrupt, "losses", None) is not None:
             write_losses(joined(interrupt.losses, interrupt.val_history))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -170,7 +170,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
           val_every: int = 0, patience: int = 0, val_draws: int = 1,
           stop_requested: Callable[[], bool] | None = None,
           early_stopping: EarlyStopping | None = None, timer: StepTimer | None = None,
-          on_validated: Callable[[int, Any], None] | None = None) -> TrainResult:
+          on_validated: Callable[[int, Any], None] | None = None,
+          window_head: Sequence[float] = ()) -> TrainResult:
     """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
     Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
@@ -196,7 +197,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     ``timer.paused(state)`` (checkpoint saves), are left out, after the queued steps are
     waited for (``harness.step_timer``); ``median_step_s`` is the median over windows.
     ``timer``: the one ``on_step`` pauses (None: a new one). The first step's compile is
-    timed separately (``compile_s``).
+    timed separately (``compile_s``). ``window_head``: a resumed run's earlier losses of the
+    steps of ``start_step``'s window (from its joined history), counted in the first window's
+    loss shown, so the progress bar shows the uninterrupted run's (its steps are not timed).
 
     Raises
     ------
@@ -234,6 +237,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                            dynamic_ncols=True, leave=False)
         timer = timer if timer is not None else StepTimer()
         batch, window_steps, stop, halted = first, 0, False, False
+        head = [float(v) for v in window_head]
         timer.start_window()
         first_validation = len(history)
         try:
@@ -252,11 +256,14 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                     if on_validated is not None and not halted:
                         on_validated(step, state)
                 if step % log_every == 0 or last or stop or halted:  # counted from step 0, resumed or not
-                    window_loss = float(np.mean(host_values(losses[-window_steps:])))
+                    # A resumed run's first window holds the earlier attempt's steps of it too (window_head): the
+                    # loss shown is the uninterrupted run's, as the final train loss and losses.png are
+                    window_loss = float(np.mean([*head, *host_values(losses[-window_steps:])]))
                     if not np.isfinite(window_loss):
                         raise FloatingPointError(
-                            f"training diverged: mean loss {window_loss} over steps {step + 1 - window_steps}"
-                            f"..{step}; lower train.learning_rate or check the data")
+                            f"training diverged: mean loss {window_loss} over steps "
+                            f"{step + 1 - window_steps - len(head)}..{step}; lower train.learning_rate or check the "
+                            "data")
                     elapsed = timer.window_s()  # the loss read above waited for the window's steps
                     windows.append(elapsed / window_steps)
                     # Before the first validation there is no best: "inf" read as a diverged loss.
@@ -265,7 +272,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                                     samples_s=f"{batch_size * window_steps / elapsed:.0f}", refresh=False)
                     bar.update(window_steps)  # then drawn: in a file, one line per window with its figures
                     bar.refresh()
-                    window_steps = 0
+                    window_steps, head = 0, []
                     timer.start_window()
                 if stop or halted:
                     break

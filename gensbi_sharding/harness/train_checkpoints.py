@@ -23,7 +23,8 @@ __all__ = ["train_with_checkpoints"]
 
 def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
                            out: Any, config: dict, watch: PreemptionWatch, val_batches: list,
-                           progress: bool, statistics: dict | None = None) -> tuple[Any, bool]:
+                           progress: bool, statistics: dict | None = None,
+                           window_head: Any = ()) -> tuple[Any, bool]:
     """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is never saved:
@@ -36,6 +37,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     trains nothing and goes on to evaluation (with the best weights put back). Afterwards the watch knows training is
     over (``training_done``): a signal during evaluation stops the run at once, naming the final checkpoint.
     ``statistics``, the data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
+    ``window_head``: ``train.train``'s (the earlier attempt's losses in the resumed step's logging window).
 
     Returns
     -------
@@ -128,7 +130,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  val_batches=val_batches, progress=progress, start_step=ts.start_step,
                                  on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
                                  val_draws=cfg.train.val_draws, stop_requested=stop_requested,
-                                 early_stopping=stopper, timer=timer, on_validated=on_validated)
+                                 early_stopping=stopper, timer=timer, on_validated=on_validated,
+                                 window_head=window_head)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
         # The value that diverged and one to try (was unnamed); after 1e30 the default, not 1e29. A resumed run's
