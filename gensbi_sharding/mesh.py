@@ -190,6 +190,14 @@ def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__") or getattr(devices, "ndim", 1) == 0:
         raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got "  # a 0-d array
                          f"{shown(devices)}")  # has __iter__ but iterating it raised NumPy's "iteration over a 0-d"
+    if any(not isinstance(d, (str, bytes)) and np.ndim(d) > 0 for d in devices):  # rows of a layout, as a Mesh takes
+        flat = [d.id if isinstance(d, jax.Device) else d.item() if hasattr(d, "item") else d
+                for row in devices for d in (row if np.ndim(row) else [row])]
+        rows = {np.size(row) for row in devices}
+        axis = f", 'model_axis': {rows.pop()}" if len(rows) == 1 else ""
+        raise ValueError(f"mesh spec devices must be a flat list in mesh order (the mesh is laid out (len // "
+                         f"model_axis, model_axis)), got rows: {shown(devices)}; pass {{'devices': "
+                         f"{shown(flat, 200)}{axis}}}")
     by_id = {d.id: d for d in jax.devices()}
     devices = [d.item() if np.ndim(d) == 0 and np.issubdtype(getattr(d, "dtype", object), np.integer) else d
                for d in devices]  # jnp.arange(4)'s ids are 0-d jax arrays: "devices must be ... (or ids)" refused them
