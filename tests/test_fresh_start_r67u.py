@@ -43,8 +43,9 @@ def _sweep_job(tmp_path: Path, name: str = "1") -> Path:
 
 def test_a_sweep_job_that_never_ran_starts_in_one_short_line(tmp_path, caplog):
     job = _sweep_job(tmp_path)
-    assert _said(job, caplog) == "train.resume=auto: job 1 of the sweep has not run before: starting it fresh"
-    assert _said(tmp_path / "2", caplog) == "train.resume=auto: job 2 of the sweep has not run before: starting it fresh"
+    for folder, name in ((job, "1"), (tmp_path / "2", "2")):  # 2: a job whose folder is not made yet
+        said = _said(folder, caplog)
+        assert said == f"train.resume=auto: job {name} of the sweep has not run before: starting it fresh"
 
 
 @pytest.mark.parametrize("trace", ["metrics.json", "checkpoints/20.orbax-checkpoint-tmp-1", "error.attempt1.txt",
