@@ -148,8 +148,10 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                         method.region, "--margin", repr(float(method.margin)), "--", *extra] if method.sequential else
                        [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
                         f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *settings[3:], *resume])
-            print(*[f"{task} {budget}: {line}" for line in (left, " ".join(map(shlex.quote, command[1:]))) if line],
-                  sep="\n", flush=True)  # the note its own line: after the command, '# ...' broke a paste into zsh
+            # the interpreter too (was left out: '/.../launch.py -m ...', which pasted ran nothing); the note its own
+            # line: after the command, '# ...' broke a paste into zsh
+            print(*[f"{task} {budget}: {line}" for line in (left, shlex.join(map(str, command))) if line],
+                  sep="\n", flush=True)
             start = time.perf_counter()
             code, stopped = launch(command, job_root / "launch.log", grace_s, checkpoints=not method.sequential)
             status, why = job_status(metrics), failure(metrics, job_root / "launch.log")

@@ -106,7 +106,8 @@ class PreemptionWatch:
         self.save_every, self._saved = 0, None  # train.checkpoint_every; steps a save asked the sync point with
         self._told = False  # whether a check told JAX's preemption service of this process's signal
         self._trained: tuple[int, Any] | None = None  # (step, checkpoint) once training is over
-        self.stop_lock, self.settled, self.watchdog = threading.Lock(), False, None  # settle(); a StopWatchdog
+        # settle(); a StopWatchdog; whether the stop came from another process (check_together), this one no signal
+        self.stop_lock, self.settled, self.watchdog, self.elsewhere = threading.Lock(), False, None, False
         # The last step boundary (step, time.monotonic()), the longest time between two, whether a stop was answered:
         self.boundary, self.longest_step_s, self.answered = None, 0.0, False  # the watchdog's measure of a hung step
 
@@ -241,8 +242,8 @@ class PreemptionWatch:
             As ``check``.
         """
         together = not self._deferred and self.stop_requested()
-        if together and self.signum is None:
-            self.signum = signal.SIGTERM  # the parent's Ctrl-C reaches distributed=local's processes as it: said alike
+        if together and self.signum is None:  # (the parent's Ctrl-C reaches distributed=local's processes as it)
+            self.signum, self.elsewhere = signal.SIGTERM, True  # said alike; by peer_stop, where another's came
         # several processes: at the sync point only, though a process's own signal (a terminal's Ctrl-C reaches each
         # process) came before it: that process would stop alone, the others in the chunk
         if (together or not self._several()) and self.signum is not None and not self._deferred:

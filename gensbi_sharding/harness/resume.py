@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
+from gensbi_sharding.harness.fresh_start import fresh_start_words
 from gensbi_sharding.harness.model_switch import switched_model_fix
 from gensbi_sharding.harness.hints import override_literal, saving_overrides
 from gensbi_sharding.harness.runs_below import runs_note, sweep_jobs
@@ -143,9 +144,8 @@ def resume_point(cfg: Any, out: Any) -> Any:
                  "requeue: resuming from it", cfg.train.resume, out, own)
         return (Path(out) / CHECKPOINT_SUBDIR / str(own)).resolve()
     steps = committed_steps(out / CHECKPOINT_SUBDIR)
-    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else
-             f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its "
-             "folder>; to train a finished one further: train.resume=<its folder> and a new hydra.run.dir)")
+    # a sweep's job never run before (continued after a Ctrl-C) starts in one short line (was: the advice too)
+    log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else fresh_start_words(out))
     return (out / CHECKPOINT_SUBDIR / str(steps[-1])).resolve() if steps else None
 
 

@@ -25,6 +25,7 @@ from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
+from gensbi_sharding.harness.peer_stop import peer_stop_line, stopped_by_peer
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 from gensbi_sharding.harness.run_steps import claim_first, run_steps
 from gensbi_sharding.harness.stop_watchdog import watch_setup
@@ -63,7 +64,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             claim(folder, cfg, watch)
             failure = run_job(cfg, out, metrics, folder, watch, start)
         except Preempted as stop:
-            record_stop(stop, metrics, out, start, folder)
+            record_stop(stop, metrics, out, start, folder, by_peer=stopped_by_peer(watch))
         except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was (a save under way ended first)
             saved = stop_record.record_resume_point(metrics, out)  # the checkpoint committed, named for its resume
             stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)
@@ -120,11 +121,14 @@ def run_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_fol
 
 
 def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: float,
-                folder: run_folder.RunFolder) -> None:
+                folder: run_folder.RunFolder, by_peer: bool = False) -> None:
     """A stop asked for (a preemption signal, Ctrl-C) in ``metrics``, with the command that continues the job; a
-    Ctrl-C ends the sweep too, as Python's ``KeyboardInterrupt`` would (raised here)."""
+    Ctrl-C ends the sweep too, as Python's ``KeyboardInterrupt`` would (raised here). ``by_peer``: another process's
+    signal stopped this one (``peer_stop``), which says so on its console."""
     # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-    error = f"{stop}; continue with: {sweep_hints.continue_command(out)}"
+    error = f"{stop}; continue with: {(command := sweep_hints.continue_command(out))}"
+    if by_peer:  # its own stop line goes to its log only (console.stop_level): was no word on its console, exit 75
+        log.warning("%s", peer_stop_line(stop.step, command))
     whole = sweep_continue.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
     # "stopped_at_step", whichever stopped it (the status says which), the name a Ctrl-C's stop reads right under.
     metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step, error=error)
