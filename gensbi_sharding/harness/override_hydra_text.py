@@ -47,6 +47,8 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
             continue
         word, prefix = str(value).lower(), o.arg[:len(o.arg) - len(o.arg.lstrip("+~"))]
         fixed = f"{prefix}{o.key}={','.join(map(_as_text, values))}"
+        if not prefix and not preset and _unheld(command, o.arg, fixed):  # an entry Hydra lacks: ++ adds it (was:
+            fixed = f"++{fixed}"  # hydra.job.env_set.N='false', which Hydra refused: "Could not override")
         said = o.raw if not o.sweep else f"{word} (a value of the sweep {o.raw})"
         if preset:  # the sweeper reads the line's text as an override: the quotes go inside YAML's
             return (f"{o.arg} (in the preset's hydra.sweeper.params): {o.key} takes text, and {said} is a yes/no, "
@@ -56,6 +58,14 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
                        f"(Python's spelling), as in a config file", fixed, how="; for the text, quote it: ",
                        shown=shlex.quote(fixed) if set(fixed) & set('"$`\\!') else f"\"{fixed}\"")
     return None
+
+
+def _unheld(command: CommandLine, typed: str, fixed: str) -> bool:
+    """Whether Hydra's config, as ``command`` (``typed`` replaced by ``fixed``) composes it, lacks ``fixed``'s key."""
+    from gensbi_sharding.harness.hydra_entries import hydra_entry_problem
+
+    problem = hydra_entry_problem([fixed if arg == typed else arg for arg in command.args])
+    return problem is not None and problem.startswith(f"{fixed}:")
 
 
 def hydra_written(key: str, value: object) -> str:
