@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["hydra_type", "hydra_entry_problem"]
+__all__ = ["hydra_type", "in_hydra_dict", "hydra_entry_problem"]
 
 
 def hydra_type(key: str) -> typing.Any:
@@ -50,8 +50,20 @@ def hydra_type(key: str) -> typing.Any:
     return kind
 
 
-def _below_dict(key: str) -> bool:
-    """Whether ``key`` lies in one of Hydra's dict settings: an entry, a key under one, or the setting itself."""
+def in_hydra_dict(key: str) -> bool:
+    """Whether the dotted ``key`` lies in one of Hydra's dict settings (``hydra.job.env_set``, ``hydra.callbacks``,
+    ``hydra.job_logging``): an entry, a key under one, or the setting itself.
+
+    Parameters
+    ----------
+    key : str
+        E.g. ``hydra.job_logging.root.level`` (a leading ``+``/``~`` already dropped).
+
+    Returns
+    -------
+    bool
+        True for that one; False for ``hydra.run.dir``.
+    """
     parts = key.split(".")
     return any(typing.get_origin(hydra_type(".".join(parts[:i]))) is dict for i in range(2, len(parts) + 1))
 
@@ -112,7 +124,7 @@ def hydra_entry_problem(args: Sequence[str] | CommandLine) -> str | None:
     command, hydra = parse(args), None
     for o in command.parsed:  # a sweep is hydra_sweep_problem's, the plugins' settings hydra_plugins'
         if o.typed != o.key or "=" not in o.arg or o.sweep or not o.key.startswith("hydra.") \
-                or o.key.startswith(("hydra.launcher.", "hydra.sweeper.")) or not _below_dict(o.key):
+                or o.key.startswith(("hydra.launcher.", "hydra.sweeper.")) or not in_hydra_dict(o.key):
             continue
         if hydra is None and (hydra := _hydra_config(command)) is None:
             return None

@@ -172,6 +172,7 @@ def hydra_missing_problem(args) -> str | None:
 
     from gensbi_sharding.harness.config_values import MISSING_MARK
     from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.hydra_entries import in_hydra_dict
     from gensbi_sharding.harness.override_grammar import hydra_value, parse
 
     schema = OmegaConf.structured(HydraConf)
@@ -179,6 +180,8 @@ def hydra_missing_problem(args) -> str | None:
         key = o.typed.lstrip("+")  # ~key=??? deletes the key where it holds ???: nothing Hydra reads
         if not key.startswith("hydra.") or "=" not in o.arg or o.sweep or o.hydra.value() != MISSING:
             continue
+        if in_hydra_dict(key):  # an entry Hydra reads as it starts (env_set's, a logging config's): was its
+            return f"{o.arg}: {MISSING_MARK} or leave it out"  # traceback (MissingMandatoryValue, an AttributeError)
         parent, _, name = key.removeprefix("hydra.").rpartition(".")
         node = OmegaConf.select(schema, parent, default=None) if parent else schema
         if not isinstance(node, DictConfig) or name not in node.keys():  # no such key: hydra_key_problem's
