@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["hydra_type", "in_hydra_dict", "hydra_entry_problem"]
+__all__ = ["hydra_type", "in_hydra_dict", "hydra_entry_problem", "hydra_merge_problem"]
 
 
 def hydra_type(key: str) -> typing.Any:
@@ -68,24 +68,29 @@ def in_hydra_dict(key: str) -> bool:
     return any(typing.get_origin(hydra_type(".".join(parts[:i]))) is dict for i in range(2, len(parts) + 1))
 
 
-def _hydra_config(command: CommandLine):
-    """Hydra's config (``hydra:``) as the command's first job composes it, its own overrides left out; None where it
-    does not compose (another check's to name)."""
+def _hydra_config(command: CommandLine, extra: Sequence[str] = ()):
+    """Hydra's config (``hydra:``) as the command's first job composes it, its own overrides left out but ``extra``;
+    None where it does not compose (another check's to name), or with ``extra``, Hydra's error."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from gensbi_sharding.harness.command_defaults import command_jobs
+    from gensbi_sharding.harness.config import register_configs
 
+    register_configs()  # conf/model/*.yaml pull in the schemas it stores
     if not (jobs := command_jobs(command)):
         return None
     chosen, home, name = jobs[0]
+    # Hydra's own groups as typed (hydra/job_logging=none holds no root to override)
+    overrides = [*chosen, *(o.arg for o in command.parsed if o.key.startswith("hydra/") and o.typed == o.key
+                            and not o.sweep), *extra]
     try:
         if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job)
-            return compose(config_name=name, overrides=list(chosen), return_hydra_config=True).hydra
+            return compose(config_name=name, overrides=overrides, return_hydra_config=True).hydra
         with initialize_config_dir(config_dir=home, version_base="1.3"):
-            return compose(config_name=name, overrides=list(chosen), return_hydra_config=True).hydra
-    except Exception:  # noqa: BLE001 (a choice that does not compose: its own check names it)
-        return None
+            return compose(config_name=name, overrides=overrides, return_hydra_config=True).hydra
+    except Exception as err:  # noqa: BLE001 (a choice that does not compose: its own check names it)
+        return err if extra else None
 
 
 def _missing(node, parts: list[str], value: typing.Any) -> str | None:
@@ -94,6 +99,8 @@ def _missing(node, parts: list[str], value: typing.Any) -> str | None:
     from omegaconf import DictConfig
 
     for i, part in enumerate(parts):
+        if node is None and i:  # below a null (hydra/job_logging=none's root): Hydra holds no key there
+            return ".".join(parts[:i + 1])
         if not isinstance(node, DictConfig):
             return None  # below a value: hydra_key_problem's, or the value's type Hydra's to judge
         if part not in node:
@@ -133,3 +140,48 @@ def hydra_entry_problem(args: Sequence[str] | CommandLine) -> str | None:
             return Refusal(f"{o.arg}: Hydra's config holds no hydra.{lacked} to override, and a key typed without + "
                            "must be there", fix, how="; to add it, write ", shown=pasted([fix])[1])
     return None
+
+
+def hydra_merge_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of a ``hydra.*`` override Hydra cannot merge into its config as the command composes it:
+    a plugin's setting given a value of another type (``hydra/launcher=slurm hydra.launcher.timeout_min=true``), a
+    preset's sweeper params given a list (``sweep=rules_x_model_axis hydra.sweeper.params.rule=[a]``); was Hydra's
+    several-line "Error merging override" with the full key and object type, after every check had passed. None when
+    there is none; composed only for a command holding a ``hydra.*`` setting no fixed schema types.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name (``sys.argv[1:]``).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"hydra.launcher.timeout_min=true: Hydra cannot set it (Value 'True' of type 'bool' could not be converted
+        to Integer); give it a value it takes, e.g. hydra.launcher.timeout_min=60 (its default), or leave it out"``.
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.override_grammar import hydra_value
+    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.paste_command import pasted
+
+    command = parse(args)
+    typed = [o for o in command.parsed if o.key.startswith("hydra.") and "=" in o.arg and not o.sweep
+             and hydra_type(o.key) is None]  # a fixed schema's value: hydra_type_problem's
+    if not typed or not isinstance(err := _hydra_config(command, [o.arg for o in typed]), Exception):
+        return None
+    o = next((o for o in typed if str(err).startswith(f"Error merging override {o.arg}")), None)
+    if o is None:
+        return None
+    cause = err.__cause__ or err
+    reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    said = f"{o.arg}: Hydra cannot set it ({reason})"
+    hydra = _hydra_config(command)
+    default = OmegaConf.select(hydra, o.key.removeprefix("hydra."), default=None) if hydra is not None else None
+    if isinstance(default, bool | int | float | str) and str(default) not in ("", "???"):
+        # text as Hydra's grammar reads it back (a preset's sweep 'a,b' quoted: one value, not a sweep)
+        fix = f"{o.typed}={hydra_value(default) if isinstance(default, str) else hydra_written(o.key, default)}"
+        return Refusal(said, fix, how="; give it a value it takes, e.g. ", after=" (its default), or leave it out",
+                       shown=pasted([fix])[1])
+    return f"{said}; give it a value it takes, or leave it out"
