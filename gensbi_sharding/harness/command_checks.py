@@ -19,6 +19,7 @@ from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
 from gensbi_sharding.harness.group_compose import group_choice_problem
 from gensbi_sharding.harness.hydra_entries import hydra_entry_problem, hydra_merge_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
+from gensbi_sharding.harness.hydra_start import callback_problem, env_copy_problem
 from gensbi_sharding.harness.hydra_values import hydra_dict_problem, hydra_sweep_problem, hydra_type_problem, \
     sweeper_param_problem
 from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
@@ -55,7 +56,7 @@ OVERRIDE_CHECKS = (line_break_problem, long_name_problem, config_flag_problem, f
                    command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
                    hydra_sweep_problem, hydra_dict_problem, sweeper_param_problem, hydra_type_problem,
-                   hydra_entry_problem, hydra_merge_problem,
+                   hydra_entry_problem, hydra_merge_problem, env_copy_problem, callback_problem,
                    hydra_plugin_problem, mode_flags_problem, override_problem, group_choice_problem,
                    dict_override_problem,
                    experiment_sizes_problem, rule_file_problem)
