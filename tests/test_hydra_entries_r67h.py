@@ -22,7 +22,8 @@ def _hydra(overrides):
 
 @pytest.mark.parametrize("arg, lacked", [("hydra.job.env_set.N=1", "hydra.job.env_set.N"),
                                          ("hydra.job.env_set={A:1}", "hydra.job.env_set.A"),
-                                         ("hydra.callbacks={a:{_target_:x}}", "hydra.callbacks.a"),
+                                         ("hydra.callbacks={a:{_target_:gensbi_sharding.harness.summary.SweepSummary}}",
+                                          "hydra.callbacks.a"),
                                          ("hydra.callbacks.sweep_summary.x=1", "hydra.callbacks.sweep_summary.x")])
 def test_a_bare_key_hydra_lacks_names_plus_plus_and_the_fix_composes(arg, lacked):
     problem = command_problem([arg])
