@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+import warnings
 from collections.abc import Sequence
 
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
@@ -84,13 +85,15 @@ def _hydra_config(command: CommandLine, extra: Sequence[str] = ()):
     # Hydra's own groups as typed (hydra/job_logging=none holds no root to override)
     overrides = [*chosen, *(o.arg for o in command.parsed if o.key.startswith("hydra/") and o.typed == o.key
                             and not o.sweep), *extra]
-    try:
-        if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job)
-            return compose(config_name=name, overrides=overrides, return_hydra_config=True).hydra
-        with initialize_config_dir(config_dir=home, version_base="1.3"):
-            return compose(config_name=name, overrides=overrides, return_hydra_config=True).hydra
-    except Exception as err:  # noqa: BLE001 (a choice that does not compose: its own check names it)
-        return err if extra else None
+    with warnings.catch_warnings():  # a check's composition says nothing itself (command_defaults.composed)
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job)
+                return compose(config_name=name, overrides=overrides, return_hydra_config=True).hydra
+            with initialize_config_dir(config_dir=home, version_base="1.3"):
+                return compose(config_name=name, overrides=overrides, return_hydra_config=True).hydra
+        except Exception as err:  # noqa: BLE001 (a choice that does not compose: its own check names it)
+            return err if extra else None
 
 
 def _missing(node, parts: list[str], value: typing.Any) -> str | None:
