@@ -44,3 +44,13 @@ def test_an_empty_config_dir_is_named_as_empty(args):
 def test_an_empty_config_name_is_named_as_empty(args):
     assert command_problem(args) == ("--config-name '': no config named; its configs: config; leave --config-name out "
                                      "(launch.py's is config)")
+
+
+# Found by the same fuzz with the real launch.py: -cp pkg://hydra.conf was left to Hydra, whose "Cannot find primary
+# config 'config'" and search path came in several lines.
+def test_a_config_path_package_without_the_config_or_not_installed_is_named():
+    assert command_problem(["-cp", "pkg://hydra.conf"]) == f"--config-path pkg://hydra.conf: the package hydra.conf " \
+                                                          f"holds no config.yaml; {FIX}"
+    assert command_problem(["-cp", "pkg://r67_no_such_pkg"]) == ("--config-path pkg://r67_no_such_pkg: the package "
+                                                                 f"r67_no_such_pkg is not installed here; {FIX}")
+    assert command_problem(["-cp", "pkg://hydra.conf", "-cn", "hydra/help/default"]) is None  # a config it holds

@@ -58,19 +58,36 @@ def _config_path_problem(args: list[str], name: str) -> str | None:
     'config'" and its search path, in several lines (``-cp ''``: launch.py's own folder, which holds none)."""
     from hydra.core.config_store import ConfigStore
 
-    given = [p for p in hydra_flag_values(args, "-cp", "--config-path") if not p.startswith("pkg://")][-1:]
+    given = hydra_flag_values(args, "-cp", "--config-path")[-1:]
     if not given:
         return None
-    folder = (CONF.parent / given[0]).resolve()
-    said = (f"--config-path {shlex.quote(given[0])}: Hydra reads it from launch.py's folder ({CONF.parent}), and "
-            f"{folder}")
     fix = f"give the folder that holds your {name}.yaml, or leave --config-path out (launch.py reads its own {CONF})"
-    if not folder.is_dir():
-        return f"{said} is no folder; {fix}"
+    if given[0].startswith("pkg://"):  # a package's files (was Hydra's "Cannot find primary config" too)
+        package = given[0][len("pkg://"):]
+        folder, said = _package_folder(package), f"--config-path {given[0]}: the package {shlex.quote(package)}"
+        if folder is None:
+            return f"{said} is not installed here; {fix}"
+    else:
+        folder = (CONF.parent / given[0]).resolve()
+        said = (f"--config-path {shlex.quote(given[0])}: Hydra reads it from launch.py's folder ({CONF.parent}), "
+                f"and {folder}")
+        if not folder.is_dir():
+            return f"{said} is no folder; {fix}"
     dirs = [folder, *map(Path, hydra_flag_values(args, "-cd", "--config-dir"))]
     if any((d / f"{name}.yaml").is_file() for d in dirs) or f"{name}.yaml" in ConfigStore.instance().list(""):
         return None
     return f"{said} holds no {name}.yaml; {fix}"
+
+
+def _package_folder(package: str):
+    """The files of the installed ``package`` (``hydra.conf``), as ``importlib.resources`` reads them; None where no
+    such package is installed."""
+    from importlib.resources import files
+
+    try:
+        return files(package)
+    except (ImportError, TypeError, ValueError):  # not installed, or no package (a module, an empty name)
+        return None
 
 
 #: What Hydra's ``--info`` shows, the word after it (bare ``--info``: all).
