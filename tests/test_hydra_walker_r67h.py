@@ -35,3 +35,16 @@ def test_an_entry_of_text_given_a_dict_names_why():
     assert hydra_type_problem(["++hydra.job.env_set.A={b:1}"]) == (
         "++hydra.job.env_set.A={b:1}: hydra.job.env_set.A cannot take {b:1} (Cannot convert 'dict' to string: "
         "'{'b': 1}'); give it a value it takes, or leave it out")
+
+
+# An entry of a dict of anything (Hydra's logging config: Dict[str, Any]) has no type to check: the one walker read it
+# as Any and hydra_type_problem then merged it into the bare schema, whose job_logging is ???, and raised (found by
+# this round's second fuzz of two overrides, 94 commands of hydra.job_logging.<key>).
+@pytest.mark.parametrize("args", [["hydra/job_logging=gensbi", "hydra.job_logging.version=1"],
+                                  ["hydra/job_logging=none", "hydra.job_logging.version=1"],
+                                  ["hydra.job_logging.root.level=DEBUG"]])
+def test_an_entry_of_a_dict_of_anything_is_left_to_hydra_which_composes_it(args):
+    assert hydra_type_problem(args) is None
+    assert command_problem(args) is None
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        compose("config", overrides=args, return_hydra_config=True)

@@ -160,8 +160,9 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")
         hint, value = (_hint(key), o.hydra.value()) if key.startswith("hydra.") and "=" in o.arg else (None, None)
-        if hint is None or o.hydra.is_sweep_override() or value is None or "${" in str(value) or dict in (
-                typing.get_origin(hint), hint) or key.startswith(f"{_SWEEPER_PARAMS}."):
+        if hint in (None, typing.Any) or o.hydra.is_sweep_override() or value is None or "${" in str(value) or (
+                dict in (typing.get_origin(hint), hint)) or key.startswith(f"{_SWEEPER_PARAMS}."):
+            # no type to check (an entry of a dict of anything: a logging config's, a callback's), a dict's or null
             continue
         schema = schema or OmegaConf.structured(HydraConf)
         node = schema.copy()
