@@ -63,3 +63,17 @@ def test_a_yes_no_for_an_entry_hydra_lacks_is_quoted_with_plus_plus_and_composes
     pasted = shlex.split(problem.rsplit("quote it: ", 1)[1])
     assert pasted == ["++hydra.job.env_set.OTHER='false'"] and command_problem(pasted) is None
     assert _hydra(pasted).job.env_set.OTHER == "false"
+
+
+# A preset's sweeper params are a dict too (found by this round's second fuzz): sweep=rules_x_model_axis
+# hydra.sweeper.params.seed=1 passed every check, then Hydra's "Could not override 'hydra.sweeper.params.seed'".
+def test_a_sweeper_param_the_preset_lacks_typed_bare_names_plus_plus():
+    args = ["sweep=rules_x_model_axis", "hydra.sweeper.params.seed=1"]
+    assert command_problem(args) == ("hydra.sweeper.params.seed=1: Hydra's config holds no hydra.sweeper.params.seed "
+                                     "to override, and a key typed without + must be there; to add it, write "
+                                     "++hydra.sweeper.params.seed=1")
+    with pytest.raises(Exception, match="Could not override"):
+        _hydra(args)
+    pasted = [args[0], "++hydra.sweeper.params.seed=1"]
+    assert command_problem(pasted) is None and _hydra(pasted).sweeper.params.seed == "1"  # params are text
+    assert command_problem([args[0], "hydra.sweeper.params.rule=fsdp"]) is None  # one the preset sets

@@ -133,8 +133,9 @@ def hydra_entry_problem(args: Sequence[str] | CommandLine) -> str | None:
 
     command, hydra = parse(args), None
     for o in command.parsed:  # a sweep is hydra_sweep_problem's, the plugins' settings hydra_plugins'
-        if o.typed != o.key or "=" not in o.arg or o.sweep or not o.key.startswith("hydra.") \
-                or o.key.startswith(("hydra.launcher.", "hydra.sweeper.")) or not in_hydra_dict(o.key):
+        params = o.key.startswith("hydra.sweeper.params.")  # a preset's sweep params: a dict too
+        if o.typed != o.key or "=" not in o.arg or o.sweep or not o.key.startswith("hydra.") or not params and (
+                o.key.startswith(("hydra.launcher.", "hydra.sweeper.")) or not in_hydra_dict(o.key)):
             continue
         if hydra is None and (hydra := _hydra_config(command)) is None:
             return None
