@@ -26,7 +26,6 @@ def _hydra(overrides):
                                                                          ["true", "false"])),
     (f"{EXCLUDE}=[seed,FALSE]", "false", f"{EXCLUDE}=[seed,'false']", ("job.config.override_dirname.exclude_keys",
                                                                         ["seed", "false"])),
-    ("hydra.job.env_copy=[false]", "false", "hydra.job.env_copy=['false']", None),  # Hydra reads variable false
     ("+hydra.job.env_set={A:true}", "true", "+hydra.job.env_set={A:'true'}", ("job.env_set", {"A": "true"})),
     ("hydra.job.env_set={A:true}", "true", "++hydra.job.env_set={A:'true'}", ("job.env_set", {"A": "true"}))])
 def test_a_yes_no_entry_of_a_text_list_or_dict_is_refused_and_the_quoted_fix_gives_the_text(typed, word, fix, read):
@@ -39,8 +38,6 @@ def test_a_yes_no_entry_of_a_text_list_or_dict_is_refused_and_the_quoted_fix_giv
                        f"it: \"{fix}\"")
     pasted = shlex.split(problem.rsplit("quote it: ", 1)[1])  # as a shell reads the words printed
     assert pasted == [fix] and command_problem(pasted) is None
-    if read is None:
-        return
     path, text = read
     assert OmegaConf.to_container(OmegaConf.select(_hydra(pasted), path)) == text  # the words, as typed
     if typed.startswith("+"):
@@ -51,3 +48,12 @@ def test_a_yes_no_entry_of_a_text_list_or_dict_is_refused_and_the_quoted_fix_giv
 @pytest.mark.parametrize("typed", [f"{EXCLUDE}=[seed]", f"{EXCLUDE}=[seed,'true']", "+hydra.job.env_set={A:'1'}"])
 def test_text_entries_pass(typed):
     assert command_problem([typed]) is None
+
+
+def test_a_yes_no_in_env_copy_is_quoted_and_the_variable_named_so_must_be_set(monkeypatch):
+    monkeypatch.delenv("false", raising=False)
+    lines = command_problem(["hydra.job.env_copy=[false]"]).splitlines()  # both refusals, each with its fix
+    assert lines[1].endswith("; for the text, quote it: \"hydra.job.env_copy=['false']\"")
+    assert lines[2].startswith("  hydra.job.env_copy=['false']: false is not set in this shell")
+    monkeypatch.setenv("false", "1")  # Hydra copies a variable of that name: one that is set
+    assert command_problem(["hydra.job.env_copy=['false']"]) is None
