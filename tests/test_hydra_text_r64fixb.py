@@ -18,7 +18,7 @@ def test_a_yes_no_for_a_text_setting_of_hydras_is_refused_and_the_quoted_fix_giv
     key = typed.split("=", 1)[0]
     assert problem == (f"{typed}: {key.lstrip('+')} takes text, and {word} is a yes/no, which it would read as "
                        f"'{word.title()}' (Python's spelling), as in a config file; for the text, quote it: "
-                       f"\"{key}='{word}'\""), problem
+                       f"\"{'++' * ('OTHER' in key)}{key}='{word}'\""), problem  # an entry Hydra lacks: ++ (r67)
     pasted = shlex.split(problem.rsplit("quote it: ", 1)[1])  # as a shell reads the words printed
     assert pasted == [fix_of(problem)] and command_problem(pasted) is None
     assert parse(pasted).parsed[0].hydra.value() == word  # the text itself

@@ -367,8 +367,11 @@ def test_a_config_dir_or_name_hydra_cannot_find_is_refused_naming_the_fix(tmp_pa
         f"--config-dir {tmp_path / 'nope'}: {tmp_path / 'nope'} is no folder; give the folder that holds your config "
         "files (relative to where you launch), or leave --config-dir out")
     for fine in (["-cd", str(tmp_path), "-cn", "my"], ["-cn", "config"], ["-cn", "base_config"],  # a schema too
-                 ["-cp", "pkg://elsewhere", "-cn", "theirs"]):  # Hydra's to find
+                 ["-cp", "pkg://hydra.conf", "-cn", "hydra/help/default"]):  # a package's config (r67: one read)
         assert command_problem(fine) is None, fine
+    # r67: a package not installed was Hydra's to find, in its "Primary config module 'elsewhere' not found" lines
+    assert command_problem(["-cp", "pkg://elsewhere", "-cn", "theirs"]).startswith(
+        "--config-path pkg://elsewhere: the package elsewhere is not installed here")
 
 
 MODELS = "flux1, mlp, simformer, transformer"

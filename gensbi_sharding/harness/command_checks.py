@@ -16,7 +16,10 @@ from gensbi_sharding.harness.grammar_checks import bare_word_problem, grammar_pr
 from gensbi_sharding.harness.hydra_flags import config_flag_problem, flag_order_problem, flag_use_problem, \
     mode_flags_problem
 from gensbi_sharding.harness.experiment_sizes import experiment_sizes_problem
+from gensbi_sharding.harness.group_compose import group_choice_problem
+from gensbi_sharding.harness.hydra_entries import hydra_entry_problem, hydra_merge_problem
 from gensbi_sharding.harness.hydra_plugins import hydra_plugin_problem
+from gensbi_sharding.harness.hydra_start import callback_problem, env_copy_problem
 from gensbi_sharding.harness.hydra_values import hydra_dict_problem, hydra_sweep_problem, hydra_type_problem, \
     sweeper_param_problem
 from gensbi_sharding.harness.key_checks import model_key_problem, unknown_key_problem
@@ -39,6 +42,8 @@ __all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
 # (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
 # hydra.searchpath=??? is no word to put in a list);
+# group_choice_problem after override_problem (a group given a list or null is its), before experiment_sizes_problem
+# (model=${oc.env:HOME} is no model whose quick sizes to look for);
 # experiment_sizes_problem once every model= option's file is known good (a model of one's own without its quick sizes);
 # rule_file_problem last: it composes, and an override another check refuses is no command to compose;
 # line_break_problem first: every refusal shows the word as typed, over several lines where it holds a line break;
@@ -51,7 +56,9 @@ OVERRIDE_CHECKS = (line_break_problem, long_name_problem, config_flag_problem, f
                    command_sweep_problem,
                    list_override_problem, model_key_problem, unknown_key_problem, hydra_key_problem,
                    hydra_sweep_problem, hydra_dict_problem, sweeper_param_problem, hydra_type_problem,
-                   hydra_plugin_problem, mode_flags_problem, override_problem, dict_override_problem,
+                   hydra_entry_problem, hydra_merge_problem, env_copy_problem, callback_problem,
+                   hydra_plugin_problem, mode_flags_problem, override_problem, group_choice_problem,
+                   dict_override_problem,
                    experiment_sizes_problem, rule_file_problem)
 
 

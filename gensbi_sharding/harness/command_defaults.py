@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -128,10 +129,14 @@ def composed(overrides: tuple[str, ...], config_dir: str, config_name: str) -> t
     from gensbi_sharding.harness.config import register_configs
 
     register_configs()  # conf/model/*.yaml pull in the schemas it stores
-    try:
-        if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job): its conf/
-            return compose(config_name=config_name, overrides=list(overrides)), None
-        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
-            return compose(config_name=config_name, overrides=list(overrides)), None
-    except Exception as err:
-        return None, err
+    # A check's composition says nothing itself: Hydra's "path=x is not available" for a search path folder that is
+    # not there was printed above the refusal (twice: the command, then its fix checked), as a warning and its line
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            if GlobalHydra.instance().is_initialized():  # inside Hydra's app (sweep_check's refused job): its conf/
+                return compose(config_name=config_name, overrides=list(overrides)), None
+            with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+                return compose(config_name=config_name, overrides=list(overrides)), None
+        except Exception as err:
+            return None, err

@@ -23,11 +23,16 @@ def config_flag_problem(args: Sequence[str]) -> str | None:
 
     args = list(getattr(args, "args", args))  # a CommandLine (command_checks') or its words
     for given in hydra_flag_values(args, "-cd", "--config-dir"):
+        if not given.strip():  # was: "the launch folder is no folder"
+            return ("--config-dir '': no folder named; give the folder that holds your config files (relative to where "
+                    "you launch), or leave --config-dir out")
         if not os.path.isdir(given):
             return (f"--config-dir {given}: {os.path.abspath(given)} is no folder; give the folder that holds your "
                     "config files (relative to where you launch), or leave --config-dir out")
     folders = [CONF] + [Path(e[len("file://"):]) for e in config_folders(args)]
     names = [n.removesuffix(".yaml") for n in hydra_flag_values(args, "-cn", "--config-name")]
+    if (problem := _config_path_problem(args, (names or ["config"])[-1])) is not None:
+        return problem
     from hydra.core.config_store import ConfigStore
 
     from gensbi_sharding.harness.config import register_configs
@@ -36,12 +41,53 @@ def config_flag_problem(args: Sequence[str]) -> str | None:
     stored = {n.removesuffix(".yaml") for n in ConfigStore.instance().list("") if n.endswith(".yaml")}
     found = sorted({p.stem for f in folders for p in f.glob("*.yaml")})  # the files: a schema is no one's config
     packaged = any(p.startswith("pkg://") for p in hydra_flag_values(args, "-cp", "--config-path"))  # Hydra's
+    if names and not names[-1].strip():  # was: "no .yaml in conf/"
+        return (f"--config-name {shlex.quote(names[-1])}: no config named; its configs: {', '.join(found)}; leave "
+                "--config-name out (launch.py's is config)")
     if names and names[-1] not in {*found, *stored} and not packaged and all(f.is_dir() for f in folders):
         near = closest_name(names[-1], found)
         return (f"--config-name {names[-1]}: no {names[-1]}.yaml in {', '.join(map(str, folders))}; its configs: "
                 f"{', '.join(found)}" + (f"; did you mean --config-name {near}?" if near else
                                          "; add --config-dir <the folder that holds it>"))
     return None
+
+
+def _config_path_problem(args: list[str], name: str) -> str | None:
+    """A ``--config-path`` (read from launch.py's folder) that is no folder, or whose folder (nor ``--config-dir``'s)
+    holds no primary config ``name``: was Hydra's "Primary config directory not found" or "Cannot find primary config
+    'config'" and its search path, in several lines (``-cp ''``: launch.py's own folder, which holds none)."""
+    from hydra.core.config_store import ConfigStore
+
+    given = hydra_flag_values(args, "-cp", "--config-path")[-1:]
+    if not given:
+        return None
+    fix = f"give the folder that holds your {name}.yaml, or leave --config-path out (launch.py reads its own {CONF})"
+    if given[0].startswith("pkg://"):  # a package's files (was Hydra's "Cannot find primary config" too)
+        package = given[0][len("pkg://"):]
+        folder, said = _package_folder(package), f"--config-path {given[0]}: the package {shlex.quote(package)}"
+        if folder is None:
+            return f"{said} is not installed here; {fix}"
+    else:
+        folder = (CONF.parent / given[0]).resolve()
+        said = (f"--config-path {shlex.quote(given[0])}: Hydra reads it from launch.py's folder ({CONF.parent}), "
+                f"and {folder}")
+        if not folder.is_dir():
+            return f"{said} is no folder; {fix}"
+    dirs = [folder, *map(Path, hydra_flag_values(args, "-cd", "--config-dir"))]
+    if any((d / f"{name}.yaml").is_file() for d in dirs) or f"{name}.yaml" in ConfigStore.instance().list(""):
+        return None
+    return f"{said} holds no {name}.yaml; {fix}"
+
+
+def _package_folder(package: str):
+    """The files of the installed ``package`` (``hydra.conf``), as ``importlib.resources`` reads them; None where no
+    such package is installed."""
+    from importlib.resources import files
+
+    try:
+        return files(package)
+    except (ImportError, TypeError, ValueError):  # not installed, or no package (a module, an empty name)
+        return None
 
 
 #: What Hydra's ``--info`` shows, the word after it (bare ``--info``: all).

@@ -7,11 +7,11 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 import typing
 from collections.abc import Sequence
 
+from gensbi_sharding.harness.hydra_entries import hydra_type
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
 
@@ -22,17 +22,9 @@ _SWEEPER_PARAMS = "hydra.sweeper.params"
 
 
 def _hint(key: str) -> typing.Any:
-    """The type ``HydraConf`` declares for the dotted ``key`` (``hydra.job.env_set``); None where it declares none."""
-    from hydra.conf import HydraConf
-
-    from gensbi_sharding.harness.config import type_hints
-
-    if key == _SWEEPER_PARAMS:
-        return dict
-    hint: typing.Any = HydraConf
-    for part in key.split(".")[1:]:
-        hint = type_hints(hint).get(part) if dataclasses.is_dataclass(hint) else None
-    return hint
+    """The type ``HydraConf`` declares for the dotted ``key`` (``hydra_entries.hydra_type``: a dict's entry is its
+    value type, as Hydra converts it); the sweeper's params a dict (``hydra.sweeper`` has no fixed schema)."""
+    return dict if key == _SWEEPER_PARAMS else hydra_type(key)
 
 
 def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -168,8 +160,9 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")
         hint, value = (_hint(key), o.hydra.value()) if key.startswith("hydra.") and "=" in o.arg else (None, None)
-        if hint is None or o.hydra.is_sweep_override() or value is None or "${" in str(value) or dict in (
-                typing.get_origin(hint), hint) or key.startswith(f"{_SWEEPER_PARAMS}."):
+        if hint in (None, typing.Any) or o.hydra.is_sweep_override() or value is None or "${" in str(value) or (
+                dict in (typing.get_origin(hint), hint)) or key.startswith(f"{_SWEEPER_PARAMS}."):
+            # no type to check (an entry of a dict of anything: a logging config's, a callback's), a dict's or null
             continue
         schema = schema or OmegaConf.structured(HydraConf)
         node = schema.copy()

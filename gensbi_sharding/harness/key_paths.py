@@ -9,7 +9,6 @@ meant, as it does for a typo one level deep. Pure Python: no JAX.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection, Sequence
 
 from gensbi_sharding.harness.hints import closest_name
@@ -106,23 +105,20 @@ def hydra_key_problem(args) -> str | None:
 def hydra_list_problem(args) -> str | None:
     """The one-line refusal of a ``hydra.*`` list setting given one word or null (``hydra.searchpath=file://x``: was
     Hydra's "must be a list of strings" in several lines, after every check had passed, the checks before it reading
-    the word as a folder); None when there is none. Checked before any check composes (Hydra warns of the folder)."""
+    the word as a folder), or a list holding an entry that is no text (``hydra.searchpath=[1,[2]]``: Hydra's "must be
+    a list of strings. Got: [1, [2]]"; a list or dict in any list of text: no entry a text holds); None when there is
+    none. Checked before any check composes (Hydra warns of the folder). A yes/no entry is ``hydra_text_problem``'s."""
     import typing
 
-    from hydra.conf import HydraConf
-
-    from gensbi_sharding.harness.config import type_hints
+    from gensbi_sharding.harness.hydra_entries import hydra_type
     from gensbi_sharding.harness.override_grammar import hydra_value, parse
 
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")  # ++hydra.searchpath=file://x: Hydra's "str is not a ListConfig" alike
         if not key.startswith("hydra.") or "=" not in o.arg or o.sweep:
             continue
-        hint: typing.Any = HydraConf
-        for part in key.split(".")[1:]:
-            hint = type_hints(hint).get(part) if dataclasses.is_dataclass(hint) else None
-        if typing.get_origin(hint) is not list:  # List[str] only: an Optional one takes null, a dict another form
-            continue
+        if typing.get_origin(hydra_type(key)) is not list:  # List[str] only: an Optional one takes null, a dict
+            continue  # another form
         if isinstance(value := o.hydra.value(), str):
             return Refusal(f"{o.arg}: {key} takes a list, even of one entry", f"{o.typed}=[{hydra_value(value)}]",
                            how="; write ")
@@ -130,7 +126,36 @@ def hydra_list_problem(args) -> str | None:
         if value is None and key != "hydra.searchpath":  # Hydra: "Field ... is not Optional", as late
             return Refusal(f"{o.arg}: {key} takes a list, not null", f"{o.typed}=[]", how="; write ",
                            after=" (none), or leave it out")
+        if isinstance(value, list) and (problem := _entries_problem(o, key, value)) is not None:
+            return problem
     return None
+
+
+def _entries_problem(o, key: str, value: list) -> str | None:
+    """A list of text given a list or dict as an entry (no text it stands for); a search path given any entry that is
+    no text (Hydra's "must be a list of strings": a number, a yes/no, null too)."""
+    strict = key == "hydra.searchpath"
+    bad = next((v for v in value if isinstance(v, list | dict) or strict and not isinstance(v, str)), ...)
+    if bad is ...:
+        return None
+    return (f"{o.arg}: {key} takes a list of " + ("folders (a path, file://<path>) or packages (pkg://<name>)" if strict
+                                                else "text entries")
+            + f", and {_written(bad)} is not one; give each entry as one word" + (
+                ", the folder's path for a folder" if strict else ""))
+
+
+def _written(value) -> str:
+    """One entry of a list as Hydra's grammar writes it: ``[2]``, ``{a:1}``, ``null``, a string as Hydra reads it."""
+    from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.override_grammar import hydra_value
+
+    if isinstance(value, str):
+        return hydra_value(value)
+    if isinstance(value, list):
+        return f"[{','.join(map(_written, value))}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_written(v)}" for k, v in value.items()) + "}"
+    return override_literal(value)
 
 
 def hydra_missing_problem(args) -> str | None:
@@ -147,6 +172,7 @@ def hydra_missing_problem(args) -> str | None:
 
     from gensbi_sharding.harness.config_values import MISSING_MARK
     from gensbi_sharding.harness.hints import override_literal
+    from gensbi_sharding.harness.hydra_entries import in_hydra_dict
     from gensbi_sharding.harness.override_grammar import hydra_value, parse
 
     schema = OmegaConf.structured(HydraConf)
@@ -154,6 +180,8 @@ def hydra_missing_problem(args) -> str | None:
         key = o.typed.lstrip("+")  # ~key=??? deletes the key where it holds ???: nothing Hydra reads
         if not key.startswith("hydra.") or "=" not in o.arg or o.sweep or o.hydra.value() != MISSING:
             continue
+        if in_hydra_dict(key):  # an entry Hydra reads as it starts (env_set's, a logging config's): was its
+            return f"{o.arg}: {MISSING_MARK} or leave it out"  # traceback (MissingMandatoryValue, an AttributeError)
         parent, _, name = key.removeprefix("hydra.").rpartition(".")
         node = OmegaConf.select(schema, parent, default=None) if parent else schema
         if not isinstance(node, DictConfig) or name not in node.keys():  # no such key: hydra_key_problem's

@@ -7,11 +7,11 @@ Hydra's grammar reads a bare ``true`` as a yes/no, and a text setting takes it a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 import typing
 
+from gensbi_sharding.harness.hydra_entries import hydra_entry_problem, hydra_type
 from gensbi_sharding.harness.override_grammar import CommandLine
 from gensbi_sharding.harness.refusal import Refusal
 
@@ -41,21 +41,32 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
         # there, with -m or not); a preset's sweeper params are swept by the sweeper, so each value is checked here.
         if not o.key.startswith("hydra.") or o.hydra.is_delete() or (o.sweep and not preset):
             continue
-        values = o.values()
-        value = next((v for v in values if isinstance(v, bool)), None)
-        if value is None or not _text(_hydra_type(o.key.split(".")[1:])):
+        values, kind = o.values(), hydra_type(o.key)
+        # an entry of a list or dict of text too (exclude_keys=[true], env_set={A:true}: was 'True', silently)
+        value = next((b for v in values for b in _yes_nos(v, kind)), None)
+        if value is None:
             continue
         word, prefix = str(value).lower(), o.arg[:len(o.arg) - len(o.arg.lstrip("+~"))]
         fixed = f"{prefix}{o.key}={','.join(map(_as_text, values))}"
-        said = o.raw if not o.sweep else f"{word} (a value of the sweep {o.raw})"
+        if not prefix and not preset and _unheld(command, o.arg, fixed):  # an entry Hydra lacks: ++ adds it (was:
+            fixed = f"++{fixed}"  # hydra.job.env_set.N='false', which Hydra refused: "Could not override")
+        said = o.raw if isinstance(values[0], bool) and not o.sweep else f"{word} (a value of the sweep {o.raw})" \
+            if o.sweep else f"{word} (an entry of {o.raw})"
         if preset:  # the sweeper reads the line's text as an override: the quotes go inside YAML's
             return (f"{o.arg} (in the preset's hydra.sweeper.params): {o.key} takes text, and {said} is a yes/no, "
                     f"which it would read as '{value}' (Python's spelling), as in a config file; for the text, write "
                     f"{o.typed}: {json.dumps(fixed.split('=', 1)[1])} there")
-        return Refusal(f"{o.arg}: {o.key} takes text, and {said} is a yes/no, which it would read as '{value}' "
-                       f"(Python's spelling), as in a config file", fixed, how="; for the text, quote it: ",
+        return Refusal(f"{o.arg}: {o.key} takes {'text' if _text(kind) else 'text entries'}, and {said} is a yes/no, "
+                       f"which it would read as '{value}' (Python's spelling), as in a config file", fixed,
+                       how="; for the text, quote it: ",
                        shown=shlex.quote(fixed) if set(fixed) & set('"$`\\!') else f"\"{fixed}\"")
     return None
+
+
+def _unheld(command: CommandLine, typed: str, fixed: str) -> bool:
+    """Whether Hydra's config, as ``command`` (``typed`` replaced by ``fixed``) composes it, lacks ``fixed``'s key."""
+    problem = hydra_entry_problem([fixed if arg == typed else arg for arg in command.args])
+    return problem is not None and problem.startswith(f"{fixed}:")
 
 
 def hydra_written(key: str, value: object) -> str:
@@ -76,7 +87,7 @@ def hydra_written(key: str, value: object) -> str:
     """
     from gensbi_sharding.harness.override_grammar import hydra_value
 
-    text = _text(_hydra_type(key.split(".")[1:]))
+    text = _text(hydra_type(key))
     if value is None or isinstance(value, bool):
         return _as_text(value) if text else str(value).lower() if value is not None else "null"
     return hydra_value(str(value)) if text else str(value)
@@ -89,6 +100,10 @@ def _as_text(value: object) -> str:
 
     if isinstance(value, bool):
         return f"'{str(value).lower()}'"
+    if isinstance(value, list):
+        return f"[{','.join(map(_as_text, value))}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_as_text(v)}" for k, v in value.items()) + "}"
     return "null" if value is None else hydra_value(value) if isinstance(value, str) else str(value)
 
 
@@ -115,21 +130,17 @@ def preset_sweep_problem(params: list[str], options=None) -> str | None:
             or hydra_text_problem(parse(params), preset=True))
 
 
-def _hydra_type(parts: list[str]) -> object:
-    """The type Hydra's schema (``hydra.conf.HydraConf``) gives the setting at ``parts`` below ``hydra``; None where
-    none says (a plugin's, a callback's)."""
-    from hydra.conf import HydraConf
-
-    schema: object = HydraConf
-    for part in parts:
-        if typing.get_origin(schema) is dict:  # a mapping's entry (env_set's: str)
-            schema = typing.get_args(schema)[1]
-            continue
-        hints = typing.get_type_hints(schema) if dataclasses.is_dataclass(schema) else {}
-        if part not in hints:
-            return None
-        schema = hints[part]
-    return schema
+def _yes_nos(value: object, kind: object) -> list[bool]:
+    """The yes/no words ``value`` gives text where Hydra's setting is of ``kind``: itself for a text setting, its
+    entries for a list or dict of text."""
+    args = typing.get_args(kind)
+    if isinstance(value, bool):
+        return [value] if _text(kind) else []
+    if isinstance(value, list) and typing.get_origin(kind) is list and _text(args[0]):
+        return [v for v in value if isinstance(v, bool)]
+    if isinstance(value, dict) and typing.get_origin(kind) is dict and _text(args[1]):
+        return [v for v in value.values() if isinstance(v, bool)]
+    return []
 
 
 def _text(kind: object) -> bool:

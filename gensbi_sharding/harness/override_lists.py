@@ -168,6 +168,12 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
                  "unless your experiment picks it);" if field.models and not chosen else "")
         if (bad := _element_problem(o, field, typed, owner)) is not None:  # [1.5], [a]: Hydra named no fix
             return bad
+        if dicts := [v for v in (o.values() if o.sweep else [override.value()]) if isinstance(v, dict)]:
+            # was Hydra's several-line "Error merging override" (mesh.devices={a:1}, {} too)
+            example = _list_example(command, o, field.example)  # a sweep's other values kept
+            shown = ",".join(dict.fromkeys(example if isinstance(v, dict) else _as_list(v) for v in o.values())) \
+                if o.sweep else example
+            return Refusal(f"{head}:{owner} a list is expected, not a dict", f"{typed}={shown}", how="; write e.g. ")
         if o.sweep:
             values = o.values()
             quoted = [_quoted_list(v, field.element) for v in values]

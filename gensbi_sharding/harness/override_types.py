@@ -148,7 +148,11 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             return (f"{arg}: Hydra composes one job's config for {shows[0]}, and several values are a sweep; give "
                     f"{key} one value" + (f", e.g. {key}={strings[0]}" if strings else "")
                     + f", or leave out {shows[0]}")
-        if swept and sweeps_need_m and not command.multirun and not key.startswith("hydra"):
+        # a preset that turns multirun on (sweep=, experiment=sbibm) does so once Hydra has picked it: swept itself,
+        # only -m does (was: sweep=glob(*), experiment=quick,sbibm passed, then Hydra's "requires --multirun")
+        multirun = command.multirun if key not in ("sweep", "experiment") else any(
+            a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in command.args)
+        if swept and sweeps_need_m and not multirun and not key.startswith("hydra"):
             # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
                       if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation")) else "")
