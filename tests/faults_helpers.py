@@ -49,6 +49,24 @@ def run_tiny(out: Path, *overrides: str) -> dict:
     return run(compose_tiny(*overrides, output_dir=out))
 
 
+def ctrl_c_after(patch, step: int) -> None:
+    """Make the training loop raise KeyboardInterrupt right after ``step``'s checkpoint hook, as Ctrl-C there would
+    (``patch``: a ``monkeypatch`` or its ``context()``)."""
+    from gensbi_sharding.harness import train as train_module
+
+    real = train_module.train
+
+    def train(*args, on_step, **kwargs):
+        def hook(at, state):
+            done = on_step(at, state)
+            if at == step:
+                raise KeyboardInterrupt
+            return done
+        return real(*args, on_step=hook, **kwargs)
+
+    patch.setattr(train_module, "train", train)
+
+
 def under_command(overrides, check):
     """``check(cfg)`` with the config and Hydra's state ``launch.py``'s app holds for ``overrides`` (what
     ``composed_defaults`` reads), Hydra's state cleared after."""

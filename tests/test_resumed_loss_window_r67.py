@@ -7,8 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from faults_helpers import run_tiny
-from gensbi_sharding.harness import train as train_module
+from faults_helpers import ctrl_c_after, run_tiny
 
 
 @pytest.mark.slow  # three end-to-end runs (uninterrupted, stopped, resumed)
@@ -16,19 +15,9 @@ def test_a_resumed_run_reports_the_uninterrupted_runs_last_window(tmp_path, monk
     # 8 steps, log_every=3: windows 1-3, 4-6, 7-8, so the final train loss is the mean of steps 7-8.
     settings = ("train.log_every=3", "train.checkpoint_every=4")
     reference = run_tiny(tmp_path / "reference", *settings)
-    real = train_module.train
-
-    def train(*args, on_step, **kwargs):
-        def hook(at, state):
-            done = on_step(at, state)
-            if at == 5:
-                raise KeyboardInterrupt  # Ctrl-C after step 5: the run continues from checkpoint 4
-            return done
-        return real(*args, on_step=hook, **kwargs)
-
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(train_module, "train", train)
+        ctrl_c_after(patch, 5)  # the run continues from checkpoint 4
         with pytest.raises(KeyboardInterrupt):
             run_tiny(out, *settings)
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):

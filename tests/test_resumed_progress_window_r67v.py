@@ -10,7 +10,7 @@ import optax
 import pytest
 from flax import nnx
 
-from faults_helpers import run_tiny
+from faults_helpers import ctrl_c_after, run_tiny
 from gensbi_sharding.harness import train
 from test_run_report import Velocity
 
@@ -35,19 +35,9 @@ def test_a_resumed_runs_last_bar_loss_is_its_final_train_loss(tmp_path, monkeypa
     # 6 steps, log_every=3 (windows 1-3, 4-6), stopped after step 5 and resumed from checkpoint 4: the resumed
     # attempt's one window holds step 4 (the earlier attempt's) and steps 5-6
     settings = ("train.log_every=3", "train.checkpoint_every=2", "train.steps=6")
-    real = train.train
-
-    def stopped(*args, on_step, **kwargs):
-        def hook(at, current):
-            done = on_step(at, current)
-            if at == 5:
-                raise KeyboardInterrupt  # Ctrl-C after step 5: the run continues from checkpoint 4
-            return done
-        return real(*args, on_step=hook, **kwargs)
-
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(train, "train", stopped)
+        ctrl_c_after(patch, 5)  # the run continues from checkpoint 4
         with pytest.raises(KeyboardInterrupt):
             run_tiny(out, *settings)
     capsys.readouterr()
