@@ -76,7 +76,7 @@ class PartitionAxis(_Fields):
 
     def _replace(self, **fields: MeshAxes) -> "PartitionAxis":
         """A copy with ``fields`` changed (NamedTuple's); ``ValueError`` naming a misspelt field and the one meant."""
-        _check_fields(fields, "PartitionAxis._replace", ValueError)  # was NamedTuple's "Got unexpected field names"
+        _check_fields(fields, "PartitionAxis._replace", ValueError)  # names the fields (NamedTuple's error: none)
         return super()._replace(**fields)
 
     def __hash__(self) -> int:
@@ -197,7 +197,7 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
         axes = tuple(a for a in mesh_axes_of(target) if a not in manual)
         target = _pack(axes)
         size = math.prod(mesh.shape[a] for a in axes)
-        if axes and used.intersection(axes):  # the fix: the axes left, where they split it (was: no fix named)
+        if axes and used.intersection(axes):  # the fix: the axes left, where they split it
             free = tuple(a for a in axes if a not in used)
             field, fits = ACTIVATION_NAMES[name], free and dim % math.prod(mesh.shape[a] for a in free) == 0
             unsplit[name], target = (f"mesh axes {axes} already split an earlier dimension; "
@@ -265,7 +265,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
                       f"{dict(active.shape)}: " + "; ".join(f"{n} ({r})" for n, r in unsplit.items()),
                       ShardingFallbackWarning, stacklevel=2)
     wrap = (lambda s: NamedSharding(mesh, s)) if isinstance(mesh, Mesh) else (lambda s: s)
-    if isinstance(x, jax.ShapeDtypeStruct):  # as shard_batch places one (a dry run's); was JAX's "not a valid JAX type"
+    if isinstance(x, jax.ShapeDtypeStruct):  # as shard_batch places one (a dry run's); JAX: "not a valid JAX type"
         held = mesh if isinstance(mesh, Mesh) or under_transform() else jax.sharding.get_mesh()  # set_mesh's: concrete
         return x.update(sharding=NamedSharding(held, spec) if isinstance(held, Mesh) and not held.empty else spec)
     if not isinstance(x, jax.core.Tracer):  # one move, any axis types: on a mesh of both kinds the constraint

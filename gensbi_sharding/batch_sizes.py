@@ -28,7 +28,7 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
     for name, value in given.items():
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise TypeError(f"nearest_batch_sizes: {name}={shown(value)} must be an integer (rows)")
-    if multiple < 1 or requested < 1:  # a negative request was answered (multiple,), as if it were valid
+    if multiple < 1 or requested < 1:  # else a negative request is answered (multiple,), as if valid
         name, value, what, fix = ("multiple", multiple, "the data-parallel size", abs(multiple) or 1) if multiple < 1 \
             else ("requested", requested, "a batch size, rows", multiple)  # -8: a sign slipped; the multiple is valid
         raise ValueError(f"nearest_batch_sizes: {name}={value} must be >= 1 ({what}), e.g. {name}={fix}")

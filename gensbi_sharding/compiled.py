@@ -22,7 +22,7 @@ def hlo_shape_bytes(shape: str) -> int:
     bound: ``f32[<=8]`` -> 32); ``ValueError`` for an unknown type or an unbounded dimension (``f32[?]``)."""
     total = 0
     for match in _ARRAY.finditer(shape):
-        if "?" in match["dims"]:  # was: the shape not matched, 0 bytes without a word (f32[<=8] too)
+        if "?" in match["dims"]:  # else it would count as 0 bytes, unsaid
             raise ValueError(f"unbounded dynamic dimension in HLO shape {shape!r}: its bytes have no bound")
         dtype, count = match["dtype"], math.prod(int(d.removeprefix("<=")) for d in match["dims"].split(",") if d)
         found = _BITS.match(dtype)  # f8e4m3fn and the like too: 8 bits

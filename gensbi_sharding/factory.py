@@ -149,7 +149,8 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
 
 
 def check_concrete(leaves: Any) -> None:
-    """``ValueError`` if a leaf of ``(name, leaf)`` pairs is abstract (was JAX's "float() argument must be ...")."""
+    """``ValueError`` if a leaf of ``(name, leaf)`` pairs is abstract (JAX's "float() argument must be ..." names
+    no leaf)."""
     if (name := next((n for n, leaf in leaves if isinstance(leaf, jax.ShapeDtypeStruct)), None)) is not None:
         raise ValueError(f"init_sharded: the factory built an abstract model ({name} is a jax.ShapeDtypeStruct, as "
                          "nnx.eval_shape's), holding no values; pass one that builds it: lambda: Model(..., "

@@ -103,7 +103,7 @@ def resolve_mesh(spec: Any) -> Mesh | None:
             kwargs["devices"] = _devices_from_ids(kwargs["devices"], kwargs.get("model_axis"))
         return make_mesh(**kwargs)
     shaped = isinstance(spec, (tuple, list)) and len(spec) == 2 and all(map(is_int, spec))  # (8, 1): a mesh's shape
-    sizes = {"data": spec[0], MODEL_AXIS: spec[1]} if shaped else {}  # the mapping it means (was: none named)
+    sizes = {"data": spec[0], MODEL_AXIS: spec[1]} if shaped else {}  # the mapping it means, for the refusal to name
     shape = _axis_sizes_hint(sizes, list(sizes)).replace("the axes' sizes are not keys",
                                                          "a mesh's shape (data, model) is no spec") if shaped else ""
     typo = typo_of(spec, ("auto",), cutoff=0.7) if isinstance(spec, str) else ""  # 'Auto', 'atuo'; not 'automatic'
@@ -202,9 +202,9 @@ def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
     devices = [d.item() if np.ndim(d) == 0 and np.issubdtype(getattr(d, "dtype", object), np.integer) else d
                for d in devices]  # jnp.arange(4)'s ids are 0-d jax arrays: "devices must be ... (or ids)" refused them
     unknown = [d for d in devices if is_int(d) and d not in by_id]
-    if unknown:  # the fix: the ids it names that exist (was: no fix named)
-        known = list(dict.fromkeys(d for d in devices if not (is_int(d) and d not in by_id)))  # was [0, 0]: refused
-        n = model_axis if is_int(model_axis) and model_axis > 0 else 1  # was [0, 1, 2] for model_axis=2: refused
+    if unknown:  # the fix: the ids it names that exist
+        known = list(dict.fromkeys(d for d in devices if not (is_int(d) and d not in by_id)))  # each once
+        n = model_axis if is_int(model_axis) and model_axis > 0 else 1  # [0, 1, 2] is refused for model_axis=2
         known = known[:len(known) - len(known) % n] or sorted(by_id)
         raise ValueError(f"mesh spec names device id {unknown[0]}, but the device ids are {sorted(by_id)}; name only "
                          f"those, e.g. {{'devices': {[d.id if hasattr(d, 'id') else d for d in known]}}}")

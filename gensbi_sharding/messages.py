@@ -63,7 +63,7 @@ def shown(value: object, limit: int = 60) -> str:
 
 def _opens(line: str, i: int) -> bool:
     """Whether the quote at ``line[i]`` opens a quoted value: not an apostrophe inside a word ("can't"), but one after
-    a string literal's prefix, as repr writes bytes (``b'...'``; was read as an apostrophe, the bytes cut inside)."""
+    a string literal's prefix, as repr writes bytes (``b'...'``, whose bytes must not be cut inside)."""
     start = i
     while start > 0 and i - start < 2 and line[start - 1] in "bBrRuUfF":
         start -= 1

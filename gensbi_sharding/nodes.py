@@ -263,7 +263,7 @@ def placed_dtype(dtype: Any) -> Any:
 def check_filter(wrt: Any) -> None:
     """``TypeError`` unless ``wrt`` is an nnx filter (or a list or tuple of them, nested): None, ``...``, a str, a
     bool, a type, or a callable taking ``(path, value)``. A callable of other arguments (a Mesh is callable, as a
-    context decorator) raised Flax's TypeError as the optimizer was built, naming neither ``wrt`` nor a filter."""
+    context decorator) would reach Flax's TypeError as the optimizer is built, naming neither ``wrt`` nor a filter."""
     filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))  # Flax's nest
     if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
         raise TypeError(f"wrt={shown(wrt)} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")

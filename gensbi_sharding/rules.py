@@ -89,7 +89,7 @@ class Rule:
             raise ValueError(f"Rule(name={shown(self.name)}, builtin={shown(self.builtin)}): name is a str, and "
                              "builtin=True marks a contract rule with RULES' own table: build those with "
                              "resolve_rule(name)")
-        if self.name in RULES and self.table == dict(RULES[self.name]):  # was labelled "with an edited table",
+        if self.name in RULES and self.table == dict(RULES[self.name]):  # not labelled "with an edited table",
             object.__setattr__(self, "builtin", True)  # and not warned as experimental
 
     @property

@@ -81,7 +81,7 @@ class Plan:
         """
         if isinstance(path, (tuple, list)):  # a jax.tree_util path ends at the Variable's .value: not part of its name
             path = path_key(path[:-1] if tuple(path[-1:]) == (jax.tree_util.GetAttrKey("value"),) else path)
-        if not isinstance(path, str) or path not in self.specs:  # {} or an array: no path (was: unhashable)
+        if not isinstance(path, str) or path not in self.specs:  # {} or an array: no path (and unhashable)
             near = difflib.get_close_matches(str(path), self.specs, n=3, cutoff=0.5) or list(self.specs)[:3]
             raise KeyError(f"Plan.sharding: no variable planned at {shown(path)}; nearest: {', '.join(near) or 'none'}")
         return NamedSharding(self.mesh, self.specs[path])
