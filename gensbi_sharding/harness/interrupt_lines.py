@@ -3,6 +3,10 @@
 A dry run continues nothing: its stop said "continue with: ... dry_run=true ... train.resume=auto", a command
 refused when pasted (``config_checks.dry_run_resume_problem``), and its folder, which holds the stop's record, takes
 no dry run again (``fresh_folder``): it now names the command that runs it again in a new folder.
+
+A Ctrl-C can land after ``launch.py`` started a job but before its run set up its Ctrl-C handling (the folder claimed,
+the watch not yet installed), or on a process other than 0 of several, which writes no ``metrics.json``: launch.py
+said "the job's metrics.json records it" either way. ``interrupted_line`` says what is true for this process.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["again_command", "stop_advice"]
+__all__ = ["again_command", "stop_advice", "record_stamp", "interrupted_line"]
 
 
 def again_command(run_dir: Any, *, same_folder: bool = False) -> str:
@@ -81,3 +85,47 @@ def stop_advice(run_dir: Any, dry_run: bool) -> str:
         return f"a dry run has nothing to continue: run it again with: {again_command(run_dir)}"
     return f"continue with: {continue_command(run_dir)}"
 
+
+def record_stamp(run_dir: Any) -> int | None:
+    """The modification time (ns) of ``run_dir/metrics.json``; None where there is none: compared after a Ctrl-C,
+    it tells whether this attempt wrote its record."""
+    try:
+        return (Path(run_dir) / "metrics.json").stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def interrupted_line(run_dir: Any, *, owner: bool | None, stamp: int | None, dry_run: bool = False) -> str:
+    """launch.py's console line for a Ctrl-C that ended this process's job, true for this process.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The job's folder.
+    owner : bool or None
+        ``folder_verdict.folder_owner``: False for a process other than 0 of several, which writes no record.
+    stamp : int or None
+        ``record_stamp`` of the folder as the job started.
+    dry_run : bool
+        Whether the job is a dry run.
+
+    Returns
+    -------
+    str
+        ``"interrupted: the job's metrics.json records it (status interrupted)"`` where this attempt wrote it; else
+        what the folder kept and the command that starts the job again, or continues this process.
+    """
+    from gensbi_sharding.harness.sweep_continue import mark_not_started
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
+    metrics = Path(run_dir) / "metrics.json"
+    if owner is False:  # process 1 or later: process 0 alone writes the job's record
+        return (f"interrupted by Ctrl-C: this process writes no record (process 0 writes the job's, {metrics}); "
+                f"continue this process with: {continue_command(run_dir)}")
+    if (now := record_stamp(run_dir)) is not None and now != stamp:
+        return "interrupted: the job's metrics.json records it (status interrupted)"
+    mark_not_started(run_dir, "interrupted by Ctrl-C as it started")
+    earlier = " (its metrics.json is an earlier attempt's)" if now is not None else ""
+    return (f"interrupted by Ctrl-C as the run started, before it could record the stop: nothing was trained and no "
+            f"metrics.json was written{earlier}; {run_dir} keeps Hydra's record of the config (.hydra/) and "
+            f"launch.log; start it again with: {again_command(run_dir, same_folder=now is None or not dry_run)}")
