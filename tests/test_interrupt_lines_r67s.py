@@ -5,6 +5,7 @@
 2. A Ctrl-C after launch.py started the job but before its run set up its Ctrl-C handling said "the job's
    metrics.json records it", with no metrics.json there: it now says what the folder kept and how to start again.
 3. Process 1 of several, Ctrl-C to it only, said "the job's metrics.json records it": only process 0 writes that.
+4. Process 1, stopped during setup for another process's signal, said "preempted by SIGTERM" in its log.
 """
 
 from __future__ import annotations
@@ -182,3 +183,15 @@ def test_process_1_interrupted_alone_names_no_record_of_its_own(tmp_path, monkey
     (zero, code0), (one, code1) = run_together([[sys.executable, *shlex.split(c)[1:]] for c in pasted], 240)
     assert (code0, code1) == (0, 0), (zero[-3000:], one[-3000:])
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "ok"
+
+
+@pytest.mark.slow  # two launch.py processes, Ctrl-C to process 0 at their first check once joined (<= 240 s)
+def test_process_1_stopped_in_setup_by_process_0s_signal_logs_what_happened(tmp_path):
+    run_dir = tmp_path / "run"
+    (zero, code0), (one, code1) = _two(run_dir, prelude0=JOINED)
+    assert (code0, code1) == (130, 75), (zero[-3000:], one[-3000:])
+    logged = [line for line in (run_dir / "launch.log").read_text().splitlines() if "[process 1/2]" in line]
+    assert not [line for line in logged if "preempted by" in line], logged
+    assert len([line for line in logged if "stopped before training (nothing trained: no checkpoint to save) with "
+                "the job's other processes" in line]) == 1, logged
+    assert json.loads((run_dir / "metrics.json").read_text())["status"] == "interrupted"  # process 0's record
