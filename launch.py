@@ -146,7 +146,10 @@ def main(cfg: DictConfig) -> float | None:
             metrics = run(cfg)
     except KeyboardInterrupt:  # was: "the job's metrics.json records it", before its run could write it, or on a
         # process other than 0, which writes none
-        stop_note[:] = [interrupted_line(ran[-1], owner=folder_owner(cfg), stamp=stamp, dry_run=bool(cfg.dry_run))]
+        try:
+            stop_note[:] = [interrupted_line(ran[-1], owner=folder_owner(cfg), stamp=stamp, dry_run=bool(cfg.dry_run))]
+        except Exception as err:  # a command it cannot make (an unreadable folder): Ctrl-C's exit all the same
+            stop_note[:] = [f"interrupted by Ctrl-C; {ran[-1]}/launch.log says how far the job got ({err})"]
         raise
     running.clear()
     if not os.environ.get(LOCAL_CHILD_ENV):  # not one of distributed=local's processes: their parent says it

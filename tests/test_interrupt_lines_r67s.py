@@ -195,3 +195,17 @@ def test_process_1_stopped_in_setup_by_process_0s_signal_logs_what_happened(tmp_
     assert len([line for line in logged if "stopped before training (nothing trained: no checkpoint to save) with "
                 "the job's other processes" in line]) == 1, logged
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "interrupted"  # process 0's record
+
+
+@pytest.mark.slow  # launch.py stopped as its run starts, its line unmakeable (~5 s)
+def test_ctrl_c_whose_line_cannot_be_made_still_exits_130_in_one_line(tmp_path):
+    out = tmp_path / "run"
+    unmakeable = BEFORE_THE_WATCH.replace("interrupt_hold.reset = ctrl_c", "interrupt_hold.reset = ctrl_c\n"
+                                          "from gensbi_sharding.harness import interrupt_lines\n"
+                                          "def unreadable(*args, **kwargs):\n"
+                                          "    raise PermissionError('folder unreadable')\n"
+                                          "interrupt_lines.interrupted_line = unreadable")
+    said, code = _launch(*TINY, f"hydra.run.dir={out}", prelude=unmakeable)
+    assert code == 130 and "Traceback" not in said, said[-3000:]
+    assert said.strip().splitlines()[-1] == (f"interrupted by Ctrl-C; {out}/launch.log says how far the job got "
+                                             "(folder unreadable)"), said[-3000:]
