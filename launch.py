@@ -76,6 +76,8 @@ try:
     from gensbi_sharding.harness.command_checks import command_problem, shown_config_problem
     from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
     from gensbi_sharding.harness.hydra_room import next_job_room_lines
+    from gensbi_sharding.harness.folder_verdict import folder_owner
+    from gensbi_sharding.harness.interrupt_lines import interrupted_line, record_stamp
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
@@ -123,6 +125,7 @@ failed_jobs: list[str] = []
 running: list[bool] = []  # [True] while a job's run() is under way: only then does a metrics.json record a Ctrl-C
 ran: list = []  # the folder of each job whose run() started
 in_sweep: list[bool] = []  # [True] once a multirun's job started (Hydra forgets a job's config as the job ends)
+stop_note: list[str] = []  # the Ctrl-C line true for this process's job (interrupt_lines), made while Hydra knows it
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -137,8 +140,17 @@ def main(cfg: DictConfig) -> float | None:
     ran.append(output_dir(cfg))
     remember_stopped_sweep(None)  # the outcome this job's stop gives (was: an earlier call's stopped sweep, said again)
     in_sweep[:] = [hydra_job_overrides()[1]]
-    with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
-        metrics = run(cfg)
+    stamp = record_stamp(ran[-1])
+    try:
+        with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
+            metrics = run(cfg)
+    except KeyboardInterrupt:  # was: "the job's metrics.json records it", before its run could write it, or on a
+        # process other than 0, which writes none
+        try:
+            stop_note[:] = [interrupted_line(ran[-1], owner=folder_owner(cfg), stamp=stamp, dry_run=bool(cfg.dry_run))]
+        except Exception as err:  # a command it cannot make (an unreadable folder): Ctrl-C's exit all the same
+            stop_note[:] = [f"interrupted by Ctrl-C; {ran[-1]}/launch.log says how far the job got ({err})"]
+        raise
     running.clear()
     if not os.environ.get(LOCAL_CHILD_ENV):  # not one of distributed=local's processes: their parent says it
         log.info("%s", final_line(metrics, output_dir(cfg)))
@@ -202,7 +214,8 @@ if __name__ == "__main__":
             print(*lines, sep="\n", file=sys.stderr, flush=True)
             sys.exit(EXIT_INTERRUPTED)
         if not os.environ.get(LOCAL_CHILD_ENV):  # distributed=local's parent says it once for its processes
-            print("interrupted: the job's metrics.json records it (status interrupted)", file=sys.stderr)
+            print(stop_note[0] if stop_note else "interrupted: the job's metrics.json records it (status interrupted)",
+                  file=sys.stderr)
             if (stopped := stopped_sweep_line()) is not None:  # the sweep's outcome, last (Hydra's never comes)
                 print(stopped, file=sys.stderr, flush=True)
         sys.exit(EXIT_INTERRUPTED)

@@ -18,8 +18,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, outputs, run_folder, launch_record,
-                                     signal_hold, stop_record, summary, sweep_continue, sweep_hints)
+from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, interrupt_lines, outputs, run_folder,
+                                     launch_record, signal_hold, stop_record, summary, sweep_continue, sweep_hints)
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
@@ -126,9 +126,15 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
     Ctrl-C ends the sweep too, as Python's ``KeyboardInterrupt`` would (raised here). ``by_peer``: another process's
     signal stopped this one (``peer_stop``), which says so on its console."""
     # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-    error = f"{stop}; continue with: {(command := sweep_hints.continue_command(out))}"
-    if by_peer:  # its own stop line goes to its log only (console.stop_level): was no word on its console, exit 75
-        log.warning("%s", peer_stop_line(stop.step, command))
+    # A dry run continues nothing: it names the command that runs it again (was: train.resume=auto, refused pasted)
+    dry_run = bool((metrics.get("config") or {}).get("dry_run"))
+    error = f"{stop}; {interrupt_lines.stop_advice(out, dry_run)}"
+    if by_peer:  # its own stop line goes to its log only (console.stop_level): was no word on its console, exit 75;
+        # the line, on its console and in its log, says what happened (was "preempted by SIGTERM" in its log, the
+        # signal JAX's preemption service names for any process's stop)
+        error = peer_stop_line(stop.step, interrupt_lines.again_command(out) if dry_run else
+                               sweep_hints.continue_command(out))
+        log.warning("%s", error)
     whole = sweep_continue.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
     # "stopped_at_step", whichever stopped it (the status says which), the name a Ctrl-C's stop reads right under.
     metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step, error=error)
@@ -140,7 +146,8 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
         if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
             summary.refresh_job_sweep_summary(out)
         raise KeyboardInterrupt from None
-    log.log(min(console.stop_level(), logging.WARNING), "%s", error)
+    if not by_peer:  # said above
+        log.log(min(console.stop_level(), logging.WARNING), "%s", error)
     if whole:
         log.info("%s", whole)
 

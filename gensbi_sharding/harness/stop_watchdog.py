@@ -187,8 +187,10 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
     """
     from gensbi_sharding.harness import console, run_report, summary, sweep_continue
 
-    error = error or (f"{Preempted(signum)}; stopped {GRACE_S:g} s after the signal, inside a setup step; continue "
-                      f"with: {_continue_command(out)}")
+    from gensbi_sharding.harness.interrupt_lines import stop_advice  # a dry run's: run it again, in a new folder
+
+    error = error or (f"{Preempted(signum)}; stopped {GRACE_S:g} s after the signal, inside a setup step; "
+                      f"{stop_advice(out, bool((metrics.get('config') or {}).get('dry_run')))}")
     metrics.update(status="preempted", stopped_at_step=saved, error=error, wall_s=time.perf_counter() - start)
     log.log(min(console.stop_level(), logging.WARNING), "%s", error)
     if whole := sweep_continue.whole_sweep_hint(out, sys.argv):
