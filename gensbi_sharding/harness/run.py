@@ -164,7 +164,8 @@ def record_failure(err: Exception, cfg: DictConfig, metrics: dict[str, Any], out
         stop = stop_record.at_once_error(out, saved, stop_record.exception_text(err))
         stop_record.record_interrupt(metrics, stop, start, folder)
         raise KeyboardInterrupt from err
-    metrics["error"] = stop_record.failure_error(out, saved_before, err)  # a file the disk refused: named
+    metrics["error"] = stop_record.failure_error(out, saved_before, err,  # a file the disk refused: named
+                                                 dry_run=bool(cfg.get("dry_run")))
     log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
     return traceback.format_exc()
 

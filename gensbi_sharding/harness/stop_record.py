@@ -132,23 +132,26 @@ def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str
                                       f"{continue_command(out)}")
 
 
-def failure_error(out: Path, before: list[int], err: BaseException) -> str:
+def failure_error(out: Path, before: list[int], err: BaseException, *, dry_run: bool = False) -> str:
     """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s; a failure
     that names a disk's refusal (a checkpoint save's on a full disk) and saved no checkpoint, the command that runs it
     again (not "no earlier checkpoint was saved" only: the same command would refuse the folder); an evaluation the
-    weights failed (``weights_failure.SamplingError``), the commands that get past it, not the one that fails again."""
+    weights failed (``weights_failure.SamplingError``), the commands that get past it, not the one that fails again;
+    a dry run's, the command that runs it again in a new folder (``dry_run=true`` with ``train.resume`` is refused)."""
+    from gensbi_sharding.harness.interrupt_lines import again_command
     from gensbi_sharding.harness.launch_record import step_folder_names
     from gensbi_sharding.harness.sweep_hints import continue_command
     from gensbi_sharding.harness.weights_failure import SamplingError, weights_failure_hint
 
-    if (refused := output_refused_error(out, before, err)) is not None:
+    if (refused := output_refused_error(out, before, err, dry_run=dry_run)) is not None:
         return refused
     newest = _saved_checkpoint(out, before, err)
     if isinstance(err, SamplingError) and (steps := step_folder_names(Path(out))):  # its command fails again
         hint = weights_failure_hint(out, steps[-1], err)  # an earlier attempt's checkpoint too: the same weights
     elif newest is None:
         disk = any(os.strerror(code) in str(err) for code in DISK_REFUSALS)
-        hint = f"; once that is fixed, run it again with: {continue_command(out)}" if disk else ""
+        again = again_command(out) if dry_run else continue_command(out)  # a dry run continues nothing
+        hint = f"; once that is fixed, run it again with: {again}" if disk else ""
     elif f"{newest}," in str(err):  # the save's own error named it kept: not said twice
         hint = f"; once that is fixed, continue with: {continue_command(out)}"
     else:
@@ -172,10 +175,13 @@ def exception_text(err: BaseException) -> str:
 DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
 
-def output_refused_error(out: Path, before: list[int], err: BaseException) -> str | None:
+def output_refused_error(out: Path, before: list[int], err: BaseException, *,
+                         dry_run: bool = False) -> str | None:
     """A run's error where the disk refused one of its files (``DISK_REFUSALS``; the file named by ``write_atomic``):
-    that file, what is kept (the newest checkpoint, the scores so far) and the command that continues the run;
-    None for any other failure (``OSError: [Errno 28] No space left on device`` alone names no file)."""
+    that file, what is kept (the newest checkpoint, the scores so far) and the command that continues the run (a
+    dry run's: runs it again in a new folder); None for any other failure (``OSError: [Errno 28] No space left on
+    device`` alone names no file)."""
+    from gensbi_sharding.harness.interrupt_lines import again_command
     from gensbi_sharding.harness.outputs import room_fix
     from gensbi_sharding.harness.sweep_hints import continue_command
 
@@ -190,8 +196,10 @@ def output_refused_error(out: Path, before: list[int], err: BaseException) -> st
     kept += ["the scores so far (c2st.csv)"] if path.name != "c2st.csv" and (Path(out) / "c2st.csv").is_file() else []
     fix = ("free space there" if err.errno in (errno.ENOSPC, errno.EDQUOT)
            else room_fix(err) if err.errno == errno.EFBIG else "make it writable")
-    return (f"{path.name} could not be written in {path.parent} ({err.strerror}), no partial file left; "
-            f"{' and '.join(kept) + ' kept' if kept else 'no checkpoint was saved'}: {fix}, then "
+    refused = f"{path.name} could not be written in {path.parent} ({err.strerror}), no partial file left"
+    if dry_run:  # it saves no checkpoint, and its folder, holding this failure's record, takes no dry run again
+        return f"{refused}: {fix}, then run it again with: {again_command(out)}"
+    return (f"{refused}; {' and '.join(kept) + ' kept' if kept else 'no checkpoint was saved'}: {fix}, then "
             f"{'continue' if newest is not None else 'run it again'} with: {continue_command(out)}")
 
 
