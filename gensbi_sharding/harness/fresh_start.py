@@ -40,8 +40,9 @@ def fresh_start_words(out: Any) -> str:
     """What ``train.resume=auto`` says, after "train.resume=auto: ", where ``out`` holds no checkpoint.
 
     A sweep's job (its folder's parent holds Hydra's ``multirun.yaml``) that never ran before (``ran_before``):
-    "job 1 of the sweep has not run before: starting it fresh". Otherwise the advice, which then may apply: a run
-    that ran and lost its checkpoint, or one run in a new folder where the user meant an earlier run's.
+    "job 1 of the sweep has not run before: starting it fresh" (a folder not named by a number: "the sweep's job
+    in <folder>/ ..."). Otherwise the advice, which then may apply: a run that ran and lost its checkpoint, or one
+    run in a new folder where the user meant an earlier run's.
 
     Parameters
     ----------
@@ -54,6 +55,8 @@ def fresh_start_words(out: Any) -> str:
     """
     out = Path(out)
     if (out.parent / "multirun.yaml").is_file() and not ran_before(out):
-        return f"job {out.name} of the sweep has not run before: starting it fresh"
+        # Hydra names a job's folder by its number unless hydra.sweep.subdir says otherwise ("job job of the sweep")
+        job = f"job {out.name} of the sweep" if out.name.isdigit() else f"the sweep's job in {out.name}/"
+        return f"{job} has not run before: starting it fresh"
     return (f"no checkpoint in {out} yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its folder>; "
             "to train a finished one further: train.resume=<its folder> and a new hydra.run.dir)")
