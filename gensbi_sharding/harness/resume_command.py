@@ -19,7 +19,7 @@ __all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume",
 
 AUTO = "train.resume=auto"
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
-#: without a checkpoint of its own, or runs only the jobs with one and says "sweep done".
+#: without a checkpoint of its own (``dropped_runs`` refuses it: it would run only the jobs with one).
 BY_JOB = "each job continues the run its train.resume names, which no one command for the sweep can"
 
 

@@ -132,7 +132,7 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
     or below its step: evaluated only, as before). Resumed without a word, its sbibm task would be simulated anew under
     the other precision (other draws: another training and validation set), the saved best validation loss compared
     with the new set's, so that 20 more steps of experiment=quick would be thrown away for the saved step's."""
-    if step_dir.name.isdigit() and steps <= int(step_dir.name):  # nothing to train: no other data
+    if step_dir.name.isdigit() and steps <= int(step_dir.name):  # nothing left to train: no other data to refuse
         return None
     saved, where = run_x64(step_dir)
     on = x64_on()

@@ -149,7 +149,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
                 raise
             from gensbi_sharding.harness.resume_settings import damaged_here
 
-            if cfg.train.resume == "auto":  # not the library's "resume from another step folder": not this run's fix
+            if cfg.train.resume == "auto":  # the library's "resume from another step folder" is not this run's fix
                 raise damaged_here(err.reason, resume_dir) from None
             # Not "start without it": the same command without train.resume is refused this folder, its record
             raise FileNotFoundError(str(err).replace(": start without it", ": start without train.resume, in another "

@@ -13,8 +13,8 @@ __all__ = ["told_refusal"]
 def told_refusal(kind: str, text: str) -> Exception:
     """The refusal process 0 told (``claim_together``) as the exception it raised there, so that every process ends
     the job with the same words (``"<kind>: <text>"``) and status: a builtin one (``PermissionError``, ``OSError``),
-    ``FolderInUseError``, ``ConfigError``; any other kind, an exception of that name (made ``ConfigError``,
-    a ``PermissionError`` on process 0 reading 'PermissionError: ...' there would read, as a refusal of the user's
+    ``FolderInUseError``, ``ConfigError``; any other kind, an exception of that name (as a ``ConfigError``,
+    a ``PermissionError`` that reads 'PermissionError: ...' on process 0 would read, as a refusal of the user's
     input, without its class name on the others).
 
     Parameters
