@@ -28,7 +28,7 @@ def unknown_name_problem(key: str, value: str, *, kind: str, registered: Sequenc
     ``name: tiny``), so the message names ``group=value``, the override typed, and ``fix`` as
     the option to choose instead. ``note`` follows the override in the parentheses (what the name is, where known).
     """
-    names, typed = ", ".join(sorted(registered)), override_literal(value)  # '' as typed (was: "drop data.name=")
+    names, typed = ", ".join(sorted(registered)), override_literal(value)  # '' as typed: there is no data.name= to drop
     adding = f"; to add {value!r}, {register}" if value else ""  # no file nor factory is named ''
     if chosen == value:  # there is no key=value to drop: the user typed group=value
         return Refusal(f"unknown {kind} {value!r} ({group}={typed}, whose file sets name: {typed}{note}); registered: "
@@ -129,7 +129,7 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
     if choice is None or name is None or name == choice:
         return None
     if name in RULES and choice not in RULES and any(rule.get(k) != v for k, v in dict(RULES[name]).items()):
-        # name: fsdp in one's own rule file of another table (was: "choose it with rule=fsdp", which drops that table)
+        # name: fsdp in one's own rule file of another table: rule=fsdp would drop that table, so relabel it
         return Refusal(f"rule.name={name} labels the table rule={choice} loaded, which is not the {name} rule's: "
                        f"the run would be reported as {name}", f"rule.name={choice}", how="; name it otherwise: ",
                        after=f" (or name: {choice} in its file), or choose the {name} rule with rule={name}")
@@ -145,8 +145,8 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
 
 
 def _changed_entry(rule: Any) -> str:
-    """An override that changes an entry of the preset table ``rule``: one it already holds (was: rule.embed=data,
-    fsdp's own value, so the suggested command was refused again as a label on an unchanged table)."""
+    """An override that changes an entry of the preset table ``rule``: one it already holds (rule.embed=data,
+    fsdp's own value) changes nothing, so suggesting it would be refused again as a label on an unchanged table)."""
     for key, value in (("embed", "data"), ("mlp", "model")):
         if rule.get(key) != value:
             return f"rule.{key}={value}"

@@ -4,7 +4,7 @@ A job's first XLA warning gets one console line (``native_console.native_output_
 mesh.model_axis=2`` gets the SPMD partitioner's "Involuntary full rematerialization" in its backward pass, caused by
 the idle model axis (``mesh.model_axis=1`` and ``rule=tensor`` give none). The idle axis's hint is said before the step
 compiles, so it cannot know whether XLA will warn (``model=mlp`` there: no warning); the warning's line names the hint
-instead (was: nothing tied the two). Pure Python: no JAX.
+instead, so the user can tie the two. Pure Python: no JAX.
 """
 
 from __future__ import annotations

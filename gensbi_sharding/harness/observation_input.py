@@ -30,9 +30,10 @@ def _text_keywords(path: Path) -> str:
     """The ``numpy.loadtxt`` keywords reading the text file ``path`` (its first 64 KiB looked at): ``delimiter`` where
     its first row of numbers is split by ``,`` or ``;`` (not whitespace), ``skiprows`` past rows of column names
     before it (sbibm's observation.csv: ``data_1,data_2``), ``encoding`` past a UTF-8 byte order mark (a
-    spreadsheet's "CSV UTF-8"; was: "could not convert string '\\ufeff0.5' to float64") or bytes UTF-8 cannot
-    read (a Windows-1252 "CSV"'s column names). Was: ``delimiter=','`` for any ``.csv``, none for a ``.txt``; a
-    header row made the command printed fail ("could not convert string to float: 'x1'")."""
+    spreadsheet's "CSV UTF-8", else "could not convert string '\\ufeff0.5' to float64") or bytes UTF-8 cannot
+    read (a Windows-1252 "CSV"'s column names). Read from the file, not its suffix: a ``.csv`` may be split by ``;``
+    and a ``.txt`` by ``,``, and a header row would make the printed command fail ("could not convert string to
+    float: 'x1'")."""
     def numbers(line: str, delimiter: str | None) -> bool:
         try:
             [float(value) for value in line.split(delimiter)]
@@ -46,7 +47,7 @@ def _text_keywords(path: Path) -> str:
         head.decode("utf-8")
         bom = ", encoding='utf-8-sig'" * head.startswith(b"\xef\xbb\xbf")  # else the first value reads '\ufeff0.5'
     except UnicodeDecodeError:  # a Windows-1252 'température' (or a character cut at 64 KiB): latin-1 reads any byte
-        bom = ", encoding='latin-1'"  # (was: the command's UnicodeDecodeError); the numbers are ASCII, read alike
+        bom = ", encoding='latin-1'"  # no UnicodeDecodeError; the numbers are ASCII, read alike
     lines = [line.partition("#")[0].strip() for line in head.decode("utf-8-sig", "replace").splitlines()]
     for at, line in enumerate(lines):
         delimiter = next((d for d in (None, ",", ";") if line and numbers(line, d)), "?")
@@ -91,14 +92,14 @@ def load_observation(x_o: Any) -> np.ndarray:
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} is not a regular file (a pipe or device): "
                                     "save your observation with numpy.save('x_o.npy', x_o) and pass that file")
         if not path.is_file():
-            # The file the command names, to save (was 'x_o.npy': saved there, the same command was refused again)
+            # The file the command names, to save: saved anywhere else, the same command would be refused again
             raise FileNotFoundError(f"observation file {os.fspath(x_o)!r} does not exist (resolved to "
                                     f"{path.absolute()}); save your observation with numpy.save({os.fspath(x_o)!r}, "
                                     "x_o) and pass that file")
         with open(path, "rb") as f:
             head = f.read(6)
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
-            # The path as Python and the shell read it back (was: inside '...' as is: a quote or $ broke the command)
+            # The path as Python and the shell read it back: a quote or $ in it must not break the command
             saved = _saved_beside(path)
             convert = (f"import numpy as np; np.save({os.fspath(saved)!r}, np.loadtxt({os.fspath(path)!r}"
                        f"{_text_keywords(path)}))")
@@ -109,7 +110,7 @@ def load_observation(x_o: Any) -> np.ndarray:
         except (ValueError, OSError) as err:
             raise ValueError(f"observation file {path} is not a .npy array numpy can read ({err}); save your "
                              "observation with numpy.save('x_o.npy', x_o)") from None
-        if not isinstance(x_o, np.ndarray):  # a .npz archive (was: "holds several arrays (x)" for its one array)
+        if not isinstance(x_o, np.ndarray):  # a .npz archive: its arrays named, even just one
             names = x_o.files
             x_o.close()
             # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
@@ -142,14 +143,14 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
     shape = x_o.shape
     if x_o.ndim == 2 and shape[0] == 1:
         x_o = x_o[0]
-    if x_o.ndim == 2 and shape[1] == dim_x and not shape[0]:  # was: "holds 0 observations; save one file per row"
+    if x_o.ndim == 2 and shape[1] == dim_x and not shape[0]:  # none to split per row: ask for one
         raise ValueError(f"{source or 'x_o'} holds no observation (shape {shape}): give one, a ({dim_x},) vector or a "
                          f"(1, {dim_x}) row" + (", saved with numpy.save('x_o.npy', x_o)" if source else ""))
     if x_o.ndim == 2 and shape[1] == dim_x:
         if source is None:
             raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
                              f"pass one row, x_o[i] (shape ({dim_x},)), per call")
-        stem = Path(source).with_suffix("")  # was: "pass x_o[i] per call", which no sample.py argument takes
+        stem = Path(source).with_suffix("")  # a file per row: sample.py takes a file, not x_o[i]
         raise ValueError(f"{source} holds {shape[0]} observations (shape {shape}), but a posterior is drawn at one; "
                          f"save one file per row: python -c \"import numpy as np; "
                          f"[np.save(f'{stem}_{{i}}.npy', row) for i, row in enumerate(np.load('{source}'))]\", "
@@ -157,7 +158,7 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
     if x_o.ndim != 1 or x_o.size != dim_x:
         from gensbi_sharding.harness.tasks import TASK_DIMS
 
-        # An observation of another task (was: its size named, not whose it may be)
+        # An observation of another task: name whose it may be, not just its size
         theirs = [name for name, (_, size) in TASK_DIMS.items() if size == x_o.size and name != task]
         raise ValueError(f"x_o has shape {shape}, but the run's task {task!r} has dim_x={dim_x}: give a "
                          f"({dim_x},) vector or a (1, {dim_x}) row" + (

@@ -92,7 +92,7 @@ class CommandLine(typing.NamedTuple):
 
     @property
     def search_paths(self) -> list[str]:
-        # Hydra reads the first plain one (was: all merged), then -cd/-cp folders (was "Could not find 'experiment/x'")
+        # Hydra reads the first plain one (not all merged), then -cd/-cp folders, where presets like experiment/x live
         return search_path_entries(next((o.hydra.value() for o in self.parsed
                                          if o.hydra.get_key_element() == "hydra.searchpath"), None), self.args)
 

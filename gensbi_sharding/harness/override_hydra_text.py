@@ -26,8 +26,8 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
     command : CommandLine
         The parsed command line, or a preset's ``hydra.sweeper.params`` as ``key=value`` words.
     preset : bool
-        Whether ``command`` is a preset's sweeper params: then the fix is the line to write there (was: a preset's
-        ``+hydra.job.env_set.MY_FLAG: true,false`` passed every check, its jobs run with 'True' and 'False').
+        Whether ``command`` is a preset's sweeper params: then the fix is the line to write there (a preset's
+        ``+hydra.job.env_set.MY_FLAG: true,false`` would run its jobs with 'True' and 'False').
 
     Returns
     -------
@@ -48,8 +48,8 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
             continue
         word, prefix = str(value).lower(), o.arg[:len(o.arg) - len(o.arg.lstrip("+~"))]
         fixed = f"{prefix}{o.key}={','.join(map(_as_text, values))}"
-        if not prefix and not preset and _unheld(command, o.arg, fixed):  # an entry Hydra lacks: ++ adds it (was:
-            fixed = f"++{fixed}"  # hydra.job.env_set.N='false', which Hydra refused: "Could not override")
+        if not prefix and not preset and _unheld(command, o.arg, fixed):  # an entry Hydra lacks: ++ adds it (Hydra
+            fixed = f"++{fixed}"  # refuses hydra.job.env_set.N='false' there: "Could not override")
         said = o.raw if isinstance(values[0], bool) and not o.sweep else f"{word} (a value of the sweep {o.raw})" \
             if o.sweep else f"{word} (an entry of {o.raw})"
         if preset:  # the sweeper reads the line's text as an override: the quotes go inside YAML's

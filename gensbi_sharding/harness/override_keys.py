@@ -144,7 +144,7 @@ def list_fields() -> dict[str, ListField]:
     return dict(_list_fields(tuple(model_schema_classes())))
 
 
-@functools.cache  # the checks ask for it per override and per check (was ~5 % of their CPU)
+@functools.cache  # the checks ask for it per override and per check (uncached, ~5 % of their CPU)
 def _list_fields(classes: tuple[type, ...]) -> dict[str, ListField]:
     found: dict[str, ListField] = {}
     for section, schemas in [("", [Config]), *sections().items()]:

@@ -103,8 +103,8 @@ def _list_example(command: CommandLine, o, fallback: str) -> str:
 
 def _item_problem(command: CommandLine, o, fields: dict) -> str | None:
     """``eval.observations.0=3``: an item of a list setting, set by its index, which Hydra sets only where the list the
-    command composes has it. Was: OmegaConf's traceback "AssertionError: Unexpected type for root: NoneType" for a
-    null list, Hydra's multi-line "IndexError ... list index out of range" past a list's end."""
+    command composes has it; said here in one line, where OmegaConf's traceback ("Unexpected type for root: NoneType")
+    would follow for a null list, Hydra's multi-line "IndexError ... list index out of range" past a list's end."""
     held, _, index = o.key.rpartition(".")
     if held not in fields or not index.isdigit() or o.hydra.type == OverrideType.DEL or o.sweep or any(
             other.key == held for other in command.parsed):  # the list typed too: Hydra's to apply in order
@@ -169,7 +169,7 @@ def list_override_problem(args: Sequence[str] | CommandLine) -> str | None:
         if (bad := _element_problem(o, field, typed, owner)) is not None:  # [1.5], [a]: Hydra named no fix
             return bad
         if dicts := [v for v in (o.values() if o.sweep else [override.value()]) if isinstance(v, dict)]:
-            # was Hydra's several-line "Error merging override" (mesh.devices={a:1}, {} too)
+            # one line, not Hydra's several-line "Error merging override" (mesh.devices={a:1}, {} too)
             example = _list_example(command, o, field.example)  # a sweep's other values kept
             shown = ",".join(dict.fromkeys(example if isinstance(v, dict) else _as_list(v) for v in o.values())) \
                 if o.sweep else example

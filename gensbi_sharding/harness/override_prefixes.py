@@ -201,7 +201,7 @@ def _group_problem(o: Override, group: str) -> str | None:
 
 def _null_of(command: CommandLine, key: str, axis: str) -> str:
     """The override that leaves ``axis`` unsplit in every job's rule: ``rule.heads=null``, or ``++rule.heads=null``
-    where a job's rule file leaves it out (was advised ``rule.heads=null``, which Hydra cannot set there)."""
+    where a job's rule file leaves it out (Hydra cannot set ``rule.heads=null`` there)."""
     from gensbi_sharding.harness.command_defaults import command_jobs, composed
 
     for chosen, home, name in command_jobs(command) or []:
@@ -248,7 +248,7 @@ def _key_problem(o: Override, section: str, name: str, typed: dict, choice: Mode
                            "instead" if kind == OverrideType.DEL else
                            f"{o.arg}: {name} is a section of settings, not one value; set them one by one", fix,
                            how=", e.g. ")
-    elif section in OPTIONAL_GROUPS:  # +experiment.quick=1 (was: "experiment is not a setting", ++sweep.x=1: "seed?")
+    elif section in OPTIONAL_GROUPS:  # +experiment.quick=1, ++sweep.x=1: the group's options, not a guess
         return (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
                 f"{', '.join(group_options(section))}; pick one with {section}=<option>")
     elif section not in typed:  # +foo.bar=1: no such section

@@ -63,7 +63,7 @@ def value_problem(schema: type, name: str, key: str, value, suggest=None) -> tup
     example = lambda: override_literal(suggest() if suggest else schema_default(schema, name)[1])  # noqa: E731
     kind = type_hints(schema)[name]
     if isinstance(value, bool) and str in (kind, *typing.get_args(kind)):  # OmegaConf took it as the text 'True'
-        # (was: train.resume=true looked for a folder named True; mesh.spec=true was named as mesh.spec=True)
+        # (so train.resume=true would look for a folder named True, mesh.spec=true be named as mesh.spec=True)
         optional = type(None) in typing.get_args(kind)  # false: off, where null is (no mesh, no resume)
         word = str(value).lower()  # a folder or name that is the word itself: quoted, Hydra reads it as text
         return (f"{key} takes a name, and {word} is a yes/no (it would read the text '{value}'; the word itself, "
@@ -85,21 +85,21 @@ def value_problem(schema: type, name: str, key: str, value, suggest=None) -> tup
     if isinstance(value, str) and not value.strip():
         return f"{key} cannot be empty ({reason})", example()
     if isinstance(value, (list, dict)):
-        many = ",".join(map(override_literal, value)) if isinstance(value, list) else ""  # was Python's True, [8, 0]
+        many = ",".join(map(override_literal, value)) if isinstance(value, list) else ""  # true, [8,0]: as typed
         return (f"{key} takes one value, not a {type(value).__name__} ({reason})"
                 + (f"; for one job per value, sweep them: -m {key}={many}" if many else ""), example())
     if int in (kind, *typing.get_args(kind)) and isinstance(value, float) and math.isfinite(value):
         # A value below 1 rounds to one the range checks may refuse next (train.steps=-1e3: -1000): the default
         return f"{key} takes a whole number ({reason})", str(round(value)) if round(value) >= 1 else example()
     short = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM])", value.strip()) if isinstance(value, str) else None
-    if short and int in (kind, *typing.get_args(kind)):  # 10k (was: "e.g. data.num_simulations=1024", the preset's)
+    if short and int in (kind, *typing.get_args(kind)):  # 10k: its own value as the fix, not the preset's
         whole = float(short[1]) * (1_000 if short[2] in "kK" else 1_000_000)
         if whole == round(whole):
             return f"{key} takes a whole number written out, not {value} ({reason})", str(round(whole))
     power = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)\.0*", value.strip()) if isinstance(value, str) \
         else None
-    if power and ((real := float in (kind, *typing.get_args(kind))) or float(power[1]).is_integer()):  # 1e-3.0 (was:
-        number = float(power[1]) if real else round(float(power[1]))  # "e.g. train.learning_rate=0.003", the default)
+    if power and ((real := float in (kind, *typing.get_args(kind))) or float(power[1]).is_integer()):  # 1e-3.0: the
+        number = float(power[1]) if real else round(float(power[1]))  # value meant as the fix, not the default
         return f"{key} takes a whole exponent, with no decimal point, not {value} ({reason})", override_literal(number)
     return f"{key}: {reason}", example()
 
@@ -149,7 +149,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     f"{key} one value" + (f", e.g. {key}={strings[0]}" if strings else "")
                     + f", or leave out {shows[0]}")
         # a preset that turns multirun on (sweep=, experiment=sbibm) does so once Hydra has picked it: swept itself,
-        # only -m does (was: sweep=glob(*), experiment=quick,sbibm passed, then Hydra's "requires --multirun")
+        # only -m does (sweep=glob(*), experiment=quick,sbibm: Hydra's "requires --multirun" once jobs would start)
         multirun = command.multirun if key not in ("sweep", "experiment") else any(
             a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in command.args)
         if swept and sweeps_need_m and not multirun and not key.startswith("hydra"):
@@ -213,7 +213,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     if strings:  # the sweep with that one value replaced
                         shown = f"the swept value {str(value).lower() if isinstance(value, bool) else strings[i]}: "
                         fix = ",".join(fix if j == i else p[1] if not (isinstance(v, str) and "${" in v) and (  # each
-                            p := value_problem(schema, name, key, v, suggest)) else text  # (was: on,off -> true,off)
+                            p := value_problem(schema, name, key, v, suggest)) else text  # (on,off -> true,false)
                             for j, (v, text) in enumerate(zip(o.values(), strings)))
                     else:
                         shown = ""
@@ -228,8 +228,8 @@ def _section_problem(o, section: str, name: str, chosen) -> str | None:
     top = [f.name for f in dataclasses.fields(Config)]
     if section in top:
         return None
-    if section in option_groups():  # experiment.quick=1: a group of presets holds no settings (was Hydra's multi-line
-        choices = options(section)  # "Key 'experiment' not in 'Config'", advising +experiment.quick=1)
+    if section in option_groups():  # experiment.quick=1: a group of presets holds no settings (Hydra's multi-line
+        choices = options(section)  # "Key 'experiment' not in 'Config'" advises +experiment.quick=1, which fails too)
         near = closest_name(name.split(".")[0], choices) or closest_name(o.raw, choices)
         owner = next((t for t in top if name in (group_keys([t], chosen) or ())), None)  # experiment.steps=5
         said = (f"{o.arg}: {section} is a group of presets, not a section of settings; its options: "
@@ -255,8 +255,8 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
             if command is not None and (searched := resumed_search_path(command, group, value)) is not None:
                 return (f"{o.arg}: Could not find '{group}/{value}' in this command's config folders; the run it "
                         f"resumes was launched with {searched}, whose folder holds it: add {searched}")
-            # a task sbibm_jax has but the harness does not register is no typo (was: gaussian_random_field ->
-            # "did you mean data=gaussian_mixture?"): said so, the default offered, as data.name= says it
+            # a task sbibm_jax has but the harness does not register is no typo (gaussian_random_field is
+            # no misspelt gaussian_mixture): said so, the default offered, as data.name= says it
             from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS  # deferred: tasks imports NumPy
 
             shipped = group == "data" and value in SBIBM_JAX_OTHER_TASKS
@@ -267,7 +267,7 @@ def _option_problem(o, group: str, choices: list[str] | None, command: CommandLi
             if command is not None and (here := unsearched_file(group, value, command.search_paths, near)):
                 return f"{said}; {here}"
             # the option carried as the fix, so a list of refusals goes on past it, a sweep's in that value's place
-            # (was: -m model=xyzzy,mlp seed=-1's "all fixed together: model=flux1 seed=0", mlp's jobs typed away)
+            # (-m model=xyzzy,mlp seed=-1 -> model=flux1,mlp seed=0: mlp's jobs kept)
             other = chosen_default(group) if shipped and chosen_default(group) in choices else choices[0]
             put = ",".join(dict.fromkeys(near or other if v == value else str(v) for v in o.values()))
             return Refusal(said, f"{o.arg.split('=', 1)[0]}={put}", how="; did you mean " if near else

@@ -62,7 +62,7 @@ def override_literal(value: Any) -> str:
     """
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(override_literal(v) for v in value) + "]"
-    if value == "":  # said as typed (was: "rule.embed= ... names mesh axis , which the mesh lacks")
+    if value == "":  # said as typed: a bare empty word reads as a blank in a message
         return "''"
     return _LITERALS[str(value)] if value is None or isinstance(value, bool) else str(value)
 
@@ -79,8 +79,7 @@ def closest_name(value: str, names: Sequence[str]) -> str | None:
     difflib counts an upper-case letter as another letter, so ``data=SLCP`` was near no task and was offered
     ``data=bernoulli_glm``; a name equal but for case comes first, then GenSBI's name for it (``GENSBI_NAMES``), then
     difflib's nearest, then the nearest with both sides in lower case (``TwoMoons`` -> ``two_moons``). One matcher
-    (was: this without the case, and ``hints.closest_name`` wrapping it with the case, so callers that imported this
-    one offered ``bernoulli_glm`` for ``SLCP``).
+    for every caller, so none that imports this one misses the case (``bernoulli_glm`` offered for ``SLCP``).
 
     Parameters
     ----------

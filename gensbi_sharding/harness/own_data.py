@@ -57,7 +57,7 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
         raise ConfigError(f"{where} returned {type(data).__name__}, not a SimulationData "
                           f"(gensbi_sharding.harness.simulation_data); return one, as load_task does ({_DOCS})")
     fields = [f"{var}_{split}" for split in ("train", "val") for var in ("theta", "x")] + ["observation", *STAT_FIELDS]
-    for field in fields:  # was: lists failed at "unsupported operand type(s) for -: 'list' and 'list'"
+    for field in fields:  # as arrays: lists would fail at "unsupported operand type(s) for -"
         try:
             value = np.asarray(getattr(data, field))
         except ValueError as err:  # ragged rows
@@ -192,9 +192,9 @@ def agreed_shards(make: Callable[[], list], name: str, *, num_simulations: int, 
     """This process's shards, ``make()`` (its factory calls, each checked by ``check_factory_result``), checked as
     ``check_shards`` checks them, with a refusal in any one process agreed by all in ``check_shards``' one all-gather.
 
-    Was: a factory refused on one process only (its own shard: NaN, a wrong shape, a std of 0) ended that process,
-    while the others waited for it in the all-gather until ``distributed.heartbeat_s`` ran out; all were then killed
-    (SIGABRT) and the job's error named no refusal. Now every process raises the lowest refusing rank's error.
+    Every process raises the lowest refusing rank's error: a factory refused on one process only (its own shard: NaN,
+    a wrong shape, a std of 0) would end that process, while the others wait for it in the all-gather until
+    ``distributed.heartbeat_s`` runs out; all then killed (SIGABRT), the job's error naming no refusal.
 
     Parameters
     ----------
@@ -246,8 +246,8 @@ def _check_shares(parts: list[SimulationData], name: str, *, num_simulations: in
     share = num_simulations // shards + num_simulations % shards
     for part in parts:
         pairs = len(part.theta_train) + len(part.theta_val)
-        if pairs > share:  # a data set of a fixed size read whole, or each shard the whole budget (was: named the
-            # latter only, "it ignores process_count", also for one shard)
+        if pairs > share:  # a data set of a fixed size read whole, or each shard the whole budget (both named:
+            # "it ignores process_count" alone would be wrong for one shard)
             raise ConfigError(f"data={name}'s factory returned {pairs} pairs for a shard of data.num_simulations="
                               f"{num_simulations} over {shards} shard(s), more than a share holds ({share}): it "
                               f"ignores num_simulations or process_count; {_SEEDS} (a data set of a fixed size: set "
@@ -256,7 +256,7 @@ def _check_shares(parts: list[SimulationData], name: str, *, num_simulations: in
 
 def _check_distinct(digests: list[bytes], name: str, shards: int) -> None:
     """``ConfigError`` if two shards (of any process) hold the same training pairs."""
-    first_of = {}  # every shard's training pairs, by digest: any two alike, of any process (was: this one's only)
+    first_of = {}  # every shard's training pairs, by digest: any two alike, of any process (not this one's only)
     for index, digest in enumerate(digests):
         if (first := first_of.setdefault(digest, index)) != index:
             raise ConfigError(f"data={name}'s factory returned the same simulations for shards {first} and {index} "

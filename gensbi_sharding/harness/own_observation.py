@@ -93,16 +93,16 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
                                             num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
                                             mesh=mesh)
             break
-        except SamplingError as err:  # far from training, x_o is the likely cause (was: the weights blamed, "retrain")
+        except SamplingError as err:  # far from training, x_o is the likely cause, not the weights
             if far is None:
                 raise
             raise SamplingError(f"{str(err).split('): ', 1)[0]}) at an x_o far from the run's training simulations "
                                 f"(the likely cause, not the weights): {far}", outside=err.outside) from None
         except FileNotFoundError as err:
             # A run still training deletes its older steps as it saves (train.keep): the one picked may go
-            # while read (was: '[Errno 2] No such file or directory: <run>/checkpoints/2150'). Pick the newest again.
+            # while read ('[Errno 2] No such file or directory: <run>/checkpoints/2150'). Pick the newest again.
             newest = run_checkpoint(run_dir)[0] if attempt < RETRIES else step_dir
-            if newest == step_dir:  # damaged: named for who samples (was: the library's advice for training)
+            if newest == step_dir:  # damaged: named for who samples, not the library's advice for training
                 raise for_sampler(err, step_dir, flags=flags, x_o=source) from None
             log.warning("checkpoint %s was deleted while read (its run is still training): sampling its newest, %s",
                         step_dir, newest)
@@ -181,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every check of the arguments (run folder, observation, counts) before the output named after them
         _, _, info, _, _, rows, _, _ = checked_request(args.run_dir, obs, args.num_samples, args.seed, args.ode_steps,
                                                        True)
-    except (FileNotFoundError, ValueError) as err:  # refusals of the arguments: argparse's code, 2 (was: 1)
+    except (FileNotFoundError, ValueError) as err:  # refusals of the arguments: argparse's code, 2
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
-        return 1 if isinstance(err, DamagedCheckpoint) else 2  # no argument mistyped: as a failed draw (was: 2)
+        return 1 if isinstance(err, DamagedCheckpoint) else 2  # no argument mistyped: as a failed draw, 1
     out = out_path(args.out, obs)
     size = 4 * rows * len(info[NORMALIZATION]["theta_mean"]) + 8192  # its float32 samples, the rest under 8 KiB
     if (problem := output_problem(out, args.out, size)) is not None:
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         samples = sample_posterior(args.run_dir, obs, num_samples=args.num_samples, seed=args.seed,
                                    ode_steps=args.ode_steps, details=details, flags=True)
     except (OSError, ValueError, RuntimeError) as err:  # the arguments passed their checks: the draw failed, 1
-        # was: 2, argparse's code, for a checkpoint deleted or corrupted while read or a numerical failure
+        # not argparse's 2: a checkpoint deleted or corrupted while read, or a numerical failure, is no bad argument
         print(f"[ERROR] {err}", file=sys.stderr, flush=True)
         return 1
     finally:
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[ERROR] {out} was created while sampling (another sample.py?) and is kept; nothing written: "
               "pass --out <a new file>.npz", file=sys.stderr, flush=True)
         return 1
-    except OSError as err:  # the disk filled or turned read-only while it sampled (was: a traceback)
+    except OSError as err:  # the disk filled or turned read-only while it sampled: said, no traceback
         print(f"[ERROR] cannot write {out} ({err.strerror or err}): nothing written, no partial file; free space "
               "or pass --out <a file on another disk>.npz and run again (the same seed draws the same samples)",
               file=sys.stderr, flush=True)

@@ -87,8 +87,8 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                 x_transform=data_cfg.x_transform) for s in own]
 
     parts = agreed_shards(made, data_cfg.name, num_simulations=data_cfg.num_simulations, shards=shards)
-    # Each shard's count of its own drops, summed over every shard below (was: the first shard's, which held the
-    # total only where its factory gathered one, so a factory of one's own counting its own shard's was misreported)
+    # Each shard's count of its own drops, summed over every shard below: the first shard's holds the
+    # total only where its factory gathered one, so a factory of one's own counting its own shard's would misreport
     dropped = sum(p.dropped_non_finite for p in parts)
     if shards > processes:  # several shards per process: statistics over all of them, every process's
         parts = _with_stats_of(parts, processes)
@@ -195,8 +195,8 @@ def _with_stats_of(parts: list[SimulationData], processes: int) -> list[Simulati
     val_pairs = sum(p.val_pairs for p in parts)  # the drops: each shard keeps its own count (build_pipeline sums)
     if processes == 1:
         (theta_mean, theta_std), (x_mean, x_std) = stats(theta), stats(x)
-    else:  # each process saw only its own shards: one set of statistics for all (was: a set per shard, which
-        # normalised each process's batches differently and failed the checkpoint's save, its values unalike)
+    else:  # each process saw only its own shards: one set of statistics for all (a set per shard would
+        # normalise each process's batches differently and fail the checkpoint's save, its values unalike)
         _, (theta_mean, theta_std), (x_mean, x_std) = global_stats([], [theta, x], processes)
     return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
                                 val_pairs=val_pairs) for p in parts]

@@ -48,7 +48,7 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
         fix = "there is one device: nothing can be split"
     elif used == {"data"}:
         fix = "to split, run with mesh=dict mesh.model_axis=1"
-    else:  # an odd count's divisors split no power-of-2 width (was: mesh.model_axis=7: every variable replicated)
+    else:  # an odd count's divisors split no power-of-2 width (mesh.model_axis=7 would replicate every variable)
         fix = "to split, run with mesh=dict mesh.model_axis=2" + (devices % 2) * (
             f" mesh.devices=[{','.join(map(str, range(devices - 1)))}] (an odd count divides no power-of-2 width)")
     return (f"rule {rule_name} splits nothing here: it splits over {axes}, of size 1 on {shape} "

@@ -49,7 +49,7 @@ def validation_lines(steps: Sequence[int], losses: Sequence[float],
                      sets: Sequence[int] = ()) -> list[tuple[np.ndarray, np.ndarray, str]]:
     """(steps, losses, label) per held-out set (``sets``: ``train_losses.npz``'s ``val_set``; empty: one set), in
     order: the last "validation loss", earlier ones ``OTHER_PAIRS``, so no line joins losses that do not compare
-    (was: one line through all, across a resume on other pairs or draws, where early stopping started afresh)."""
+    (a resume on other pairs or draws starts early stopping afresh)."""
     steps, losses = np.asarray(steps, dtype=np.int64), np.asarray(losses, dtype=np.float64)
     sets = np.asarray(sets, dtype=np.int64) if len(sets) else np.zeros(len(steps), dtype=np.int64)
     return [(steps[sets == s], losses[sets == s], "validation loss" if s == sets.max() else OTHER_PAIRS)
@@ -178,7 +178,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
         The swept keys, in column order; the last one a job's overrides set colours the bars, the others group them.
     """
     # The last key typed as an override colours the bars (its legend shows bare values: 'fsdp'), a setting that differs
-    # only in the jobs' configs labels the groups (was the colour: a legend of '128', '256' for eval.num_samples)
+    # only in the jobs' configs labels the groups (as the colour, its legend would read '128', '256', unnamed)
     typed = [k for k in keys if any(k in row["overrides"] for row in rows)] or list(keys)
     hue_key = typed[-1] if keys else None
     group_keys = [k for k in keys if k != hue_key]
@@ -199,7 +199,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     longest = 0.07 * max(map(len, "\n".join(groups).split("\n")))
     upright = longest > panel_width / len(groups)  # group names wider than their place (0.07 in a character): upright
     fig, axes = _figure(panel_width * len(panels), 4.2 + 0.3 * len(group_keys) + upright * longest, ncols=len(panels))
-    width, slant = 0.8 / len(hues), {"rotation": 90} if upright else {}  # was level, and overlapping
+    width, slant = 0.8 / len(hues), {"rotation": 90} if upright else {}  # upright where level labels would overlap
 
     def measured(row: dict[str, Any], metric_keys: list[str]) -> list[Any]:
         # The memory panel stacks the whole state (the EMA too): "memory per device" left it out.
@@ -209,7 +209,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     for ax, (panel, metric_keys, is_bytes) in zip(axes, panels):
         scale, unit = _scale([sum(v for v in measured(r, metric_keys) if is_number(v)) for r in rows]) if is_bytes \
             else (1e-3, "ms") if metric_keys == ["median_step_s"] else (1.0, "")
-        named = set()  # each colour's first bar names it (was: the first group's only; a colour absent there unnamed)
+        named = set()  # each colour's first bar names it, so a colour absent from the first group is named too
         for row in rows:
             hue = key_cell(row, hue_key) if hue_key else ""
             x = groups.index(label(row)) + (hues.index(hue) - (len(hues) - 1) / 2) * width
@@ -224,7 +224,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                 ax.text(x, 0.02, status or "n/a", rotation=90, ha="center", va="bottom", fontsize="small",
                         transform=ax.get_xaxis_transform(), color="red" if status == "failed" else "gray")
                 continue
-            if partial:  # was a bare "interrupted": what it reached, and that it did not finish
+            if partial:  # what it reached, and that it did not finish, not a bare "interrupted"
                 partial_drawn.append(row["job"])
                 ax.text(x, 0.02, partial_note(row["metrics"]), rotation=90, ha="center", va="bottom",
                         fontsize="small", transform=ax.get_xaxis_transform(), color="black")

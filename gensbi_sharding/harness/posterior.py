@@ -20,7 +20,7 @@ is scored, so an interrupted job keeps what it had scored:
   n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples``, ``step`` (of the
   weights sampled: the best validation's, which the console names), ``weights`` (``"EMA at the best validation
   step"``, ...) and ``dtype`` (the model's, if any) let a resumed job keep that score; ``checkpoint_step``: the
-  step the run reached (was ``step``'s value, though the weights sampled were an earlier step's).
+  step the run reached (not ``step``'s value: the weights sampled may be an earlier step's).
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
 
@@ -78,8 +78,8 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
     weights_failure.SamplingError
         A RuntimeError. If fewer than ``MIN_ACCEPTANCE`` of the draws lie inside: drawing on would take more
         than ``1 / MIN_ACCEPTANCE`` times the samples; the message names the fix. At once, if a
-        draw holds NaN or inf: the model's fault, which no prior's support explains (was: rejected
-        as outside, 100 times the samples drawn, then the prior blamed).
+        draw holds NaN or inf: the model's fault, which no prior's support explains (rejected as
+        outside, 100 times the samples would be drawn, then the prior blamed).
     """
     m, cap = num_samples, int(np.ceil(num_samples / MIN_ACCEPTANCE))
     while True:
@@ -157,20 +157,20 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         Called before each observation, between chunks of its ODE steps (``FlowSampler``) and once its C2ST is
         computed and written, but the last's (the evaluation is then whole): it raises to stop
         (``PreemptionWatch.check``). A score computed is whole (``evaluate.c2st_scores`` lets no Ctrl-C cut a fit
-        short), so one a signal waited for is kept (was: dropped).
+        short), so one a signal waited for is kept: the minutes it cost are not lost.
     step, weights, checkpoint_step : optional
         ``sampled_weights``': the step of ``params``, which they are, the step reached (recorded only). Given (one
         process), an observation whose samples file in ``out`` (or its copy ``earlier_attempts.set_aside`` made,
         moved back) was written from the same weights with the same ``num_samples``, ``ode_steps``, ``n_folds`` and
         ``seed`` (under either file name: observations reordered) keeps its score: a job stopped during its
-        evaluation and resumed scores only the rest (was:
-        every observation again, minutes each, so a job preempted during each evaluation never finished).
+        evaluation and resumed scores only the rest (not
+        every observation again, minutes each, so a job preempted during each evaluation still finishes).
     dtype : str, optional
         The model's compute dtype (``model.dtype``, which a resumed run may change): a score sampled in another
-        is not kept (was: a float32 score kept for a resume with model.dtype=bfloat16).
+        is not kept (a float32 score does not score a resume with model.dtype=bfloat16).
     scored : list, optional
         The list each observation's row (``c2st_observations``'s) joins as soon as it is scored: the caller's
-        record of a job stopped or failed part way keeps the scores made (was: none, though c2st.csv had them).
+        record of a job stopped or failed part way keeps the scores made, as c2st.csv has them.
 
     Returns
     -------
@@ -203,8 +203,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                 if value is not None}
 
     n_of = {k: min(num_samples, len(tasks.reference_samples(task, k))) for k in observations}
-    # alike in every process (was `write and`: process 0 alone could keep a score and skip the draws, whose sharded
-    # ODE the other processes' collectives then wait on forever): kept only in a job of one process
+    # alike in every process (were process 0 alone to keep a score and skip the draws, the sharded ODE's
+    # collectives of the other processes would wait on it forever): kept only in a job of one process
     earlier = earlier_scores(out, observations, n_of, settings_of) if step is not None and one_process() else {}
     for index, k in enumerate(observations):
         stop_check()
@@ -241,8 +241,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                 evaluate.pair_plot(samples, reference, out / "posterior.png",
                                    title=title(k, row["c2st"], row["c2st_sd_folds"]),
                                    labels=[str(label) for label in task.get_labels_parameters()])
-        if index + 1 < len(observations):  # after the score is written: a stop waited for it (was: dropped)
-            stop_check()  # after the last one the evaluation is whole (was: the run ended interrupted, c2st null)
+        if index + 1 < len(observations):  # after the score is written, so a stop waited for keeps it
+            stop_check()  # after the last one the evaluation is whole: no stop to mark it interrupted
     means = [r["c2st"] for r in rows]
     return {"c2st": float(np.mean(means)),
             "c2st_sd_folds": float(np.mean([r["c2st_sd_folds"] for r in rows])),

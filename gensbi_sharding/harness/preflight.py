@@ -67,8 +67,8 @@ def launcher_problem(target: str | None, which: Callable[[str], str | None] = sh
 
 
 def _local_problem(launcher: Any) -> str | None:
-    """What submitit's local executor refuses of ``hydra.launcher``, before any job (was: its traceback, "LocalExecutor
-    can use only one node", from inside the launcher, after Hydra had made the sweep's folder, lock and .submitit)."""
+    """What submitit's local executor refuses of ``hydra.launcher``, before any job (else its traceback, "LocalExecutor
+    can use only one node", comes from inside the launcher, once Hydra made the sweep's folder, lock and .submitit)."""
     nodes = OmegaConf.select(launcher, "nodes", default=1)
     if isinstance(nodes, int) and nodes > 1:
         return (f"hydra.launcher.nodes={nodes}: hydra/launcher=submitit_local runs the jobs on this host, one node; "
@@ -126,8 +126,8 @@ def folder_check_crashed(folder: Path, err: BaseException, config: Any) -> None:
     """
     from gensbi_sharding.harness.stop_record import DISK_REFUSALS
 
-    # A full or read-only disk is not a fault of ours (was: so said, and "give a new hydra.run.dir" to the resume of a
-    # run there whose disk was still full: its checkpoint, in that folder, was what the resume continued).
+    # A full or read-only disk is not a fault of ours, and "give a new hydra.run.dir" would be wrong for the resume of
+    # a run there whose disk is still full: its checkpoint, in that folder, is what the resume continues.
     if isinstance(err, OSError) and err.errno in DISK_REFUSALS:
         print(tagged("ERROR", f"{err.filename2 or err.filename or folder} could not be written ({err.strerror}) as "
                      f"{folder} was checked before Hydra writes into it: its files are as they were; {room_fix(err)}, "
@@ -147,7 +147,7 @@ def run_config_problem(config: Any) -> str | None:
     ----------
     config : DictConfig
         The run's config with its ``hydra`` section, as Hydra's ``on_run_start`` gets it: before Hydra makes the run's
-        folder (was: the run refused it inside that folder, which kept .hydra/, launch.log, error.txt, metrics.json).
+        folder, so a refused run leaves no folder of .hydra/, launch.log, error.txt, metrics.json behind.
     """
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
@@ -161,8 +161,8 @@ def run_config_problem(config: Any) -> str | None:
         with open_dict(cfg):
             del cfg["hydra"]
         problem = job_problem(cfg)
-        # the checkpoint train.resume names, and the settings it resumes under (was: refused by the run, inside the
-        # folder Hydra had made for it); the run's Hydra config held: its overrides name the presets of a fix
+        # the checkpoint train.resume names, and the settings it resumes under (refused before Hydra makes
+        # a folder for the run); the run's Hydra config held: its overrides name the presets of a fix
         return problem or resume_source_problem(cfg, OmegaConf.select(config, "hydra.run.dir", default=None))
     finally:
         HydraConfig.instance().cfg = before
@@ -188,8 +188,8 @@ class LauncherPreflight(Callback):
     ``hydra.callbacks``: before the folder lock).
 
     A crash of a check itself (a fault of ours, not of the command) never blocks the sweep: it is one
-    ``[WARNING]`` line (``check_crashed``), and each job is still checked when it starts. Was: Hydra
-    turned it into a UserWarning quoting its own source line, and the sweep went on unchecked.
+    ``[WARNING]`` line (``check_crashed``), and each job is still checked when it starts, where
+    Hydra would turn it into a UserWarning quoting its own source line, and the sweep go on unchecked.
     """
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -213,7 +213,7 @@ class LauncherPreflight(Callback):
         if problem:  # as the run would say it, but before Hydra makes its folder: nothing is written
             print(tagged("ERROR", problem), file=sys.stderr, flush=True)
             raise SystemExit(1)  # a refused run's exit code; Hydra turns an Exception raised here into a warning
-        if (full := _hydra_room_problem(config)) is not None:  # was Hydra's traceback from its _save_config
+        if (full := _hydra_room_problem(config)) is not None:  # else Hydra's traceback from its _save_config
             print(tagged("ERROR", f"{full}, then run the same command again (nothing was written)"), file=sys.stderr,
                   flush=True)
             raise SystemExit(1)

@@ -3,7 +3,7 @@
 The refusals of a job's folder name launch.py's overrides: ``choose another hydra.run.dir``, ``rerun with
 train.resume=auto``. A Python caller takes none of them: it sets ``cfg.output_dir`` (in ``omegaconf.open_dict``:
 it is no field of the composed config) and ``cfg.train.resume``, as ``sweep_hints.continue_command`` says for such a
-run (was: the overrides, under ``run(cfg)`` too). Pure Python: no JAX.
+run (the overrides would be wrong under ``run(cfg)``). Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _setting(word: str) -> str:
 
     override = shlex.split(word)[0] if word.startswith("'") else word
     key, written = override.split("=", 1)
-    # As Hydra reads it: "runs/a(1)" its string, escapes undone; 16 a number, "123" a folder (was: 123, a number);
+    # As Hydra reads it: "runs/a(1)" its string, escapes undone; 16 a number, "123" a folder (quoted, not 123);
     # a placeholder (<new folder>) is none.
     parsed = [] if written.startswith("<") else parse([override]).parsed
     return f"{_SETTING[key]}={(parsed[0].hydra.value() if parsed else written)!r}"
@@ -87,7 +87,7 @@ def in_python_words() -> Iterator[None]:
     try:
         yield
     except (ConfigError, FileExistsError, FileNotFoundError, FolderInUseError) as refused:
-        # Another run's command line, quoted in a FolderInUseError, is named as it ran (was: reworded as settings).
+        # Another run's command line, quoted in a FolderInUseError, is named as it ran, not reworded as settings.
         quoted = getattr(refused, "holder", "") or "\0"
         said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
         if HydraConfig.initialized() or _COMMAND_LINE.get() or said == str(refused):
@@ -98,7 +98,7 @@ def in_python_words() -> Iterator[None]:
 @contextmanager
 def as_overrides() -> Iterator[None]:
     """Refusals inside said as launch.py's overrides, though no Hydra app runs yet: its command-line checks run the
-    run's checks on the config they compose (was: "pass cfg.train.resume='auto'" in launch.py's list)."""
+    run's checks on the config they compose (so launch.py's list never says "pass cfg.train.resume='auto'")."""
     token = _COMMAND_LINE.set(True)
     try:
         yield

@@ -102,8 +102,8 @@ def fixes_of(fix: str | tuple[str, ...] | None) -> tuple[str, ...]:
 
 def said(fix: str | tuple[str, ...] | None) -> str:
     """A fix as a message offers it: its overrides as typed, space-separated; the keys it drops (``~key=value``, as
-    Hydra deletes them) first, as "drop +key=value and set ..." (was: only the set, so the command the message led to
-    still held the ``+key`` refused).
+    Hydra deletes them) first, as "drop +key=value and set ..." (with the set alone, the command the message leads to
+    would still hold the ``+key`` refused).
 
     Parameters
     ----------
@@ -124,8 +124,7 @@ def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, le
            together: bool = True) -> Refusal:
     """Several refusals as one: ``head``, then each problem on a line of its own (its key, value and fix), ``parts``
     the problems; its fix, with ``together``, every problem's fix typed together, where each offers one, a later fix
-    of a key in place of an earlier (was: the first refusal alone, the next said once it was fixed, or chained after it
-    in one sentence).
+    of a key in place of an earlier (every one, so one run of the command names them all).
 
     Parameters
     ----------
@@ -147,13 +146,13 @@ def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, le
     """
     fixes = [fixes_of(fix_of(problem)) for problem in problems]
     # a later fix of one key wins: it was found with the earlier set (+model.dpeth=0: write model.depth=0; then
-    # model.depth=0 must be >= 1; e.g. model.depth=3), so the earlier is the value it refused (was: no fix together)
+    # model.depth=0 must be >= 1; e.g. model.depth=3), so the earlier is the value it refused: one fix, typed together
     typed = tuple({f.split("=", 1)[0].lstrip("+~"): f for each in fixes for f in each}.values())
     one_each = together and all(fixes)
     lines = "".join(f"\n  {label}{problem.removeprefix(lead)}"
                     for label, problem in zip([*labels] or [""] * len(problems), problems))
-    # one shell word each (was: as typed, so "+hydra.job.env_set.MY_FLAG='true'" pasted gave Hydra the bare true it
-    # refused, and [1] a glob); a key to drop is said before the colon: it is taken out of the command, not pasted
+    # one shell word each (as typed, "+hydra.job.env_set.MY_FLAG='true'" pasted gives Hydra the bare true it
+    # refuses, and [1] is a glob); a key to drop is said before the colon: it is taken out of the command, not pasted
     from gensbi_sharding.harness.paste_command import pasted
 
     drops, words = pasted(typed)
@@ -180,8 +179,8 @@ def parts_of(problem: str | None) -> list[str]:
 
 def sweep_parts(problem: str | None, job: Sequence[str], jobs: Sequence[Sequence[str]]) -> list[str]:
     """``parts_of(problem)``, a sweep job's refusal, with each fix that prefixes a swept override (``+key=v``,
-    ``++key=v``: the job's own value) naming the sweep's values: the prefix fixes every job. Was: job 0 said
-    ``++rule.heads=model``, job 1 ``++rule.heads=data``, and neither was the sweep's fix (``++rule.heads=model,data``).
+    ``++key=v``: the job's own value) naming the sweep's values: the prefix fixes every job, where job 0 would say
+    ``++rule.heads=model``, job 1 ``++rule.heads=data``, and neither is the sweep's fix (``++rule.heads=model,data``).
     A fix of a value (``set data.batch_size=64``) is the job's own and stays.
     """
     import re
@@ -202,7 +201,7 @@ def sweep_parts(problem: str | None, job: Sequence[str], jobs: Sequence[Sequence
 def fix_refusal(check: Any, apply: Any, fixed: Any, fixes: tuple[str, ...], tries: int = 4) -> str | None:
     """The run's refusal of ``fixed`` (a config or command with ``fixes`` typed) that names a key of ``fixes``; None
     where none does. A refusal of another value, typed wrong beside it (``seed=-1``), is no verdict on the fix: its
-    own fix is applied and the check made again, ``tries`` times at most (was: "e.g. data.batch_size=2, though
+    own fix is applied and the check made again, ``tries`` times at most (so no "e.g. data.batch_size=2, though
     data.batch_size=2 is refused too: seed=-1 must be >= 0").
 
     Parameters
@@ -247,7 +246,7 @@ def refused_too(fixed: str, reason: str) -> str:
     Returns
     -------
     str
-        E.g. ``" (eval.num_samples=2 is refused too: it must be >= 4)"`` (was ``"(... is refused: must be >= 4)"``);
+        E.g. ``" (eval.num_samples=2 is refused too: it must be >= 4)"``, the fix named as the one refused;
         a reason that names more than ``fixed`` (``"a=0 and b=0: ..."``) is said whole.
     """
     reason = reason.removeprefix("ConfigError: ")

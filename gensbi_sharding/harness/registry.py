@@ -59,7 +59,7 @@ _BUILT_IN: set[tuple[str, str]] = set()
 
 
 def factory_name(factory: Callable[..., Any], *, qualified: bool = False) -> str:
-    """The factory as a user wrote it: ``make_gated``, ``functools.partial(make_gated, hidden=32)`` (was its repr,
+    """The factory as a user wrote it: ``make_gated``, ``functools.partial(make_gated, hidden=32)`` (not its repr,
     ``functools.partial(<function make_gated at 0x7f...>, hidden=32)``).
 
     Here, not in a check module: the registry names a factory in its own errors, and ``factory_keywords`` in its.
@@ -81,7 +81,7 @@ def factory_name(factory: Callable[..., Any], *, qualified: bool = False) -> str
                  *(f"{k}={v!r}" for k, v in factory.keywords.items())]
         return f"functools.partial({', '.join(bound)})"
     name, module = getattr(factory, "__qualname__", None), getattr(factory, "__module__", None)
-    if name is None:  # a callable object (was its repr, an address): its class's
+    if name is None:  # a callable object (its repr, an address, names nothing): its class's
         name, module = f"a {type(factory).__qualname__} object", None
     return f"{module}.{name}" if qualified and module else name
 

@@ -39,7 +39,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
-        jobs = sweep_jobs(folder)  # by job number (was: as strings, "0, 1, 10, 11, 2")
+        jobs = sweep_jobs(folder)  # by job number, not as strings ("0, 1, 10, 11, 2")
         raise ConfigError(f"{hydra_override('train.resume', folder)} is a sweep's folder: " + (
             f"resume one of its jobs, e.g. {hydra_override('train.resume', jobs[0])} (jobs with a checkpoint: "
             f"{', '.join(j.name for j in jobs)})" if jobs else
@@ -54,8 +54,8 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                               f"{_source_gone(folder.resolve())}") from None
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
-        said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # was: parent
-        if not metrics.is_file():  # the override named (was "FileNotFoundError: checkpoint path ...", no key)
+        said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # not parent
+        if not metrics.is_file():  # the override named, not a bare "checkpoint path ..."
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
                               f"{runs_note(folder, 'train.resume')}{gone}; or leave train.resume out to start fresh"
                               ) from None
@@ -63,21 +63,21 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
             raise FileNotFoundError(f"{said}{gone}; or start a new run without train.resume") from None  # gone ...")
         status = (previous := resumed_metrics(metrics, cfg.train.resume)).get("status")
         why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
-               "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # was: "... are gone"
+               "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # none were kept
                "holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
                f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
                    f"resume the checkpoint it continued, {hydra_override('train.resume', previous['resumed_from'])}, "
-                   "or start a new run without train.resume" if previous.get("resumed_from") else  # was said of
-                   "start a new run without train.resume"))  # any run (none continued): "the run it failed to continue"
+                   "or start a new run without train.resume" if previous.get("resumed_from") else  # none continued:
+                   "start a new run without train.resume"))  # there is no "run it failed to continue"
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
 def _lost_here(step: Path) -> str | None:
     """"<step> is not a complete checkpoint (...)" where ``step`` is a step folder that lost its Orbax step metadata
     beside a complete one (``find_checkpoint`` then says to pass its parent, refused: a newer step lost it); else None.
-    Worded from the folders (was: ``find_checkpoint``'s message cut at "; pass its parent")."""
+    Worded from the folders, not ``find_checkpoint``'s message cut at "; pass its parent"."""
     from gensbi_sharding.checkpoint_steps import committed_steps, unconfirmed_steps
 
     if not (step.name.isdigit() and int(step.name) in unconfirmed_steps(step.parent) and committed_steps(step.parent)):
@@ -102,8 +102,8 @@ def _source_gone(folder: Path) -> str:
 
 def _writing_run(folder: Path) -> str | None:
     """Why ``train.resume=<folder>`` (a run's folder, its checkpoints/ or one step) cannot be read now: another
-    process holds that run's lock, saving and deleting checkpoints (``train.keep``). Was: the newest step, picked,
-    was deleted before it was read: "checkpoint path '<run>/checkpoints/1400' does not exist; pass a run dir"."""
+    process holds that run's lock, saving and deleting checkpoints (``train.keep``): the newest step, picked, may
+    be deleted before it is read ("checkpoint path '<run>/checkpoints/1400' does not exist; pass a run dir")."""
     from filelock import FileLock, Timeout
     from hydra.core.hydra_config import HydraConfig
 
@@ -144,7 +144,7 @@ def resume_point(cfg: Any, out: Any) -> Any:
                  "requeue: resuming from it", cfg.train.resume, out, own)
         return (Path(out) / CHECKPOINT_SUBDIR / str(own)).resolve()
     steps = committed_steps(out / CHECKPOINT_SUBDIR)
-    # a sweep's job never run before (continued after a Ctrl-C) starts in one short line (was: the advice too)
+    # a sweep's job never run before (continued after a Ctrl-C) starts in one short line: there is nothing to advise
     log.info("train.resume=auto: %s", f"resuming from step {steps[-1]}" if steps else fresh_start_words(out))
     return (out / CHECKPOINT_SUBDIR / str(steps[-1])).resolve() if steps else None
 

@@ -3,8 +3,8 @@
 ``train.resume=auto`` continues the job's own newest checkpoint and, in a folder without one, starts from step 0. A
 job launched with ``train.resume=<another run>`` (train that run further; ``-m train.resume=<run a>,<run b>``) that
 stopped or failed before its first save, or never started, has no checkpoint of its own: its command keeps
-``train.resume=<that run>``, which ``fresh_folder.ensure_fresh`` lets retry such a folder (was: ``auto`` in every
-command, so the printed command trained that job from step 0, its status ok, the run it was to continue unused).
+``train.resume=<that run>``, which ``fresh_folder.ensure_fresh`` lets retry such a folder (with ``auto``,
+the printed command would train that job from step 0, its status ok, the run it was to continue unused).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume",
 
 AUTO = "train.resume=auto"
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
-#: without a checkpoint of its own (was: that command, which ran only the jobs with one and said "sweep done").
+#: without a checkpoint of its own (``dropped_runs`` refuses it: it would run only the jobs with one).
 BY_JOB = "each job continues the run its train.resume names, which no one command for the sweep can"
 
 
@@ -37,7 +37,7 @@ def named_resume(overrides: Sequence[str]) -> str | None:
     str or None
     """
     values = [o.split("=", 1)[1] for o in map(str, overrides) if o.lstrip("+").startswith("train.resume=")]
-    # 'auto' quoted, as a record holds it typed, is auto (was: a run named 'auto'); a quoted 'null' names a folder.
+    # 'auto' quoted, as a record holds it typed, is auto, not a run named 'auto'; a quoted 'null' names a folder.
     named = values and values[-1].strip() not in ("null", "") and values[-1].strip(" '\"") != "auto"
     return f"train.resume={values[-1]}" if named else None
 
@@ -45,8 +45,8 @@ def named_resume(overrides: Sequence[str]) -> str | None:
 def holds_checkpoint(run_dir: Any) -> bool:
     """Whether ``run_dir/checkpoints`` holds a complete checkpoint, which ``train.resume=auto`` would continue;
     ``fresh_folder.ensure_fresh`` lets ``train.resume=<another run>`` retry a stopped job's folder only without one.
-    (Was: anything there: a first save cut short, only Orbax's temporary folder, made the command ``auto``, which
-    trained from step 0.)"""
+    (Not anything there: a first save cut short, only Orbax's temporary folder, would make the command ``auto``,
+    which trains from step 0.)"""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     return bool(committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR))
@@ -69,10 +69,10 @@ def launch_dir() -> Path:
 def requeued_step(run_dir: Any, resume: Any) -> int | None:
     """The step of ``run_dir``'s own newest complete checkpoint where the attempt that saved it continued the run
     ``resume`` names (its saved ``train.resume``, both read against the launch folder): the same command requeued
-    after its first save (SLURM, submitit), which continues that checkpoint, not the run's. Was: refused, "rerun with
-    train.resume=auto", the requeued job ended in error. A checkpoint saved by a ``train.resume=auto`` attempt (one
+    after its first save (SLURM, submitit), which continues that checkpoint, not the run's (a refusal, "rerun with
+    train.resume=auto", would end the requeued job in error). A checkpoint saved by a ``train.resume=auto`` attempt (one
     continued by hand in between) continued the folder's own older one: its lineage is that one's, read from the
-    older checkpoints kept (was: refused as another lineage). None otherwise: ``resume`` auto or none, no checkpoint
+    older checkpoints kept (not another lineage). None otherwise: ``resume`` auto or none, no checkpoint
     of its own, or one saved continuing another run, none, or (every checkpoint kept saved by ``auto``) unknown.
 
     Parameters
@@ -129,7 +129,7 @@ def resume_override(overrides: Sequence[str], run_dir: Any) -> str:
 
 def folder_resume(run_dir: Any) -> str:
     """``resume_override`` of the attempt ``run_dir``'s Hydra record (``.hydra/overrides.yaml``) holds: the override
-    that continues it there (was: ``train.resume=auto`` in a refusal, which trained a job that named a run and
+    that continues it there (``train.resume=auto`` in a refusal would train a job that named a run and
     saved no checkpoint from step 0).
 
     Parameters
@@ -199,7 +199,7 @@ def resumed_here(command: str, run_dir: Any) -> str:
 def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | None:
     """The refusal of ``-m ... train.resume=auto hydra.sweep.dir=<a sweep over runs to continue>``; None otherwise.
 
-    Was: accepted, it ran only the jobs whose folders held a checkpoint, rewrote ``multirun.yaml`` and ended
+    Refused, since it would run only the jobs whose folders hold a checkpoint, rewrite ``multirun.yaml`` and end
     "sweep done: 1 ok, 0 failed", the job still to continue its run dropped from the sweep and its summary.
 
     Parameters
@@ -217,7 +217,7 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
+    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed: a path with a space quoted
     from gensbi_sharding.harness.fresh_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
@@ -240,7 +240,7 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
 def resumed_metrics(metrics: Path, resume: Any) -> dict:
     """The record ``metrics`` of the run ``train.resume`` names, where it holds no complete checkpoint (to say why);
     ``FileNotFoundError`` naming what is wrong with it (``outputs.metrics_problem``) and the fix, which is the resume's
-    (was: ``read_metrics``'s "choose another hydra.run.dir", of another folder than the run's, or "status None").
+    (not ``read_metrics``'s "choose another hydra.run.dir", of another folder than the run's, or "status None").
 
     Parameters
     ----------

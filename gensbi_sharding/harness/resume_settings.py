@@ -3,8 +3,8 @@
 Pure Python (JAX's backend stays unstarted: the run sets its device count later), so it runs twice: before Hydra
 makes the run's folder (``resume_source``, through ``preflight`` and ``sweep_check``) and in the run itself
 (``resume.check_resume_settings``, which then says what a changed schedule does: that evaluates the rates, JAX).
-Was: only in the run, so a refused ``train.resume=<run> model.width=32`` left a folder (``.hydra/``, ``.run.lock``,
-``launch.log``, ``error.txt``, ``metrics.json``) holding nothing but the refusal.
+Checked in the run alone, a refused ``train.resume=<run> model.width=32`` would leave a folder (``.hydra/``,
+``.run.lock``, ``launch.log``, ``error.txt``, ``metrics.json``) holding nothing but the refusal.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ FIXED_BY_CHECKPOINT = (("data.name", "data", "the task"), ("data.theta_transform
 
 def damaged_here(reason: str, step_dir: Path) -> FileNotFoundError:
     """The refusal of a damaged step folder of the run's own (``train.resume=auto``), with the fix that works there:
-    the library's "resume from another step folder" or "start without it" named no command the folder's run takes (was:
-    run without train.resume, the folder was refused, "rerun with train.resume=auto", which refused it again). The older
-    steps it would pick next are checked as ``step_items`` checks them, their arrays' metadata too (was: their config
-    and meta items only, so "it resumes from step 4" of a step 4 whose arrays were gone, refused by the restore in
+    the library's "resume from another step folder" or "start without it" names no command the folder's run takes (run
+    without train.resume, the folder is refused, "rerun with train.resume=auto", which refuses it again). The older
+    steps it would pick next are checked as ``step_items`` checks them, their arrays' metadata too (not their config
+    and meta items only: "it resumes from step 4" of a step 4 whose arrays are gone would be refused by the restore in
     turn)."""
     import re
 
@@ -86,7 +86,7 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     except FileNotFoundError as damaged:
         raise damaged_here(damaged.reason, step_dir) if cfg.train.resume == "auto" and hasattr(damaged, "reason") \
             else damaged
-    if cfg.train.resume == "auto":  # its arrays, before simulating (was: the library's fix, which this folder's run
+    if cfg.train.resume == "auto":  # its arrays, before simulating (not the library's fix, which this folder's run
         from gensbi_sharding.harness.step_items import step_damage  # does not take, said by the restore)
 
         if (why := step_damage(step_dir, json_items=False)) is not None:
@@ -99,7 +99,7 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         fix.append(f"{override}={old}")
         this.append(f"{override}={new}")
         what.append(decides)
-    # A checkpoint beyond train.steps: named with the others (was: a second try); alone, refused last
+    # A checkpoint beyond train.steps: named with the others, saving a second try; alone, refused last
     beyond = [f"train.steps={step_dir.name}"] if step_dir.name.isdigit() and int(step_dir.name) > cfg.train.steps \
         else []
     if model := model_overrides(step_dir, cfg.model, also=[*fix, *beyond]):  # before the restore: shapes may fit
@@ -129,10 +129,10 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
 def _x64_refusal(step_dir: Path, steps: int) -> str | None:
     """Why a checkpoint whose run recorded ``jax_enable_x64`` (its ``metrics.json``) cannot be trained on to ``steps``
     under the other setting; None where they agree, its run recorded none, or nothing is left to train (``steps`` at
-    or below its step: evaluated only, as before). Was: resumed without a word, its sbibm task simulated anew under
+    or below its step: evaluated only, as before). Resumed without a word, its sbibm task would be simulated anew under
     the other precision (other draws: another training and validation set), the saved best validation loss compared
-    with the new set's, so that 20 more steps of experiment=quick were thrown away for the saved step's."""
-    if step_dir.name.isdigit() and steps <= int(step_dir.name):  # was refused too: "it would train on other data"
+    with the new set's, so that 20 more steps of experiment=quick would be thrown away for the saved step's."""
+    if step_dir.name.isdigit() and steps <= int(step_dir.name):  # nothing left to train: no other data to refuse
         return None
     saved, where = run_x64(step_dir)
     on = x64_on()
@@ -140,7 +140,7 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
         return None
     said = {True: "on", False: "off"}
     # Set from Python (jax.config.update before run(cfg)) where the variable says otherwise: the variable is no fix
-    # there (was: "unset JAX_ENABLE_X64", which was never set)
+    # there ("unset JAX_ENABLE_X64" would name a variable never set)
     fix = x64_fix(saved, on)
     return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({where}jax_enable_x64 {str(saved).lower()}), this run "
             f"has it {said[on]}: the task's simulations and "
@@ -151,9 +151,9 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
 def _saver_x64(record: dict, step: int) -> tuple[object, str]:
     """The ``jax_enable_x64`` of the attempt in ``record`` (a run's ``metrics.json``) that saved ``step``, and where it
     lies in the record (``""``: its top level; ``"previous_attempts[0]."``): the newest attempt that trained up to
-    ``step``, else the newest that trained at all, else the top level's. Was: the top level's alone, which an
-    attempt refused before training rewrites with its own setting, so the same refused ``train.resume=auto`` then
-    passed."""
+    ``step``, else the newest that trained at all, else the top level's. Not the top level's alone, which an
+    attempt refused before training rewrites with its own setting, so the same refused ``train.resume=auto`` would
+    pass."""
     from gensbi_sharding.harness.stop_record import stopped_at_step
 
     earlier = record.get("previous_attempts")
@@ -169,8 +169,8 @@ def _saver_x64(record: dict, step: int) -> tuple[object, str]:
 def run_x64(step_dir: Path) -> tuple[bool | None, str]:
     """The ``jax_enable_x64`` of the attempt that saved ``step_dir`` and where it was read (``"<run>/metrics.json:
     previous_attempts[0]."``): its run's ``metrics.json`` (``_saver_x64``), else the record its launch wrote as it
-    started (``launch_record.launch_x64``; was: none for a run killed before its ``metrics.json``, so its continue
-    commands carried no ``JAX_ENABLE_X64`` and a resume under the other setting went on unrefused); (None, "")
+    started (``launch_record.launch_x64``, for a run killed before its ``metrics.json``, so its continue
+    commands carry ``JAX_ENABLE_X64`` and a resume under the other setting is refused); (None, "")
     where neither says."""
     import json
 
@@ -191,8 +191,8 @@ def run_x64(step_dir: Path) -> tuple[bool | None, str]:
 def x64_prefix(step_dir: Path) -> str:
     """What a pasted command that continues ``step_dir`` (to any ``train.steps``, or only evaluates it) puts before
     ``python``: the run's setting (``run_x64``) in ``x64_words.x64_lead``'s words, wherever the command is printed
-    (was: only where this process's setting was not the run's, so the run's own commands at a stop had none, refused
-    pasted in a fresh shell)."""
+    (also where this process's setting is the run's, so the run's own commands at a stop work pasted in a fresh
+    shell)."""
     try:
         return x64_lead(run_x64(step_dir)[0])
     except ConfigError:  # a hand-edited record that is no bool: the pasted command's refusal names it and its fix
@@ -201,8 +201,8 @@ def x64_prefix(step_dir: Path) -> str:
 
 def continue_prefix(run_dir: Any, overrides: Sequence[str] | None = ()) -> str:
     """``x64_prefix`` of a command that continues ``run_dir``'s newest checkpoint, as the train-further command has
-    it (was: none on the continue-here and sweep commands, which pasted in the same shell were refused "trained with
-    JAX_ENABLE_X64 off ..."); where it holds no checkpoint (run again from the start), this launch's setting in the
+    it (the continue-here and sweep commands too: without it, pasted in the same shell they would be refused "trained
+    with JAX_ENABLE_X64 off ..."); where it holds no checkpoint (run again from the start), this launch's setting in the
     same words (``x64_words.x64_lead``); ``""`` where ``overrides`` is None (a run from Python, told in its own
     words).
 

@@ -1,9 +1,8 @@
 """The checkpoint ``train.resume`` names, checked before Hydra makes the run's folder (``preflight``).
 
-Was: a ``train.resume`` naming a sweep's folder, a folder that does not exist or one without a checkpoint was
-refused by the run itself, after Hydra had made its folder: ``.hydra/``, ``.run.lock``, ``launch.log``,
-``error.txt`` and ``metrics.json`` were left behind, and in a sweep every job was started and failed so, one after
-another. Pure Python: no JAX.
+Refused by the run itself, a ``train.resume`` naming a sweep's folder, a folder that does not exist or one without
+a checkpoint would come after Hydra made its folder: ``.hydra/``, ``.run.lock``, ``launch.log``, ``error.txt`` and
+``metrics.json`` left behind, and in a sweep every job started and failed so, one after another. Pure Python: no JAX.
 """
 
 from __future__ import annotations

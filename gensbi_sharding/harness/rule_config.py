@@ -110,7 +110,7 @@ def _file_overridden(name: str, table: dict[str, Any]) -> bool:
 
 
 def _chosen_file() -> str:
-    """The ``rule=`` option a table without ``name:`` came from (was: every such file reported as "custom")."""
+    """The ``rule=`` option a table without ``name:`` came from, so no such file is reported as "custom"."""
     from hydra.core.hydra_config import HydraConfig
 
     # a config set by hand (a test, compose()) may have no runtime.choices
@@ -232,7 +232,7 @@ def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> 
         raise ValueError(f"activation key {unknown[0]!r} is not a PartitionAxis field; valid keys: "
                          f"strategy, {', '.join(names)}")
     for key, value in fields.items():  # known without a mesh: refused at validation, before any work
-        if isinstance(value, (list, tuple)) and not value:  # was: PartitionAxis's refusal, in the run's folder
+        if isinstance(value, (list, tuple)) and not value:  # refused here, before the run makes its folder
             raise ValueError(Refusal(f"{key}=[] lists no mesh axis", f"activation.{key}=null", how="; for none set ",
                                      after=" (unsplit)"))
         if isinstance(value, (list, tuple)) and len(set(value)) != len(value):

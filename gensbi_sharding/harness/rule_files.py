@@ -1,8 +1,8 @@
 """A rule table the run would refuse (a key typo in one's own ``conf/rule/my_rule.yaml``), named before Hydra composes.
 
-The command line's ``rule.embd=data`` was refused before any folder was made (``override_keys``), yet the same key in a
-rule file was refused only by the run's own check (``config_checks.validate``), after Hydra had made the run's folder:
-a refused run left an outputs folder holding ``error.txt`` (was: ``python launch.py rule=my_rule`` with ``embd: data``).
+The command line's ``rule.embd=data`` is refused before any folder is made (``override_keys``), yet the same key in a
+rule file would be refused only by the run's own check (``config_checks.validate``), after Hydra made the run's folder,
+leaving an outputs folder holding ``error.txt`` (``python launch.py rule=my_rule`` with ``embd: data``).
 Here the rule table this command composes is put through that check (``rule_config.rule_problem``), so launch.py
 refuses it with the other checks of the command line, dry runs too. Composed only where a rule file of the command's
 config folders or a ``rule.*`` override could be refused: a command without either composes nothing. Pure Python.
@@ -109,7 +109,7 @@ def _left_out_problem(command: CommandLine, chosen: tuple[str, ...], home: str, 
     for o in command.parsed:
         part = o.key.split(".")
         if part[0] == "rule" and len(part) == 2 and not o.typed.startswith("+") and part[1] not in table:
-            shown = o.raw  # a sweep's values as typed (model,data): ++ sweeps them (was model|data, no syntax)
+            shown = o.raw  # a sweep's values as typed (model,data): ++ sweeps them, in Hydra's syntax
             where = [c.split("=", 1)[1] for c in chosen if c.startswith("rule=")]
             rule = f"rule={where[-1]}" if where else f"the rule this command composes ({table.get('name')})"
             # a Refusal: command_problem types its fix and names the next axis the file leaves out in the same list

@@ -40,7 +40,7 @@ def run_mesh(cfg: DictConfig, source: str, rule_name: str, table: dict) -> Any:
         raise ConfigError(problem)
     problem = model_axis_problem(cfg.mesh.model_axis, jax.local_device_count())  # make_mesh's rule, named here
     if cfg.mesh.spec == "dict" and not cfg.mesh.devices and jax.process_count() > 1 and problem:
-        # was "2 devices are not divisible by model_axis=4", read as the job's devices: it meant each process's
+        # "2 devices are not divisible by model_axis=4" alone reads as the job's devices: it means each process's
         held = f"each of the {jax.process_count()} processes holds {jax.local_device_count()} device"
         raise ConfigError(Refusal(problem.reason.replace(": ", f": {held}{'s' * (jax.local_device_count() != 1)}; ", 1),
                                   problem.fix, after=f"{problem.after}; a model group stays inside one process"))

@@ -31,11 +31,11 @@ log = logging.getLogger("gensbi_sharding")
 
 def x64_warning() -> bool:
     """Whether JAX computes in 64 bits (``JAX_ENABLE_X64``), warned: training then draws and adds otherwise, and
-    its losses and C2ST are not those of the same run without it (was: nothing said or recorded it)."""
+    its losses and C2ST are not those of the same run without it (so it is said and recorded)."""
     import jax
 
     if on := bool(jax.config.jax_enable_x64):
-        # Set from Python, the variable unset: the fix is the Python call (was: "unset JAX_ENABLE_X64", never set)
+        # Set from Python, the variable unset: the fix is the Python call, not "unset JAX_ENABLE_X64"
         said = "JAX_ENABLE_X64 is on" if x64_by_variable() else "jax_enable_x64 is on (set from Python)"
         log.warning("%s: JAX computes in 64 bits where it can, so this run's losses and C2ST differ from the same "
                     "run's without it (metrics.json: jax_enable_x64); %s to compare", said, x64_fix(False))

@@ -68,7 +68,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
     if jax.process_count() > 1 and not folder.told and not os.environ.get(run_folder.LOCAL_CHILD_ENV):
-        # distributed=auto: process 0 owns the folder, its refusal told to every process (was: the others went on, to
+        # distributed=auto: process 0 owns the folder, its refusal told to every process (else the others go on, to
         # collectives); explicit mode's first job: process 0 claimed before JAX joined them (claim_first), told here
         run_folder.claim_together(folder, watch)
     elif folder.owner is None and not folder.claimed:
@@ -126,7 +126,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
         metrics.update(resumed_from_step=start_step, resumed_from=str(resume_dir))
     sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
                                                  mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
-    if run_folder.is_writer():  # now: a run stopped or failed later has it too (was: written at [7/7] only)
+    if run_folder.is_writer():  # now, not at [7/7]: a run stopped or failed later has it too
         outputs.write_atomic(out / "sharding.txt", sharding_table)
 
     watch.check()
@@ -198,7 +198,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     model, optimizer, *ema = nnx.merge(functions.graphdef, result.state)
     from gensbi_sharding.harness.posterior import evaluate_observations, sampled_weights
     w = sampled_weights(metrics, ema=bool(ema)) if cfg.eval.enabled else {"weights": None, "step": None}  # none
-    metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])  # scored: null (was: named, unscored)
+    metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])  # scored: null, not named unscored
     if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
         log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (weights: %s %d), scored against the "
@@ -248,12 +248,12 @@ def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch:
     """Where process 0's folder was refused before JAX started and other processes are to join it
     (``distributed.mode=explicit``, ``num_processes`` > 1): join them all the same and tell them ``refused``
     (``run_folder.claim_together``, which they reach in ``run_steps``), so every process raises the same words at
-    once (was: the others waited in ``jax.distributed.initialize`` for process 0, gone, until
+    once (the others would wait in ``jax.distributed.initialize`` for process 0, gone, until
     ``distributed.timeout_s``). Else, or where they cannot be joined, nothing. Called by ``run(cfg)``'s claim and by
     launch.py's, in Hydra's callback (``run_folder.RefuseCompletedRun``: no folder or watch there yet)."""
     from omegaconf import OmegaConf
 
-    # A config without a distributed section (one of one's own, from Python) has no other process to tell (was:
+    # A config without a distributed section (one of one's own, from Python) has no other process to tell (else
     # 'Missing key distributed' raised out of launch.py's callback after its refusal, in place of its SystemExit(1))
     dist = OmegaConf.select(cfg, "distributed", default=None)
     if dist is None or OmegaConf.select(dist, "mode", default=None) != "explicit" \

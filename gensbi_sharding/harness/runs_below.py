@@ -78,7 +78,7 @@ def runs_note(folder: str | os.PathLike, key: str | None = None) -> str:
 
 def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
     """The job folders of the sweep folder ``sweep`` holding a complete checkpoint, by job number: 0, 1, 2, ..., 10
-    (was: as strings, "0, 1, 10, 11, 2"); a ``hydra.sweep.subdir`` like ``${hydra.job.num}_${rule.name}`` by its
+    (not as strings, "0, 1, 10, 11, 2"); a ``hydra.sweep.subdir`` like ``${hydra.job.num}_${rule.name}`` by its
     numbers too ("1_fsdp" before "10_fsdp"), other names after them, alphabetically.
 
     Parameters

@@ -1,7 +1,7 @@
 """sample.py's options: its whole numbers (``whole_number``); the file it writes its samples to, and why it may
-not: checked once the run folder and the observation are found good (was: an existing or unwritable output was named
-first, for a folder that had no checkpoint to sample), and before any model is built (was: the posterior drawn, then
-an OSError traceback as it was written). Pure Python: no JAX.
+not: checked once the run folder and the observation are found good (an output refused first would hide that the folder
+has no checkpoint to sample), and before any model is built (not a posterior drawn, then an OSError traceback as it is
+written). Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def at_least(minimum: int, example: int) -> Callable[[str], int]:
 class NumberParser(argparse.ArgumentParser):
     """The parser of sample.py and the benchmark scripts: an option given a negative number written otherwise than
     ``-12`` or ``-1.5`` (``--seed -1e3``, ``--budgets -inf``) reaches the option's type, which accepts it or refuses it
-    naming the value (was: argparse took it for an option, "argument --seed: expected one argument")."""
+    naming the value (argparse would take it for an option: "argument --seed: expected one argument")."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -142,15 +142,15 @@ def _negative_number(word: str) -> bool:
 
 
 def out_path(given: str | None, observation: Path) -> Path:
-    """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: was written without
-    it, so ``np.load('mine.npz')`` found nothing), a folder's ``<observation>_posterior.npz`` (was: 'exists'), also
+    """The file ``--out`` names: ``.npz`` appended where its name lacks it (numpy.savez's rule: written without
+    it, ``np.load('mine.npz')`` would find nothing), a folder's ``<observation>_posterior.npz`` (not 'exists'), also
     one typed with a trailing ``/`` that does not exist yet (refused by ``output_problem``, naming it). A name of
-    another file type (``x.npy``) is kept as typed, for ``output_problem`` to refuse (was: ``x.npy.npz`` written)."""
+    another file type (``x.npy``) is kept as typed, for ``output_problem`` to refuse (not ``x.npy.npz`` written)."""
     default = f"{observation.stem}_posterior.npz"
     if not (given or "").strip():  # a blank one: refused by output_problem, naming this default
         return observation.with_name(default)
     out = Path(given)
-    if out.is_dir() or given.endswith(("/", os.sep)):  # "new/" names a folder, made or not (was: wrote new.npz)
+    if out.is_dir() or given.endswith(("/", os.sep)):  # "new/" names a folder, made or not, not new.npz
         return out / default
     return out if out.suffix.lower() == ".npz" or _file_type(out) else out.with_name(out.name + ".npz")
 
@@ -164,7 +164,7 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     """Why ``sample.py`` may not write ``out`` (``given``: ``--out`` as typed, None for the default; ``size``: the
     bytes it will write, which its disk must have free: was a traceback after the draw), as one line naming the
     fix; None where it may."""
-    if given is not None and not given.strip():  # was: --out '' wrote the default output, silently
+    if given is not None and not given.strip():  # --out '' must not write the default output silently
         return (f"--out {shlex.quote(given)} names no file; pass --out <a file>.npz, or drop --out to write the "
                 f"default beside the observation file, {out}")
     # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
@@ -177,7 +177,7 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
                 "array of samples)")
     if out.exists():
         return f"{out} exists and is never overwritten: pass --out <a new file>.npz"
-    if not out.parent.is_dir():  # a file on its way is no folder to create (was: 'does not exist; create it')
+    if not out.parent.is_dir():  # a file on its way is no folder to create: 'create it' would not work
         file = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
         if file is not None:
             return f"--out {out}: {file} is a file, not a folder; pass another --out"
@@ -206,10 +206,10 @@ def named(what: str, value: Any, flags: bool) -> str:
 def count_problems(counts: dict[str, Any], flags: bool) -> list[str]:
     """The refusal of each of ``counts`` (``num_samples``, ``seed``, ``ode_steps``: None, not given, is passed) out of
     its range; ``flags``: said as ``sample.py``'s options."""
-    from gensbi_sharding.harness.tasks import ODE_STEPS_MAX  # as a run's (was: any up to 2**31 - 1, days of sampling)
+    from gensbi_sharding.harness.tasks import ODE_STEPS_MAX  # as a run's: 2**31 - 1 would be days of sampling
 
     ranges = {"num_samples": (1, None), "seed": (0, SEED_MAX), "ode_steps": (1, ODE_STEPS_MAX)}
-    # a value to type, as the options' argparse types name one (was none: "--num-samples 0 must be an integer >= 1")
+    # a value to type, as the options' argparse types name one, so each refusal says what to type
     examples = {"num_samples": 10000, "seed": 0, "ode_steps": 32}
     return [f"{named(what, value, flags)} must be an integer >= {low}"
             + (f" and <= {high:,}{BOUNDS[what]}" if high is not None else "")

@@ -59,9 +59,9 @@ def checked_request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_ste
     from gensbi_sharding.harness.refusal import listed
     from gensbi_sharding.harness.tasks import ODE_STEPS_MAX, TASKS
 
-    check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (was: a bare AssertionError)
+    check_platform(None, started=False)  # first: the checkpoint's reader starts JAX (else a bare AssertionError)
     source, refused = x_o if isinstance(x_o, (str, os.PathLike)) else None, []
-    # each argument checked whatever another's refusal, all refused at once (was: one a run, the next once fixed)
+    # each argument checked whatever another's refusal, so one run of the command names every refusal
     found = tried(refused, run_checkpoint, run_dir, flags, source) if flags else None
     x_o = tried(refused, load_observation, x_o)
     found = found if flags else tried(refused, run_checkpoint, run_dir, flags, source)
@@ -78,7 +78,7 @@ def checked_request(run_dir: Any, x_o: Any, num_samples: Any, seed: Any, ode_ste
         num_samples = cfg.eval.num_samples if num_samples is None else num_samples
         seed = cfg.seed if seed is None else seed
         if ode_steps is None and count_problems(dict(ode_steps=cfg.eval.ode_steps), flags):  # above the bound
-            # a run from before it (was: "--ode-steps 20000 must be ...", a flag never typed): named as the run's
+            # a run from before it: named as the run's, not as "--ode-steps 20000", a flag never typed
             refused.append(ValueError(
                 f"the run's eval.ode_steps={cfg.eval.ode_steps}, the default of "
                 f"{'--ode-steps' if flags else 'ode_steps'}, is above {ODE_STEPS_MAX:,} (flow-matching samplers use "

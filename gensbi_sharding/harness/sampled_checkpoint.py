@@ -45,7 +45,7 @@ def _in_parts(names: dict) -> list[list[str]]:
 def _read_arrays(step_dir: Path) -> None:
     """Read every array of ``step_dir`` into host memory, ``READ_BYTES`` at a time, as a restore reads it (its metadata
     reads with the data files gone or cut short); ``FileNotFoundError`` as the library's for a damaged folder, its
-    ``reason`` set. Was: all at once, a 1.2 GB checkpoint's whole arrays held on the host before the model was built."""
+    ``reason`` set. Not all at once: a 1.2 GB checkpoint's whole arrays would be held on the host before the model."""
     import numpy as np
     import orbax.checkpoint as ocp
 
@@ -73,7 +73,7 @@ def _read_arrays(step_dir: Path) -> None:
 
 def _intact_other(step_dir: Path) -> Path | None:
     """The newest other complete step folder beside ``step_dir`` whose config, info and arrays read, None if none does
-    (was: config and info only, so a folder whose arrays' data files were gone was named to sample)."""
+    (not config and info only: a folder whose arrays' data files are gone must not be named to sample)."""
     from gensbi_sharding.checkpoint import committed_steps, saved_config, saved_info
 
     for step in reversed(committed_steps(step_dir.parent)):
@@ -135,15 +135,15 @@ def saved_items(step_dir: Path, *, flags: bool, x_o: Any = None) -> tuple[dict, 
     """
     from gensbi_sharding.checkpoint import saved_config, saved_info
 
-    try:  # was: the library's advice for training ("resume from another step folder"), and exit 2 from sample.py
+    try:  # for sample.py, not the library's advice for training ("resume from another step folder"), exit 2
         return saved_config(step_dir), saved_info(step_dir)
     except FileNotFoundError as err:
         raise for_sampler(err, step_dir, flags=flags, x_o=x_o) from None
 
 
 def arrays_read(step_dir: Path, *, flags: bool, x_o: Any = None) -> None:
-    """Read every array of ``step_dir`` before any model is built (was: a folder whose data files were gone passed the
-    checks, the model was built, and its restore failed); damaged: ``for_sampler``'s ``DamagedCheckpoint``.
+    """Read every array of ``step_dir`` before any model is built (else a folder whose data files are gone passes the
+    checks, the model is built, and its restore fails); damaged: ``for_sampler``'s ``DamagedCheckpoint``.
 
     Parameters
     ----------
@@ -183,7 +183,7 @@ def sweep_refusal(folder: Path) -> FileNotFoundError:
     """``sample.py``'s refusal of the sweep folder ``folder``, naming its jobs with a checkpoint by number."""
     from gensbi_sharding.harness.runs_below import sweep_jobs
 
-    jobs = sweep_jobs(folder)  # was: as strings, "0, 1, 10, 11, 2"
+    jobs = sweep_jobs(folder)  # by number, not as strings ("0, 1, 10, 11, 2")
     return FileNotFoundError(f"{folder} is a sweep's folder, one run per job: " + (
         f"sample one job's, e.g. {jobs[0]} (jobs with a checkpoint: {', '.join(j.name for j in jobs)})" if jobs
         else "none of its jobs saved a checkpoint (a dry run saves none)"))
@@ -223,17 +223,17 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.runs_below import runs_note
 
-    if getattr(err, "unconfirmed", None):  # a newer step lost its metadata (was: the older one sampled, silently)
+    if getattr(err, "unconfirmed", None):  # a newer step lost its metadata: said, not the older one sampled silently
         return FileNotFoundError(f"run folder {os.fspath(run_dir)!r}: {err}")
     given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
-    if below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root (was: "pass a run dir"; and "no
-        return FileNotFoundError(f"{given}{below}")  # checkpoint in X: looked for ... in X", the folder named thrice)
-    if (reason := getattr(err, "reason", None)) is not None:  # a step folder, none complete beside it (was: "start
+    if below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root: the runs
+        return FileNotFoundError(f"{given}{below}")  # below named, the folder once
+    if (reason := getattr(err, "reason", None)) is not None:  # a step folder, none complete beside it (not "start
         return FileNotFoundError(f"{given}: {reason}: pass the folder of a run that saved a complete step, or, if its "
                                  "run is still training, sample it after its first save")  # without it", training's)
-    if lost_step_metadata(folder):  # ``err`` names the fix; was: "its run (status ok) saved no complete checkpoint
-        return FileNotFoundError(f"{given}: {err}")  # ...: pass the folder of a run that trained", of one that did
-    if (folder / SEQUENTIAL).is_file():  # was: "its run (status ok) saved no complete checkpoint in .../checkpoints"
+    if lost_step_metadata(folder):  # ``err`` names the fix: its run did train
+        return FileNotFoundError(f"{given}: {err}")
+    if (folder / SEQUENTIAL).is_file():  # its rounds keep none: no "saved no complete checkpoint"
         return FileNotFoundError(f"{given}: it is a sequential job's folder (benchmarks/sequential.py), whose rounds "
                                  "train a network per observation and keep neither weights nor samples, only their "
                                  f"C2ST scores ({folder / 'c2st.csv'}); {_sequential_fix(folder)}")
@@ -241,12 +241,12 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     if metrics.is_file():
         previous = read_metrics(metrics)
         status, resume = previous.get("status"), str(previous.get("error") or "").partition("continue with: ")[2]
-        if status in ("preempted", "interrupted") and resume:  # was: "pass the folder of a run that trained"
+        if status in ("preempted", "interrupted") and resume:  # the fix is to continue it
             return FileNotFoundError(f"{given}: its run was stopped ({status}) before its first checkpoint; continue "
                                      f"it, {resume}, and sample this folder once it has saved one")
         why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
                f"; its run (status {status}) saved no complete checkpoint in {folder / CHECKPOINT_SUBDIR}")
-    elif (writer := training_run(folder)) is not None:  # was: "pass the folder of a run that trained"
+    elif (writer := training_run(folder)) is not None:  # it trains: wait, not another folder
         why = (f"; its run is still training ({writer}) and has saved none yet: it saves one at its end, and every "
                "train.checkpoint_every steps if set; sample it then")
     return FileNotFoundError(f"{given}: {err}{why}" + ("" if "still training" in why else

@@ -19,7 +19,7 @@ def launched_with(step_dir: Any) -> str:
     A refused resume names the settings that differ, but a preset (``experiment=quick``) sets several at once:
     its own command line is the shorter, complete fix. Where a preset was edited after the run started, so that the
     command now composes to other settings than the record's ``config.yaml`` (what ran), each setting that ran is
-    added (``as_it_ran``): "experiment=mine model.width=32" (was: "experiment=mine", which pasted composed the edited
+    added (``as_it_ran``): "experiment=mine model.width=32" ("experiment=mine" alone, pasted, would compose the edited
     preset, not what ran).
     """
     import shlex
@@ -92,7 +92,7 @@ def as_it_ran(words: list[str], ran: Path) -> list[str]:
         return words
     saved = dotted_leaves(OmegaConf.to_container(saved, resolve=False))
     # A preset deleted (or renamed) since: Hydra's optional group skips it as it composes, but launch.py refuses its
-    # word pasted ("Could not find 'experiment/mine'"): left out, its settings added as they ran (was: kept)
+    # word pasted ("Could not find 'experiment/mine'"): left out, its settings added as they ran
     gone = gone_presets(words)
     words = [w for w in words if w not in gone]
     if (now := composed_leaves(words, resolve=False, config_name="config")) is None:

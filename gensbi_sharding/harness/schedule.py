@@ -91,7 +91,7 @@ def saved_counts_steps(saved: dict, info: dict) -> bool:
 def schedule_refusal(saved: dict, now: dict, info: dict) -> str | None:
     """Why a checkpoint (its saved config and info) cannot continue under ``now``'s schedule, with the fix; None
     when it can: any change but a schedule continuing a constant rate without warm-up, whose optimizer state
-    holds no step count to read the schedule at (was: restored anyway, refused as "another optimizer")."""
+    holds no step count to read the schedule at (a restore would refuse it as "another optimizer")."""
     old, new = saved.get("train") or {}, now.get("train") or {}
     if saved_counts_steps(saved, info) or not counts_steps(new):
         return None
@@ -127,7 +127,7 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
         return None
     if new.get("steps") is not None and new["steps"] <= step < old["steps"]:  # an unfinished run only scored (or
         # refused, beyond), e.g. one of the 4,000-step default continued under the 3,000-step one by the command it
-        # printed (was: status ok, scored as if finished, unsaid; beyond: "set train.steps=<its step>" alone)
+        # printed: said, not scored as if finished with status ok; beyond, more than "set train.steps=<its step>"
         scored = f"this run, train.steps={step}, trains nothing and scores its weights as they are; " * (
             step == new["steps"])
         return (f"train.resume: the checkpoint at step {step} is of an unfinished run (train.steps={old['steps']}): "
@@ -135,7 +135,7 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
     if new.get("steps") is not None and step >= new["steps"]:  # no step runs at a rate: was a note of the
         return None  # rate (e.g. "0 at step 20" of a 10-step schedule), then "beyond train.steps=10"'s refusal
     differ = [k for k in SCHEDULE_KEYS if old[k] != new[k]]
-    # The other settings a step trains under, said alike (was: train.weight_decay=0.5 on an unfinished run, unsaid).
+    # The other settings a step trains under, said alike (train.weight_decay=0.5 on an unfinished run too).
     values = {key: config_value(saved, key) for key in TRAINED_UNDER}
     changed = [key for key, value in values.items() if value is not None and value != config_value(now, key)]
     if not differ and not changed:

@@ -14,7 +14,7 @@ __all__ = ["hydra_flag_values", "config_folders", "search_path_entries", "primar
 
 def hydra_flag_values(args: Sequence[str], short: str, long: str) -> list[str]:
     """The values a command line gives one of Hydra's flags, in its order (Hydra's argparse keeps the last): ``-cd x``,
-    ``--config-dir x``, ``--config-dir=x`` or ``-cd=x`` (was: unread, its folder's options refused)."""
+    ``--config-dir x``, ``--config-dir=x`` or ``-cd=x`` (read, so its folder's options are not refused)."""
     return [b if a in (short, long) else a.split("=", 1)[1] for a, b in zip(args, [*args[1:], None])
             if a in (short, long) and b is not None or a.startswith((f"{short}=", f"{long}="))]
 
@@ -40,8 +40,8 @@ def search_path_entries(typed: object, args: Sequence[str]) -> list[str]:
 def primary_search_path(args: Sequence[str]) -> list[str]:
     """The ``hydra.searchpath`` entries the primary config sets (``--config-name``'s file, default ``config``), which
     Hydra searches where no ``hydra.searchpath=`` override replaces them: ``--config-dir my_conf --config-name
-    my_main`` with ``hydra: {searchpath: [file://...]}`` in my_main.yaml (was: unseen by every check before Hydra, a
-    group added there refused or unchecked). Its file as Hydra finds it: ``--config-path``'s folder (else ``conf/``),
+    my_main`` with ``hydra: {searchpath: [file://...]}`` in my_main.yaml (seen by every check before Hydra, so a
+    group added there is checked, not refused). Its file as Hydra finds it: ``--config-path``'s folder (else ``conf/``),
     then ``--config-dir``'s; [] where none sets any, or the file cannot be read (Hydra's own error names it)."""
     name = ([n.removesuffix(".yaml") for n in hydra_flag_values(args, "-cn", "--config-name")] or ["config"])[-1]
     main = hydra_flag_values(args, "-cp", "--config-path")[-1:] or [str(CONF)]  # a pkg:// one: not read here

@@ -178,7 +178,7 @@ def global_stats(counts: list[int], arrays: list[np.ndarray], process_count: int
         if jax.process_count() == process_count:
             from jax.experimental import multihost_utils
             # As raw 32-bit words: the all-gather places its input on devices, which without jax_enable_x64 hold
-            # float32, and the sums of squares cancelled there (was: a std 6 % off for x ~ 1000 +- 1 on 2 processes)
+            # float32, and the sums of squares cancel there (a std 6 % off for x ~ 1000 +- 1 on 2 processes)
             words = np.asarray(multihost_utils.process_allgather(moments.view(np.uint32)))
             moments = np.ascontiguousarray(words).view(np.float64).sum(0)
         else:

@@ -88,8 +88,8 @@ _ROWS: dict[tuple, Any] = {}
 
 def _task_kind(task: Any) -> tuple:
     """``task``'s type and its settings (``GaussianLinear(dim=5, simulator_scale=0.5)``: its scalars and its
-    ``simulator_params``' values): two tasks of one kind simulate alike. Was: (type, name) only, so a task of the
-    same name with other settings, from Python (``simulate_at``), was simulated with the first one's simulator: an
+    ``simulator_params``' values): two tasks of one kind simulate alike. Not (type, name) only, so a task of the
+    same name with other settings, from Python (``simulate_at``), is not simulated with the first one's simulator: an
     AssertionError for another dim, another scale's data without a word."""
     import numpy as np
 

@@ -79,8 +79,8 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
     ``build`` makes its own ``nnx.Rngs(cfg.seed)``, so it can be traced (sharded
     initialisation, the dry run) as often as needed and always gives the same values.
     ``counted``: an optimizer state that counts steps whatever ``cfg.train.schedule``, as the checkpoint restored
-    next holds one (``schedule.saved_counts_steps``; was: a cosine run continued with ``train.schedule=constant``
-    was refused as saved "with another optimizer").
+    next holds one (``schedule.saved_counts_steps``), so a cosine run continued with ``train.schedule=constant``
+    is not refused as saved "with another optimizer".
     """
     from flax import nnx
 
@@ -149,9 +149,9 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
                 raise
             from gensbi_sharding.harness.resume_settings import damaged_here
 
-            if cfg.train.resume == "auto":  # was the library's "resume from another step folder": not this run's fix
+            if cfg.train.resume == "auto":  # the library's "resume from another step folder" is not this run's fix
                 raise damaged_here(err.reason, resume_dir) from None
-            # Was "start without it": the same command without train.resume was then refused this folder, its record
+            # Not "start without it": the same command without train.resume is refused this folder, its record
             raise FileNotFoundError(str(err).replace(": start without it", ": start without train.resume, in another "
                                                      "hydra.run.dir (this one records this refusal)")) from None
     return state

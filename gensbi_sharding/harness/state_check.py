@@ -24,7 +24,7 @@ TRACED_UNSTARTED = ("mlp", "transformer")
 #: GenSBI's models, traced once the backend is started as the run starts it (``configure_devices`` with the run's
 #: count and platform, the run's first JAX call: it accepts a backend so started). Built, they start it anyway:
 #: importing ``gensbi.models`` evaluates tarflow's ``_LOG2PI`` with jnp, ``Flux1Params`` its hidden size (both at
-#: once even under a trace, ``models/flux1.py``). Was: flux1 was checked only by its run, inside its new folder.
+#: once even under a trace, ``models/flux1.py``), so flux1 is checked before its run makes its new folder.
 #: Where the backend started with another count (or the platform is refused), their run checks them.
 TRACED_STARTED = ("flux1", "simformer")
 

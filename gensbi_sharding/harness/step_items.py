@@ -4,8 +4,8 @@ The library counts a step complete by Orbax's step metadata, which still lists a
 removed, or lost from a copy): such a step was refused by the run itself, after Hydra had made its folder
 (``error.txt``, ``launch.log`` and ``metrics.json`` left there), and a finished run's hint offered to train it further
 from it. Here a step is checked by the library's ``checkpoint.step_damage`` (its items' folders, its arrays' metadata,
-its JSON items: no array data read), in the words its restore uses (was: every array of every step read in a child
-process, seconds, on every resume). Damage to array data alone (a data file deleted by hand) is left to the run's
+its JSON items: no array data read), in the words its restore uses (not every array of every step read in a child
+process: seconds, on every resume). Damage to array data alone (a data file deleted by hand) is left to the run's
 restore, which refuses it naming the step to resume from instead.
 """
 
@@ -58,7 +58,7 @@ def damaged_refusal(step_dir: Path) -> str | None:
                   if step not in others and str(step) != step_dir.name]
     moved = [step_dir, *(step_dir.parent / str(s) for s in unreadable[::-1] if others and s > others[-1])]
     aside = (f"{', '.join(map(str, moved[:-1]))} and " if len(moved) > 1 else "") + f"{moved[-1]} aside, e.g. to " + \
-        ", ".join(f"{m}.damaged" for m in moved)  # each damaged one newer too (was: this one alone, as the library)
+        ", ".join(f"{m}.damaged" for m in moved)  # each damaged one newer too, not this one alone
     fix = (f"resume from another step folder: {step_dir.parent / str(others[-1])} (or move {aside}, and the newest "
            f"is {others[-1]})" if others else
            f"no other step folder can be read either (steps {', '.join(map(str, unreadable))}): start without it"

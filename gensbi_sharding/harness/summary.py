@@ -98,7 +98,7 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
         return None
     order = job_order(folders)  # by job number: a job not run may sit between others
     rows = sorted(rows + not_run_rows(rows, all_jobs, folders), key=lambda row: order(row["job"]))
-    for row in rows:  # -m train.resume=<a>,<b>: which run each job continued (was: no column, the rows read alike)
+    for row in rows:  # -m train.resume=<a>,<b>: which run each job continued, else the rows read alike
         row["overrides"].update(declared_resume(all_jobs, folders, row["job"], declared, sweep_dir))
     keys = swept_keys(rows, declared)
     known = [row for row in rows if row["metrics"].get("status") not in ("not run", NO_RECORD)]  # what each job was
@@ -166,18 +166,18 @@ class SweepSummary(Callback):
         self._started = time.monotonic()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if hears_process_0(config):  # process 0 prints and writes it (was: each process, on a shared disk)
+        if hears_process_0(config):  # process 0 prints and writes it (not each process, on a shared disk)
             return
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
         declared = declared_sweeps(*command_overrides(config))
         # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
-        # run' (was: left out, and the sweep said "done: 1 ok, 0 failed" as it exited 1)
+        # run' (left out, the sweep would say "done: 1 ok, 0 failed" as it exits 1)
         try:
             if several_processes(config):  # the others' Hydra saved theirs too (their process_id), at any time before
                 write_atomic(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(config))  # its jobs: process 0's, last
             summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
                                     folders=job_folders(config, jobs))
-        except OSError as err:  # a full or read-only disk: named, each job's outcome kept (was: Hydra's warning)
+        except OSError as err:  # a full or read-only disk: named, each job's outcome kept, no Hydra warning
             summary_refused_line(sweep_dir, err)
             return
         if summary is None:

@@ -81,8 +81,8 @@ def c2st_cell(m: dict[str, Any]) -> str:
 _MESH = Column("mesh_shape", "mesh", mesh_cell, mesh_cell)
 _STATUS = Column("status", "status", _plain("status"), _plain("status"))
 # How many variables the rule could not split and replicated instead (rule=tensor on a model axis its dimensions do not
-# divide): a training sweep's rows too (was: the dry-run table's alone, so a sweep over rules read the fallen-back
-# job as split as its rule says); "" for a job that failed before placing its state.
+# divide): a training sweep's rows too (not the dry-run table's alone, so a sweep over rules does not read the
+# fallen-back job as split as its rule says); "" for a job that failed before placing its state.
 _FALLBACKS = Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
                     lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "")
 ERROR_CELL = 120  # characters of an error the markdown table shows; the CSV and metrics.json hold all of it
@@ -102,7 +102,7 @@ def error_cell(m: dict[str, Any]) -> str:
 ERROR_COLUMN = Column("error", "error", error_cell, lambda m: m.get("error") or "", optional=True)
 # A model axis of size > 1 over which nothing is split (every variable the rule splits over it fell back, or it splits
 # none): its devices repeat one another's work, so 0 B of collectives ranked such a job first, and its row read as a
-# use of the whole mesh (was: said in the job's log alone, ``placement_hints.idle_model_axis_hint``).
+# use of the whole mesh (not said in the job's log alone, ``placement_hints.idle_model_axis_hint``).
 IDLE_NOTE = "idle: nothing split over it, its devices repeat the same work"
 _IDLE = Column("model_axis_idle", "model axis", lambda m: IDLE_NOTE if m.get("model_axis_idle") else "",
                lambda m: "" if m.get("model_axis_idle") is None else str(bool(m["model_axis_idle"])).lower(), True)
@@ -125,13 +125,13 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("samples_per_s", "samples/s", lambda m: format_count(m.get("samples_per_s")),
            _fixed("samples_per_s", 1)),
     # The held-out loss the console's last line prints: a sweep with eval.enabled=false (every data set of one's
-    # own) was left with no column of how well a job trained (was: speed and memory only, C2ST blank).
+    # own) would have no column of how well a job trained (speed and memory only, C2ST blank).
     Column("best_val_loss", "best val loss", _fixed("best_val_loss", 4), _fixed("best_val_loss", 6)),
     Column("final_train_loss", "", lambda m: "", _fixed("final_train_loss", 6)),
     Column("c2st", "C2ST", lambda m: c2st_cell(m), _fixed("c2st", 4)),
     Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
     Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
-    # Which observations, weights and step each C2ST scored (was: unsaid, though runs' scores differ by them).
+    # Which observations, weights and step each C2ST scored: runs' scores differ by them.
     Column("c2st_observations", "", lambda m: "", lambda m: " ".join(
         str(r.get("observation")) for r in m.get("c2st_observations") or [] if isinstance(r, Mapping))),
     Column("c2st_weights", "", lambda m: "", _plain("c2st_weights")),
@@ -141,9 +141,9 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
-#: rows of several sweeps compare (was: only the swept keys; task, model, seed and budget of the others unsaid).
+#: rows of several sweeps compare (not only the swept keys: task, model, seed and budget of the others too).
 #: A job started from a checkpoint (train.resume) names it and its step: its step time, samples/s and losses are of
-#: the steps after it alone (was: unsaid, the row read as a fresh run's of train.steps steps).
+#: the steps after it alone (unsaid, the row would read as a fresh run's of train.steps steps).
 PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
     "data.name", "model.name", "seed", "data.num_simulations", "train.steps")) + (
     Column("final_step", "", lambda m: "", _integer("final_step")),

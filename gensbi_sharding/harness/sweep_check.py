@@ -82,7 +82,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
         # the host's memory (a dry run simulates none); on CPU devices, strict=true's fallbacks and the state's memory
         problem = problem or (not cfg.dry_run and simulations_problem(cfg)) or (devices and state_problem(cfg, devices))
     elif here and on_cpu and cfg.model.name in TRACED_UNSTARTED:  # distributed=local: its parent starts no backend
-        problem = problem or state_problem(cfg, resolve_cpu_count(cfg.devices.cpu_count)[0])  # (was: in its folder)
+        problem = problem or state_problem(cfg, resolve_cpu_count(cfg.devices.cpu_count)[0])  # (not in its folder)
     problem = problem or (None if cfg.dry_run else log_observation_problem(cfg.data, cfg.eval))  # the data step's
     return None if problem is None else rephrased(problem, lead=f"{ConfigError.__name__}: ")
 
@@ -90,7 +90,7 @@ def _job_problem(cfg: Any, in_process: bool) -> str | None:
 def local_processes_problem(cfg: Any) -> str | None:
     """Why ``distributed=local``'s processes cannot start (their device split, a model group across them, the batch
     over their shards and mesh, their simulations' share of this host; a dry run simulates none); None if they can.
-    Checked by their parent before any process starts (was: each process refused them once started, in its folder)."""
+    Checked by their parent before any process starts (not by each process once started, in its folder)."""
     from gensbi_sharding.harness.cpu_count import resolve_cpu_count
     from gensbi_sharding.harness.local_children import model_group_problem
     from gensbi_sharding.harness.memory_check import simulations_problem
@@ -149,7 +149,7 @@ def _batch_problem(cfg: Any, devices: int | None, processes: int = 1, source: st
     problem = batch_size_problem(cfg.data.batch_size, shards=shards, data_parallel=data_parallel, train_rows=rows,
                                  per_process=cfg.data.shards is None,
                                  budget=lambda need: simulations_for(need, budget, vf, shards))
-    # the CPU devices known: the meshes that keep the batch, as the run's check names them (was: unsaid here)
+    # the CPU devices known: the meshes that keep the batch, as the run's check names them, here too
     return problem if devices is None else kept_on_other_meshes(problem, cfg.data.batch_size, cfg.mesh, shards=shards,
                                                                 train_rows=rows, devices=devices, processes=processes,
                                                                 source=source)
@@ -234,7 +234,7 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     wanted = [job_configuration(job) for job in jobs]
     swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
     each = [sweep_parts(problem, job, jobs) for _, job, problem in refused]  # a refusal every job has is said once
-    alike = [p for p in each[0] if all(p in parts for parts in each)] if len(refused) == len(jobs) > 1 else []  # (was:
+    alike = [p for p in each[0] if all(p in parts for parts in each)] if len(refused) == len(jobs) > 1 else []  # (not
     labels, problems = [f"all {len(jobs)} jobs: "] * len(alike), list(alike)  # per job: JAX_PLATFORMS=tpu, twice)
     for (number, job, _), parts in zip(refused, each):  # each refusal of a job on a line of its own, as a run lists
         named = [o for o in job if o.split("=", 1)[0].lstrip("+~") in swept] or list(job)

@@ -1,7 +1,7 @@
 """A multirun's jobs composed once: the check before the first job (``sweep_check.refused_jobs``) keeps each job's
 config, and Hydra's basic sweeper (``validate_batch_is_legal``) and launcher, which compose each job again, get a copy.
 
-Was: every job composed three times (~0.1 s of CPU each, the search path read and merged anew), the check's first.
+Each job is composed once, not three times (~0.1 s of CPU each, the search path read and merged anew).
 A copy is what each composition would give: the same inputs (the master config, its ``hydra.overrides.hydra``, the
 config's name, the job's overrides), composed seconds apart; each reader gets its own (the check drops its
 ``hydra`` node, the launcher numbers the job). Pure Python.

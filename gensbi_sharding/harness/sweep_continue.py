@@ -3,7 +3,7 @@
 Rerun as a whole (``-m ... train.resume=auto hydra.sweep.dir=<sweep>``), a sweep continues every job only while
 none has completed: a sweep folder holding a completed job is refused (its files are never overwritten), the
 refusal naming each unfinished job's own command. So once a job has completed, those commands are the ones
-printed here: a printed command works as printed (was: the ``-m`` command, refused when run).
+printed here: a printed command works as printed (the ``-m`` command would be refused when run).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
         return rest
     kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
     which = "this job and those not started" if started else "its unfinished jobs and those not started"
-    from gensbi_sharding.harness.resume_settings import continue_prefix  # the run's JAX_ENABLE_X64 (was: none)
+    from gensbi_sharding.harness.resume_settings import continue_prefix  # the run's JAX_ENABLE_X64, so it pastes
 
     return f"to continue the whole sweep, {which}: " + " ".join(
         [continue_prefix(run_dir) + command_for(), *map(shlex.quote, kept), "train.resume=auto",
@@ -127,9 +127,9 @@ def stopped_between_jobs(next_dir: Any, signum: int | None, ended: int, argv: Se
     """The console lines of a sweep a preemption signal or Ctrl-C stopped between two of its jobs, the next not started.
 
     A signal after a job ended (held by ``signal_hold`` until then) is the sweep's preemption: the next job is not
-    started (was: it started only to record ``status: preempted`` for a stop it never saw). The sweep's summary is
-    written for the jobs so far, the next one and those after it ``not run``; so it is for a Ctrl-C there (was:
-    Hydra's end-of-sweep summary never came, and the sweep's files still held the jobs of an earlier run of it).
+    started (it would only record ``status: preempted`` for a stop it never saw). The sweep's summary is
+    written for the jobs so far, the next one and those after it ``not run``; so it is for a Ctrl-C there (Hydra's
+    end-of-sweep summary never comes, and the sweep's files would still hold the jobs of an earlier run of it).
 
     Parameters
     ----------

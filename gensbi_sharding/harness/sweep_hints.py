@@ -53,9 +53,9 @@ def with_search_path(overrides: Sequence[str]) -> list[str]:
 def config_flags(hydra: Any = None) -> list[str]:
     """The ``--config-path``, ``--config-dir`` and ``--config-name`` flags of a run, each one word (``--config-dir=
     /abs/my_conf``); [] for launch.py's own ``conf/config.yaml``. ``hydra``: a run's ``hydra`` node (as its
-    ``.hydra/hydra.yaml`` or ``multirun.yaml`` holds it); None: the running job's. Was: distributed=local's processes
-    and every printed command dropped them, so ``-cd my_conf -cn my`` (``override model: transformer``) trained
-    model=mlp in each process (status ok), and its continue command could not find ``my_conf``'s ``experiment=x``."""
+    ``.hydra/hydra.yaml`` or ``multirun.yaml`` holds it); None: the running job's. Kept by distributed=local's processes
+    and every printed command: dropped, ``-cd my_conf -cn my`` (``override model: transformer``) would train
+    model=mlp in each process (status ok), and its continue command not find ``my_conf``'s ``experiment=x``."""
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
@@ -183,7 +183,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
     if recorded and sweep_dir is not None and (other := another_sweep(sweep_dir, all_jobs, folders, bool(never))):
         return f"; {other}"  # this one's jobs would join it, numbered as its jobs
     mine = {folder_of(n, folders): n for n in range(len(all_jobs))} if all_jobs else None  # not another sweep's job
-    offered, told = {}, ""  # each folder as this sweep's job (was: as it ran, another value: 1e+30 where it is 0.002)
+    offered, told = {}, ""  # each folder as this sweep's job, not as it ran (1e+30 where it is 0.002)
     for job in (j for j, s in status.items() if s in resumable and (mine is None or j.name in mine)):
         ran_with = lists[job.name] if lists[job.name] is not None else ["<its overrides>"]
         got, words = retyped_job(job, None if mine is None or lists[job.name] is None else mine[job.name], all_jobs,
@@ -201,7 +201,7 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
                 for job in unfinished]
     for number, job in never:  # in the folder Hydra would have given it
         commands.append(job_command([*search_path, *job], Path(sweep_dir) / folder_of(number, folders), multirun=True))
-    started = f" ({unstarted_words(never, sweep_dir, folders)})" if never else ""  # (was: "never started" if killed)
+    started = f" ({unstarted_words(never, sweep_dir, folders)})" if never else ""  # (not "never started" if killed)
     if len(commands) == 1:  # one job left: one command, not a list to run "one by one"
         return f"{whole}: continue its one unfinished job{started.replace('(1 ', '(')} with: {commands[0]}"
     listed = " ; ".join(commands)
@@ -210,12 +210,12 @@ def unfinished_jobs_hint(jobs: Sequence[Any], resumable: Sequence[str], all_jobs
 
         # `bash <sweep>/continue_unfinished.sh` from another folder ran each `python launch.py` and relative
         # folder there (can't open file); a job stopped by Ctrl-C exits 130, so bash started the next; and its bare
-        # `python`, without the venv activated, was the system's (No module named 'jax'): now the sweep's own, after
-        # the JAX_ENABLE_X64 that leads a command (was: its first six characters replaced, 'env -u' among them)
+        # `python`, without the venv activated, is the system's (No module named 'jax'): so the sweep's own, after
+        # the JAX_ENABLE_X64 that leads a command (not in place of its first six characters: 'env -u' among them)
         try:
             script = write_atomic(Path(sweep_dir) / CONTINUE_SCRIPT, _SCRIPT_HEAD.format(PYTHON, shlex.quote(str(
                 user_folder()))) + "\n".join(_with_python(c) for c in commands) + "\n")
-        except OSError:  # a full or read-only sweep folder: the commands inline (was: the OSError, the refusal lost)
+        except OSError:  # a full or read-only sweep folder: the commands inline, so the refusal is not lost
             return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
         listed = f"bash {shlex.quote(str(script))} ({len(commands)} commands, one per line; the first: {commands[0]})"
     return f"{whole}: continue its unfinished jobs{started} one by one: {listed}"
@@ -252,7 +252,7 @@ def _status(metrics: Any) -> str | None:
 
 
 def _yaml_list(path: Any) -> list[str] | None:
-    """A job's recorded overrides; None where the record is missing or damaged (was: its YAML error)."""
+    """A job's recorded overrides; None where the record is missing or damaged (not its YAML error)."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record

@@ -3,7 +3,7 @@
 Job ``i`` of a sweep continues folder ``i``. A folder that ran other values of a key the sweep varies is another job,
 except one whose run failed naming each key that changed: ``-m train.learning_rate=0.003,1e30,0.001`` (job 1 diverged,
 its error naming ``train.learning_rate=1e+30``) typed again as ``-m train.learning_rate=0.003,0.002`` continues folder
-1 with 0.002, the value that failed corrected (was: offered with 1e+30, which fails it alike). Any other such folder is
+1 with 0.002, the value that failed corrected (offered with 1e+30, it would fail alike). Any other such folder is
 named, with why, and never offered: its checkpoints or record belong to the value it ran.
 """
 
@@ -26,8 +26,8 @@ def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
 
 def typed_values(overrides: Sequence[str]) -> dict[str, str]:
     """``{key: value}`` of a job's overrides (as ``sweep_plan.job_configuration`` keeps them) written as Hydra's grammar
-    reads them: a quoted string keeps its quotes, so the string '1e30' is not shown as the float 1e30 (was: both
-    1e30-looking, "ran x=1e30 where this sweep's job is x=1e+30")."""
+    reads them: a quoted string keeps its quotes, so the string '1e30' is not shown as the float 1e30 (else both
+    look alike: "ran x=1e30 where this sweep's job is x=1e+30")."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from gensbi_sharding.harness.override_grammar import parse
@@ -66,8 +66,8 @@ def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str], al
             hydra) and OmegaConf.select(hydra, "hydra.mode", default=None) == "RUN"):
         return None
     ran, shown = job_configuration([str(o) for o in overrides]), typed_values([str(o) for o in overrides])
-    for key in (k for k in want if k not in ran):  # set by the job alone: what the folder ran, composed (was: not
-        held = _held(record, key, want[key])  # compared, -m seed=0,1 rule=tensor over -m seed=0,1 counted complete)
+    for key in (k for k in want if k not in ran):  # set by the job alone: what the folder ran, composed (else
+        held = _held(record, key, want[key])  # -m seed=0,1 rule=tensor over -m seed=0,1 would count complete)
         if held is not None:
             ran[key] = shown[key] = held
     keys = list(dict.fromkeys([*swept, *(k for k in want if k in ran)])) if every else swept  # both: no default
@@ -132,7 +132,7 @@ def _key(override: str) -> str:
 
 def named_overrides(job_dir: Any, overrides: Sequence[str]) -> str:
     """" (its error names eval.num_samples=20000: change it in that command first)" when ``job_dir`` failed naming one
-    of its ``overrides`` (was: its command as it ran, which failed it alike); ``weights_failure.error_cause``'s note;
+    of its ``overrides`` (its command as it ran would fail it alike); ``weights_failure.error_cause``'s note;
     else ""."""
     _, cause, note = _error(job_dir)
     named = [o for o in overrides if "=" in o and _names(cause, _key(o))]
@@ -166,7 +166,7 @@ def retyped_job(job_dir: Any, number: int | None, all_jobs: Sequence[Sequence[st
     """
     wanted, swept = _wanted(tuple(map(tuple, all_jobs)))
     # continued alone too (hydra.mode=RUN, e.g. preempted after its value was corrected): what it holds is compared
-    # (was: offered with the value it ran, 0.002, as this sweep's job of 1e+30)
+    # (not offered with the value it ran, 0.002, as this sweep's job of 1e+30)
     changed = None if number is None else changed_keys(job_dir, wanted[number], swept, alone=True, every=every)
     if not changed or not changed[0]:
         return list(ran_with), named_overrides(job_dir, ran_with)
@@ -191,13 +191,13 @@ def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
                   folders: Sequence[str] | None = None) -> dict[str, str]:
     """``{folder name: retyped_job's sentence}`` of each job folder of ``sweep_dir`` that ran other values than this
     sweep's job of its number and is not offered with this sweep's: no job of this sweep, never counted complete
-    (was: "2 of its 3 jobs complete (0, 2); job 0: ...; to train it further ...: train.learning_rate=0.003", folder 0
+    (not "2 of its 3 jobs complete (0, 2); job 0: ...; to train it further ...: train.learning_rate=0.003", folder 0
     where this sweep's job 0 is 0.005). ``folders``: each job's folder name (``sweep_plan.job_folders``).
 
-    Each key both the folder's record and the job set is compared, swept or not (was: the swept ones only, so the
-    same values with train.steps=100 where the folder ran 50 counted it complete). A folder continued alone
+    Each key both the folder's record and the job set is compared, swept or not (not the swept ones only, so the
+    same values with train.steps=100 where the folder ran 50 do not count it complete). A folder continued alone
     (``hydra.mode=RUN``) with another value is named too, complete or not; one that completed without a record of its
-    values (no ``.hydra/overrides.yaml``: was counted as this sweep's job) too."""
+    values (no ``.hydra/overrides.yaml``: not counted as this sweep's job) too."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record

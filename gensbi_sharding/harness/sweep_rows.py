@@ -104,7 +104,7 @@ def unrecorded_rows(sweep_dir: Path, folders: Sequence[str] | None = None) -> li
 
     A job's run claims its folder first (``FolderLock``: its empty lock file stays, and an empty file is made on a
     full disk too): such a folder ran, and its record was lost (a full or read-only disk refused it, or the process
-    was killed) or is still to come (a job running beside this one). Was: counted with the jobs never started,
+    was killed) or is still to come (a job running beside this one), so it is not counted with the jobs never started,
     ``not run``. A folder Hydra made for a job the sweep stopped before (``.hydra/`` only) stays ``not run``.
     ``folders``: the sweep's job folders, where known (``sweep_plan.job_folders``); else every folder of the sweep.
     """

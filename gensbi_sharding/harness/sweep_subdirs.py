@@ -134,8 +134,8 @@ _MULTIRUN_ONLY, _MULTIRUN_DEFAULTS = ("hydra/launcher", "hydra/sweeper", "hydra.
 def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str | None:
     """The refusal of a sweep folder holding runs that are none of its jobs, without a sweep's record; None if none.
 
-    Was: ``-m ... hydra.sweep.dir=runs`` (a folder of one's runs a, b) took them for the sweep's jobs: "2 of its 2
-    jobs complete (a, b)", and offered to continue jobs 0 and 1 one by one into runs/0, runs/1, among them.
+    Else ``-m ... hydra.sweep.dir=runs`` (a folder of one's runs a, b) would take them for the sweep's jobs: "2 of its
+    2 jobs complete (a, b)", and offer to continue jobs 0 and 1 one by one into runs/0, runs/1, among them.
 
     Parameters
     ----------
@@ -160,7 +160,7 @@ def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str |
     others = [run for run in runs_under(sweep_dir) if run not in folders]
     if not others:
         return None
-    # beside it, not in it (was sweep_dir/new_sweep: the sweep among the very runs it was refused for)
+    # beside it, not in it (sweep_dir/new_sweep: the sweep among the very runs it is refused for)
     free = next(free for n in range(1, 1000)
                 if not (free := sweep_dir.with_name(f"{sweep_dir.name}_sweep{n}")).exists())
     return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds the folders of other runs ("
@@ -209,6 +209,6 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
         return None
     mode = ("a multirun (-m, or a preset such as experiment=sbibm) writes into hydra.sweep.dir" if multirun
             else "a single run writes into hydra.run.dir")
-    # The override as typed for Hydra, as one shell word (was: bare, split at a space when pasted).
+    # The override as typed for Hydra, as one shell word (bare, it would split at a space when pasted).
     fix = f"set {shlex.quote(f'{used}={named[0]}')} instead{'' if multirun else ', or add -m for a sweep'}"
     return f"{unused}={named[0]} is not used here: {mode} ({OmegaConf.select(config, used)}); {fix}"

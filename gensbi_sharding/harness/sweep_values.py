@@ -89,7 +89,7 @@ def sweep_values_problem(overrides: Sequence[str] | CommandLine, options=None, w
             return (f"{arg}{where}: the range has no value, so the sweep would run no job (range(start,stop,step) "
                     f"counts from start by step up to, not including, stop); e.g. {key}="
                     + (f"range({r.stop},{r.start})" if r.step > 0 and r.stop < r.start
-                       # start == stop: no step reaches it (was: "e.g. seed=range(0,0)", the range refused)
+                       # start == stop: no step reaches it, so not "e.g. seed=range(0,0)", the range refused
                        else f"range({r.start},{r.start + 1})" if r.start == r.stop else f"range({r.start},{r.stop})"))
     return None
 

@@ -43,7 +43,7 @@ TASK_DIMS: dict[str, tuple[int, int]] = {
 #: Observations per task, numbered 1..10 as in sbibm.
 NUM_OBSERVATIONS = 10
 #: Reference posterior samples sbibm-jax ships per task and observation (a test loads them all): the config checks
-#: refuse more eval.num_samples before any folder is made, loading none (was: refused at step [3/7], in the run's
+#: refuse more eval.num_samples before any folder is made, loading none (not at step [3/7], in the run's
 #: folder).
 REFERENCE_SAMPLES = 10_000
 #: ``data.theta_transform``: through the prior's support bijection, or as simulated (draws outside rejected).

@@ -13,9 +13,9 @@ __all__ = ["told_refusal"]
 def told_refusal(kind: str, text: str) -> Exception:
     """The refusal process 0 told (``claim_together``) as the exception it raised there, so that every process ends
     the job with the same words (``"<kind>: <text>"``) and status: a builtin one (``PermissionError``, ``OSError``),
-    ``FolderInUseError``, ``ConfigError``; any other kind, an exception of that name (was: all but the first two made
-    ``ConfigError``, so a ``PermissionError`` on process 0 read 'PermissionError: ...' there and, as a refusal of the
-    user's input, without its class name on the others).
+    ``FolderInUseError``, ``ConfigError``; any other kind, an exception of that name (as a ``ConfigError``,
+    a ``PermissionError`` that reads 'PermissionError: ...' on process 0 would read, as a refusal of the user's
+    input, without its class name on the others).
 
     Parameters
     ----------

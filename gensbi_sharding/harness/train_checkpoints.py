@@ -112,8 +112,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         return False
 
     def on_validated(step: int, current: Any) -> None:
-        # The last step too, before the best weights are put back, with its validation (was: a due last step
-        # was saved before it, so the resumed run logged an earlier best step than metrics.json).
+        # The last step too, before the best weights are put back, with its validation (a due last step saved
+        # before it would make the resumed run log an earlier best step than metrics.json).
         if writer.due(step) or step == cfg.train.steps or stopper.exhausted:
             save(step, current)
 
@@ -134,8 +134,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  window_head=window_head)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
-        # The value that diverged and one to try (was unnamed); after 1e30 the default, not 1e29. A resumed run's
-        # checkpoint is finite too (was: "no finite checkpoint was saved", and checkpoint_every=N advised when set).
+        # The value that diverged and one to try; after 1e30 the default, not 1e29. A resumed run's checkpoint is
+        # finite too (so no "no finite checkpoint was saved", nor checkpoint_every=N advised when set).
         latest, lr = writer.latest() or ts.resumed_from, cfg.train.learning_rate
         raise FloatingPointError(f"{err} (this run: train.learning_rate={lr:g}; e.g. train.learning_rate="
                                  f"{min(lr / 10, TrainConfig.learning_rate):g}); " + (

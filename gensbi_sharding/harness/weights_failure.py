@@ -1,8 +1,8 @@
 """An evaluation that failed for the trained weights' sake, and the commands that get past it.
 
 Too few posterior draws inside the prior's support, or draws holding NaN or inf, are the weights' doing: the command
-that continues the run samples the very same weights again and fails the same way (was: "once that is fixed, continue
-with: <that command>", and the fix its error named, ``data.theta_transform=support``, is refused on resume, as it
+that continues the run samples the very same weights again and fails the same way (so no "once that is fixed, continue
+with: <that command>": the fix its error names, ``data.theta_transform=support``, is refused on resume, as it
 changes what the saved arrays mean). ``weights_failure_hint`` names what does get past it: training those weights
 further in the run's folder (a larger ``train.steps``), or a new run in a new folder (the prior's bijection; a lower
 ``train.learning_rate`` for draws that are not finite).
@@ -66,11 +66,11 @@ def further_steps(out: Path, step: int) -> tuple[dict[str, int], str]:
     """The ``train`` settings that train the weights of checkpoint ``step`` further than the run asked, and what they
     do.
 
-    ``train.steps``: twice the larger of ``step`` and the ``train.steps`` the run was launched with (was: twice
-    ``step``, which for a run early stopping ended, at step 300 of 1,000, named 600: fewer steps than it asked for).
+    ``train.steps``: twice the larger of ``step`` and the ``train.steps`` the run was launched with (not twice
+    ``step``, which for a run early stopping ended, at step 300 of 1,000, names 600: fewer steps than it asked for).
     A larger ``train.steps`` redraws the cosine schedule to end there, so the learning rate jumps at ``step``: said,
     with both rates. ``train.patience=0`` too where early stopping ended the run: it would end it again at a validation
-    without a new best (was: asked for in words only, the command printed without it).
+    without a new best (in the command printed, not asked for in words only).
 
     Parameters
     ----------

@@ -35,7 +35,7 @@ def x64_fix(wanted: bool, on: bool | None = None) -> str:
     str
         ``"set JAX_ENABLE_X64=1"`` or ``"unset JAX_ENABLE_X64"`` where the variable gave JAX its present setting;
         else ``"call jax.config.update('jax_enable_x64', <wanted>) before run(cfg) (this process set it from
-        Python)"``: the variable is no fix there (was: "unset JAX_ENABLE_X64" for a variable never set).
+        Python)"``: the variable is no fix there ("unset JAX_ENABLE_X64" names a variable never set).
     """
     if on is None:
         import jax
@@ -60,9 +60,9 @@ def x64_lead(saved: bool | None) -> str:
     process's environment has the variable on (the user's shell may export it); ``""`` otherwise, or where ``saved``
     is not known (None).
 
-    Was: the lead only where this process's setting differed from the run's, so the commands printed by the run
-    itself at a stop (the same setting) had none, and for ``JAX_ENABLE_X64=1 python launch.py ...`` typed once,
-    pasted in a fresh shell, the continue command was refused "trained with JAX_ENABLE_X64 on".
+    Also where this process's setting is the run's: without it, the commands printed by the run itself at a stop
+    (the same setting) have none, and for ``JAX_ENABLE_X64=1 python launch.py ...`` typed once, pasted in a fresh
+    shell, the continue command would be refused "trained with JAX_ENABLE_X64 on".
 
     Parameters
     ----------

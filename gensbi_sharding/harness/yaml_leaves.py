@@ -1,6 +1,6 @@
 """A config file's text and its YAML nodes, as the checks of its words read them (``yaml_words``, ``hydra_nulls``).
 
-One walker of a parsed file's settings and one guarded parse for both checks (was: a near-copy in each, differing in
+One walker of a parsed file's settings and one guarded parse for both checks (a near-copy in each would differ in
 lists and ``defaults``); a file's reading is cached by its text (``file_text``), not its modification time and size.
 Pure Python until a file is parsed.
 """
@@ -17,7 +17,7 @@ def scalar_leaves(root: object) -> list[tuple[tuple[str, ...], typing.Any, bool]
     """Each ``(key path, node, item)`` of a composed YAML document (``yaml.compose``): a mapping's scalar value, or a
     scalar item of a mapping's list (``item``: its path ends in ``[i]``), nested mappings walked but the top one's
     ``defaults`` (Hydra's choices, not settings: its scalar or list items are given, not walked into). One walker for
-    ``yaml_words`` and ``hydra_nulls`` (was: two near-copies that differed in lists and ``defaults``).
+    ``yaml_words`` and ``hydra_nulls``, so the two cannot differ in lists and ``defaults``.
 
     Parameters
     ----------
@@ -69,9 +69,9 @@ def composed_text(text: str) -> object | None:
 
 def file_text(path: Path) -> str:
     """``path``'s text, read at each call: what a cache of a config file's reading is keyed by (``yaml_words``',
-    ``hydra_nulls``'), as ``config_loads`` keys its parses by a file's bytes. Was: by ``(mtime_ns, size)``, so a file
-    rewritten to the same size within one clock tick, or with its old time put back (``touch -r``, ``cp -p``), was
-    judged by its old text in the same process (a ``plot: yes`` fixed still refused).
+    ``hydra_nulls``'), as ``config_loads`` keys its parses by a file's bytes. Not by ``(mtime_ns, size)``: a file
+    rewritten to the same size within one clock tick, or with its old time put back (``touch -r``, ``cp -p``), would
+    be judged by its old text in the same process (a ``plot: yes`` fixed still refused).
 
     Parameters
     ----------

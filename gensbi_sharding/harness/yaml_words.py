@@ -2,10 +2,10 @@
 
 YAML 1.1, which Hydra's loader follows, reads a bare ``yes``/``no``/``on``/``off`` as true/false, and OmegaConf turns
 ``y``/``n`` (quoted or not) into a yes/no field's true/false; the command line refuses all of these words
-(``eval.plot=yes``: "eval.plot is a yes/no: true or false (or 1 or 0), not 'yes'", ``override_types``). Was: a group
-file of one's own (``conf/eval/my_eval.yaml``) or a preset with ``plot: yes`` ran with it on, silently; a bare ``no``
-in a text setting ran with the text 'False', and so did a bare ``true``/``false`` there (``hydra.job.env_set``'s
-``MY_FLAG: true`` set MY_FLAG=True, Python's spelling). ``yes_no_word_problem`` names the file, line, key and the fix.
+(``eval.plot=yes``: "eval.plot is a yes/no: true or false (or 1 or 0), not 'yes'", ``override_types``). Unchecked, a
+group file of one's own (``conf/eval/my_eval.yaml``) or a preset with ``plot: yes`` runs with it on, silently; a bare
+``no`` in a text setting runs with the text 'False', as does a bare ``true``/``false`` there (``hydra.job.env_set``'s
+``MY_FLAG: true`` sets MY_FLAG=True, Python's spelling). ``yes_no_word_problem`` names the file, line, key and the fix.
 Pure Python until a file holds such a word: then the command's choices are composed once (which files it reads).
 """
 
