@@ -111,7 +111,7 @@ def _what_next(job: Path, status: str) -> str:
         error = json.loads((job / "metrics.json").read_text()).get("error")
     except (OSError, ValueError, AttributeError):
         error = None
-    if error and FAILED_WEIGHTS in str(error):  # a rerun trains the same weights and fails alike (was: "fix its
+    if error and FAILED_WEIGHTS in str(error):  # a rerun trains the same weights and fails alike (so not "fix its
         # cause, then rerun it"): the commands its error names get past it, given whole (a cut command runs another)
         error = str(error)
         start = max(error.rfind("; checkpoint ", 0, error.index(FAILED_WEIGHTS)), 0)

@@ -19,7 +19,7 @@ def stopped(stop: JobsStopped) -> NoReturn:
     """Say which job a signal stopped and what running the command again does; exit with the runner's code."""
     job, status, code, saved = stop.args
     # Only a job that saved a checkpoint is continued: one stopped while it started, or before its first step
-    # (status preempted, "nothing trained: no checkpoint to save"), saved nothing (was: "continues ...").
+    # (status preempted, "nothing trained: no checkpoint to save"), saved nothing: "starts again".
     then = ("continues that job from its last checkpoint" if saved else
             "starts that job again (it had saved no checkpoint)")
     print(f"stopped {'by Ctrl-C' if code == 130 else 'by a signal'} during {job} (status {status}); run the "
