@@ -169,7 +169,7 @@ def _fit_through_ctrl_c(fit: Callable[[], Any], parallel: bool) -> Any:
     """``fit()``, a Ctrl-C meaning what the caller's SIGINT handler makes of it, with worker processes or without.
 
     ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and ``cross_val_score``
-    fits the next fold (was: every Ctrl-C during C2ST ended one fold's fit, "Training interrupted by user."); the
+    fits the next fold (so a Ctrl-C during C2ST would end one fold's fit only, "Training interrupted by user."); the
     handler's exception crosses scikit-learn as one it does not catch and is a ``KeyboardInterrupt`` again here.
     ``parallel``: joblib's workers, in the terminal's process group, ignore SIGINT, so a Ctrl-C the caller's handler
     only records (a run's first: stop once the observation under way is scored) lets them finish, as it lets one
