@@ -38,7 +38,7 @@ def _hydra_nulls(text: str) -> tuple[tuple[tuple[str, ...], str, int], ...]:
 def hydra_null_problem(path: Path, package: tuple[str, ...]) -> str | None:
     """A null that ``path`` (a config file whose keys land in ``package``) gives a setting of Hydra's that cannot
     be null (``hydra.job.env_set``'s ``MY_FLAG: null``), in one line naming the file, line, setting and fix; None
-    where it gives none. Was: Hydra's multi-line "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
+    where it gives none. Hydra's is multi-line, "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
     for keys, written, line in _hydra_nulls(file_text(path)):
         full = (*package, *keys)
         if item := keys[-1].startswith("["):  # a list's item: the list's element type

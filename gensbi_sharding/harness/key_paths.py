@@ -75,7 +75,7 @@ def setting_path_problem(arg: str, held: Sequence[str], value: str | None, lists
 
 def hydra_key_problem(args) -> str | None:
     """The one-line refusal of the first ``hydra.*`` override of a key Hydra's own config (``hydra.conf.HydraConf``)
-    lacks: ``hydra.run.dirr=runs/a`` (was Hydra's multi-line "Could not override 'hydra.run.dirr'. To append to your
+    lacks: ``hydra.run.dirr=runs/a`` (Hydra's is multi-line, "Could not override 'hydra.run.dirr'. To append to your
     config use +hydra.run.dirr=runs/a ... Key 'dirr' not in 'RunDir'"); None when there is none. Keys under a part of
     no fixed schema (``hydra.launcher.*``, ``hydra.job.env_set.*``), and ``+``/``++``/``~`` ones, are Hydra's."""
     import dataclasses
