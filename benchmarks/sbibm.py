@@ -140,7 +140,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     failed.append(f"{task} {budget}")
                     continue
                 aside = job_root.with_name(f"{job_root.name}.failed-{int(time.time())}")
-                shutil.move(job_root, aside)  # said: was silent (a stopped sequential job's too, not named at all)
+                shutil.move(job_root, aside)  # said, a stopped sequential job's too: a folder moved silently looks lost
                 print(f"{task} {budget}: status {status}: its folder kept aside as {aside}; starting it again",
                       flush=True)
             command = ([sys.executable, str(REPO / "benchmarks" / "sequential.py"), "--job", str(job_root / "job"),

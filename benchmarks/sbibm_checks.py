@@ -169,7 +169,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     HydraConfig.instance().cfg = before
                 if reason:
                     reason = " ".join(reason.split())
-                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
+                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" is a fix it refuses
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: budget_flag + " " * len(m[1]),
                                     reason)
                     if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it, so

@@ -40,7 +40,7 @@ def collect(folders: list[Path], jobs: dict | None = None,
             job = config.parent.parent
             scores = job / "c2st.csv"
             # A job run moved aside (<task>_<budget>.failed-<time>) inside the folder given is superseded; one
-            # given itself is looked at (every job in it was skipped, and the table said only "no finished job").
+            # given itself is looked at (else every job in it is skipped, and the table says only "no finished job").
             if ".failed-" in str(job.relative_to(folder)) or job.resolve() in counted:  # or given twice
                 continue
             counted.add(job.resolve())

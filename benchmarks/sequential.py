@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     from sequential_rounds import compose_config, sequential_scores, shares_problem
 
     method = Method(args.rounds, args.region, args.margin)
-    # As run checks them (was, by hand: eval.enabled=false ignored, data=slcp trained beside --task two_moons, a
-    # typo a traceback; each recorded in the job's settings, which table names under its row)
+    # As run checks them (checked by hand, eval.enabled=false would be ignored, data=slcp trained beside --task
+    # two_moons, a typo a traceback; each recorded in the job's settings, which table names under its row)
     try:
         cfg = compose_config(args.task, args.budget, args.overrides)
     except Exception:  # noqa: BLE001 (Hydra's or OmegaConf's): an override extra_problem names, next

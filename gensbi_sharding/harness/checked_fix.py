@@ -128,7 +128,7 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     drops = tuple(fix for fix in fixes if fix.startswith("~"))  # dropped still, beside a better value of what it sets
     sets, new = tuple(fix for fix in fixes if not fix.startswith("~")), fixes_of(fix_of(then))
     # a fix of several keeps those the next refusal does not replace (mesh.spec=dict beside a mesh.model_axis that
-    # divides the devices: was that axis alone, refused by the first check again, so the refused fix was offered)
+    # divides the devices: that axis alone is refused by the first check again, the refused fix offered)
     kept, words = tuple(fix for fix in sets if _key(fix) not in {_key(n) for n in new}), problem.shown or said(sets)
     better = (*drops, *kept, *new)
     tried = {_key(fix) for fix in fixes} & {_key(fix) for fix in new} and (again := _applied(cfg, better)) is not None

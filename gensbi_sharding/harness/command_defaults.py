@@ -130,7 +130,7 @@ def composed(overrides: tuple[str, ...], config_dir: str, config_name: str) -> t
 
     register_configs()  # conf/model/*.yaml pull in the schemas it stores
     # A check's composition says nothing itself: Hydra's "path=x is not available" for a search path folder that is
-    # not there was printed above the refusal (twice: the command, then its fix checked), as a warning and its line
+    # not there would print above the refusal (twice: the command, then its fix checked), as a warning and its line
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         try:

@@ -90,9 +90,9 @@ def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
 def _with_fix(message: str, cfg: DictConfig) -> str:
     """``message`` + "; e.g. <key>=<default>" when it names a ``key=value`` but no override to type.
 
-    The default is the one the command composes (``experiment=quick``'s data.batch_size=64), not the schema's 256:
-    that was offered under a preset that had changed it, and where the preset's value was the one refused, the fix
-    was the refused value itself (``suggested_default`` offers neither)."""
+    The default is the one the command composes (``experiment=quick``'s data.batch_size=64), not the schema's 256,
+    which a preset may have changed; and where the preset's value is the one refused, it is not offered as the fix
+    (``suggested_default`` offers neither)."""
     if re.search(r"(e\.g\.|set|add|use|pass|give|pick|choose) [a-z_]+\.[a-z0-9_.]+=", message):
         return message
     named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)

@@ -155,7 +155,7 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
                         max_iter=10_000, random_state=seed)
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
     if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
-        n_jobs = n_folds  # (eval.c2st_jobs=100000 was handed to joblib as is)
+        n_jobs = n_folds  # (not eval.c2st_jobs=100000 handed to joblib as is)
     with threadpool_limits(limits=1, user_api="blas"):
         return np.asarray(_fit_through_ctrl_c(lambda: cross_val_score(
             clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs), n_jobs not in (None, 1)), dtype=np.float64)
@@ -287,7 +287,7 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
                 ax.set_ylabel(labels[i])
     grid[0, 0].legend(loc="upper right", fontsize="small")
     if title:
-        # One line per " | " part: a one-line title was cut at both ends on a 2-D task's plot.
+        # One line per " | " part: a one-line title is cut at both ends on a 2-D task's plot.
         fig.suptitle(title.replace(" | ", "\n"), fontsize="medium")
     fig.tight_layout()
     from gensbi_sharding.harness.outputs import write_atomic

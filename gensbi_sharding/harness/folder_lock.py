@@ -149,8 +149,8 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     folder = physical(folder)
     named = typed(key, folder)
     blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: was "[Errno 17] File
-    # exists", naming neither the link nor the fix.
+    # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: named, not "[Errno 17]
+    # File exists", which names neither the link nor the fix.
     if dangling := next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()), None):
         target = Path(os.path.join(dangling.parent, os.readlink(dangling)))
         return (f"{named}: {dangling} is a symbolic link to {target}, which does not exist; make that folder "

@@ -28,7 +28,7 @@ MAYBE_NULL = re.compile(r"(?m):\s*(?:null|Null|NULL|~)?\s*(?:[,}\]#]|$)")
 def _hydra_nulls(text: str) -> tuple[tuple[tuple[str, ...], str, int], ...]:
     """Each ``(key path, as written, line)`` of the file's mappings whose value is YAML's null; none in a file that
     does not name ``hydra`` (Hydra's own settings are the ones checked) or that YAML cannot read. Parsed once per
-    text (``yaml_leaves.file_text``: was, per modification time and size, so an edit of the same size went unseen)."""
+    text (``yaml_leaves.file_text``: per modification time and size, an edit of the same size would go unseen)."""
     if "hydra" not in text or not MAYBE_NULL.search(text):
         return ()
     return tuple((name, node.value, node.start_mark.line + 1) for name, node, _ in scalar_leaves(composed_text(text))
