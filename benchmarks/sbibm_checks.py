@@ -138,7 +138,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     from sbibm_method import task_settings
 
     register_configs()
-    # The environment's refusals: no argument causes them, so none is prefixed "extra arguments (after --), ..." 
+    # The environment's refusals: no argument causes them, so none is prefixed "extra arguments (after --), ..."
     environment = {" ".join(str(p).split()) for p in (platform_start_problem(None), jit_disabled_problem()) if p}
     job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]  # compose() takes no hydra overrides
     # Each job is a launch.py -m of one job, run in its own process unless another launcher is asked for

@@ -146,7 +146,7 @@ def config_file_problem(command: CommandLine) -> str | None:
     for job in command_jobs(command) or []:
         err = composed(*job)[1]
         named = [path for name, path in lists.items() if f"In '{name}'" in str(err)]  # Hydra's "In 'rule/my_rule'"
-        if named:  # Hydra says "Invalid type assigned: list is not a subclass of Dict[str, Any]"
+        if named:  # in words; Hydra says "Invalid type assigned: list is not a subclass of Dict[str, Any]"
             return (f"{named[0]} holds a list (its lines start with '- '), and a config file is a mapping: write each "
                     "setting as key: value, without the '- '")
         if bad := next((v for name, v in unknown.items() if f"In '{name}'" in str(err)), None):
