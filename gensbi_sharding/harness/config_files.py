@@ -182,7 +182,7 @@ def unsearched_file(group: str, value: str, search_paths: list[str], near: str |
     """Where ``<group>/<value>.yaml`` lies under the current folder's ``conf/`` (or the folder itself) but launch.py
     reads neither (its own ``conf/`` and the search path's are its config folders): the clause naming that file and
     the search path to add, for the README's ``conf/rule/my_rule.yaml`` written beside a ``python /path/to/launch.py``
-    run from another folder, where Hydra says only "Could not find 'rule/my_rule' ..." . None where no
+    run from another folder, where Hydra says only "Could not find 'rule/my_rule' ...". None where no
     such file lies here. A search path folder that does not exist (a typo: Hydra skips it, with a warning) is named
     likewise, with ``near`` (the closest option) offered after (so the folder is named, not only "pick
     one, e.g. model=flux1")."""

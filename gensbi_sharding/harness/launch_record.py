@@ -251,7 +251,7 @@ def launch_x64(step_dir: Path) -> bool | None:
     """
     record = saving_record(Path(step_dir))
     if not record.is_dir():  # no copy kept (the running job's first attempt): the folder's record is the saver's
-        record = Path(step_dir).parent.parent / ".hydra"  # (at a stop of this very launch)
+        record = Path(step_dir).parent.parent / ".hydra"  # (so one is read at a stop of this very launch)
     try:
         text = (record / X64_FILE).read_text(encoding="utf-8")
     except OSError:  # none recorded (or gone): the run's setting is not known
