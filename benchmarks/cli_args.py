@@ -29,9 +29,9 @@ def missing_dependency_line(error: ModuleNotFoundError) -> str | None:
 def require_gensbi(parser: argparse.ArgumentParser) -> None:
     """Stop with one line, before any work, when the Python running the script lacks the gensbi extra.
 
-    Was: ``gensbi_scale.py table`` ran its 12 dry-run jobs to print the missing package 12 times in one line,
-    ``init`` printed its table's header, then "benchmarks/-c: 'gensbi' is not installed" (its child's name), and
-    ``gensbi_pipeline.py`` simulated and ran the harness's setup first, then said it twice.
+    Checked here, once, so the missing package is named once and before any work: not 12 times by
+    ``gensbi_scale.py table``'s 12 dry-run jobs, not after ``init``'s table header under its child's name, not
+    twice after ``gensbi_pipeline.py`` has simulated and run the harness's setup.
     """
     import importlib
 
@@ -46,7 +46,7 @@ def require_gensbi(parser: argparse.ArgumentParser) -> None:
 
 def _excepthook(kind, error, traceback):
     line = missing_dependency_line(error) if issubclass(kind, ModuleNotFoundError) else None
-    if issubclass(kind, KeyboardInterrupt):  # was a traceback into JAX; Python still exits 130 (by SIGINT)
+    if issubclass(kind, KeyboardInterrupt):  # one line, not a traceback into JAX; exit 130 (by SIGINT)
         line = f"benchmarks/{Path(sys.argv[0]).name}: stopped by Ctrl-C; run it again to measure"
     if line is None:
         sys.__excepthook__(kind, error, traceback)
@@ -61,7 +61,7 @@ sys.excepthook = _excepthook
 
 class Refused(SystemExit):
     """A refusal of what a script's command line names, found past argparse (``--root`` a file, a ``--from-results``
-    csv that is no table's): exit code 2, argparse's for a usage error, as every refusal of a script's arguments (was:
+    csv that is no table's): exit code 2, argparse's for a usage error, as every refusal of a script's arguments (not
     1, a run's failure's, beside argparse's 2). ``str()`` is the message; ``said`` prints it at the script's entry."""
 
     def __init__(self, message: str):
@@ -85,8 +85,8 @@ def said(main: Callable[[], object]) -> None:
 def fit_console() -> None:
     """Called first at each script's entry: a console without UTF-8 (``PYTHONIOENCODING=ascii``,
     ``LC_ALL=C PYTHONUTF8=0``, latin-1) prints a non-ASCII character of a table or a path escaped
-    (``log_file.console_fits``, as launch.py and sample.py do), never an UnicodeEncodeError in place of the table (was:
-    gensbi_scale.py table under a TMPDIR named 'r\u00e9sultats' ended in its traceback before its first line)."""
+    (``log_file.console_fits``, as launch.py and sample.py do), never an UnicodeEncodeError in place of the table (say,
+    gensbi_scale.py table under a TMPDIR named 'r\u00e9sultats', a traceback before its first line)."""
     from gensbi_sharding.harness.log_file import console_fits  # here: see integer
 
     console_fits()
@@ -103,8 +103,8 @@ def bars_off_unless_terminal() -> None:
 def command_line(script: str, *words: str) -> str:
     """``python <script> <words>``, a command a script prints for the user to paste where they typed theirs: the
     script as ``paste_command.command_for`` names it, ``benchmarks/sbibm.py`` in the checkout, its path from another
-    folder (was ``sbibm.py table ...``: no python, and a path that ran nowhere). ``words`` as given: quote a path
-    (``shlex.quote``), leave a placeholder (``<folders>``) bare."""
+    folder (so it runs pasted: ``sbibm.py table ...`` names no python, a bare path runs nowhere). ``words`` as
+    given: quote a path (``shlex.quote``), leave a placeholder (``<folders>``) bare."""
     from gensbi_sharding.harness.paste_command import command_for  # here: see integer
 
     return " ".join([command_for(script), *words])
@@ -125,7 +125,7 @@ def new_parser(doc: str) -> argparse.ArgumentParser:
 
 def integer(text: str) -> int:
     """An integer (a seed), refused as launch.py refuses ``train.steps=1e3``: ``1e3`` names ``1000`` to write
-    (was: argparse's "invalid int value: '1e3'", or "is not an integer; e.g. 2")."""
+    (the value meant, which argparse's "invalid int value: '1e3'" does not name)."""
     # Imported here, not above: missing_dependency_line must work in a Python without this package.
     from gensbi_sharding.harness.sample_output import whole_number
 
@@ -147,9 +147,9 @@ def positive_int(text: str) -> int:
 def count(*, example: int, least: int = 1, rounded: bool = False) -> Callable[[str], int]:
     """The type of an integer option >= 1 whose own later check takes only some values: a refusal's example is
     ``example``, one that check takes, and a whole float below ``least`` is refused naming ``least``; an int below
-    it is left to that check, which says why (was: ``positive_int``'s "e.g. 2", "write 10" and "0 must be >= 1",
-    each of which gensbi_pipeline's --steps check refused next); a fraction's is ``example`` too, unless ``rounded``
-    (was its nearest integer: --num-samples 2.5 "e.g. 2", < 2 * --folds; gensbi_scale's --timeout 1.5 "e.g. 2")."""
+    it is left to that check, which says why (so no example offered, "e.g. 2", "write 10", is one
+    gensbi_pipeline's --steps check refuses next); a fraction's is ``example`` too, unless ``rounded`` (its nearest
+    integer can be refused in turn: --num-samples 2.5 -> 2, < 2 * --folds; gensbi_scale's --timeout 1.5 -> 2)."""
     def parse(text: str) -> int:
         # Imported here, not above: missing_dependency_line must work in a Python without this package.
         from gensbi_sharding.harness.sample_output import whole_number
@@ -159,7 +159,7 @@ def count(*, example: int, least: int = 1, rounded: bool = False) -> Callable[[s
                 raise argparse.ArgumentTypeError(f"{text!r} is not an integer; e.g. {example}")
         value = whole_number(text, noun="an integer", example=example, minimum=max(least, 1))
         if value < 1 and least == 1:
-            raise argparse.ArgumentTypeError(f"{value} must be >= 1; e.g. {example}")  # was no value to type
+            raise argparse.ArgumentTypeError(f"{value} must be >= 1; e.g. {example}")  # a value to type
         return value
     return parse
 
@@ -213,8 +213,8 @@ def one_of(choices: tuple, kind: Callable[[str], object] = str, *, argument: str
         except ValueError:
             value = None
         if value is None and kind is int and _float(text) in choices:  # --budgets 1e3: named as the
-            integer(text)  # whole number to write (was: "not one of 1000, ...")
-        if value not in choices:  # the nearest named, as launch.py names a mistyped data= (was: the list alone)
+            integer(text)  # whole number to write, the value meant
+        if value not in choices:  # the nearest named, as launch.py names a mistyped data=
             from gensbi_sharding.harness.hints import closest_name
 
             near = closest_name(text, [str(c) for c in choices]) if kind is str else None
@@ -255,12 +255,12 @@ def run_bounded(command: list[str], *, timeout_s: float, what: str, least: float
                          f"pass a larger one, e.g. --timeout {max(timeout_s * 4, least):g}") from None
     except KeyboardInterrupt:
         print(f"{what}: stopped by Ctrl-C; nothing of it was kept", file=sys.stderr)
-        raise SystemExit(130) from None  # 130, as any command Ctrl-C stops (was 1: a failure, to make or a script)
+        raise SystemExit(130) from None  # 130, as any command Ctrl-C stops (1 reads as a failure to make or a script)
 
 
 def jax_platform(parser: argparse.ArgumentParser) -> None:
     """Stop in argparse's error line when ``JAX_PLATFORMS`` names a platform JAX cannot start here, naming it and
-    the fix (was: a traceback ending in a bare AssertionError, for ``JAX_PLATFORMS=cuda`` on a CPU machine)."""
+    the fix (JAX itself ends in a bare AssertionError, for ``JAX_PLATFORMS=cuda`` on a CPU machine)."""
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.devices import check_platform
 

@@ -70,7 +70,7 @@ FLAGS = {key: flag for key, flag in FIXED.items() if flag.startswith("--")}
 
 def in_flags(message: str) -> str:
     """``message`` (the harness's) with each key this script sets named by its flag: ``eval.c2st_folds=1 >= 2; set
-    eval.c2st_folds=2`` -> ``--folds 1 >= 2; pass --folds 2`` (was: the harness's fix, which this script refuses)."""
+    eval.c2st_folds=2`` -> ``--folds 1 >= 2; pass --folds 2`` (the harness's fix is a key this script refuses)."""
     for key, flag in FLAGS.items():
         name = re.escape(key)
         message = re.sub(rf"\bset {name}=", f"pass {key}=", message)
@@ -91,7 +91,7 @@ class _InFlags(logging.Filter):
 
 def harness_config(args, out_dir: str):
     """The harness's config, checked (``ConfigError``) as a launch.py job composed so holds it: a refusal's example is
-    the value this script composes, its refusal ``main``'s exit 2 (was: the schema's, in "harness run failed", exit 1).
+    the value this script composes, its refusal ``main``'s exit 2, a usage error's (not the run's failure's, 1).
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
@@ -116,8 +116,8 @@ def harness_config(args, out_dir: str):
                 del cfg["hydra"]
                 cfg.output_dir = out_dir
             validate(cfg)
-            # What launch.py refuses before its job starts (was: --batch-size 100000 refused by the run, after JAX
-            # started, as "harness run failed", exit 1, and once more in the harness's own log line).
+            # What launch.py refuses before its job starts: refused here, once, before JAX starts (the run itself
+            # would refuse --batch-size 100000 only after, as "harness run failed", exit 1, and again in its log).
             if (problem := job_problem(cfg)) is not None:
                 raise ConfigError(problem.removeprefix("ConfigError: "))
         finally:  # the run itself is no Hydra job: its folder is cfg.output_dir
@@ -281,10 +281,10 @@ def main() -> None:
     print(f"| harness | {harness['median_step_s']:.4f} | {harness['c2st']:.3f} | |")
     print(f"| GenSBI Flux1FlowPipeline | {gensbi['step_s']:.4f} | {gensbi['c2st']:.3f} | {gensbi['c2st_last']:.3f} |")
     print(f"| ratio harness / GenSBI | {harness['median_step_s'] / gensbi['step_s']:.3f} | | |")
-    if args.steps < WARMUP_STEPS * 10:  # was a ratio of 9 steady steps (--steps 30), said as one of 2000
+    if args.steps < WARMUP_STEPS * 10:  # 9 steady steps (--steps 30) give no ratio to judge
         print(f"\nratio not judged at this size: {args.steps} steps, under the {WARMUP_STEPS * 10} it is set for (the "
               f"first {WARMUP_STEPS} compile); the default, --steps 2000, judges it")
-    every = gensbi["val_every"]  # was '(validation every 100 steps included)' also where it ran none
+    every = gensbi["val_every"]  # its validations named only where it ran some
     validations = (f"its {gensbi['validations']} validation{'s' * (gensbi['validations'] != 1)}, one every {every} "
                    "steps, included" if gensbi["validations"] else f"no validation: it validates every {every} steps")
     print(f"\nGenSBI's mean interval between steps ({validations}): {gensbi['mean_step_s']:.4f} s")

@@ -99,7 +99,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                 # are continued, as launch.py's train.resume=auto does, not moved aside and trained again.
                 status = "killed (no metrics.json; checkpoints kept)"
             # Failed after a committed checkpoint, not refused its config (which fails alike from any step): its
-            # steps are continued as launch.py's train.resume=auto continues them (was: moved aside, from step 0).
+            # steps are continued as launch.py's train.resume=auto continues them (not from step 0: the steps are kept).
             why = failure(metrics, job_root / "launch.log") if status == "error" else ""
             failed_saved = (why and not why.startswith("ConfigError") and not method.sequential
                             and holds_checkpoint(job_root / "job"))
@@ -140,7 +140,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                     failed.append(f"{task} {budget}")
                     continue
                 aside = job_root.with_name(f"{job_root.name}.failed-{int(time.time())}")
-                shutil.move(job_root, aside)  # said: was silent (a stopped sequential job's too, not named at all)
+                shutil.move(job_root, aside)  # said, a stopped sequential job's too: a folder moved silently looks lost
                 print(f"{task} {budget}: status {status}: its folder kept aside as {aside}; starting it again",
                       flush=True)
             command = ([sys.executable, str(REPO / "benchmarks" / "sequential.py"), "--job", str(job_root / "job"),
@@ -148,7 +148,7 @@ def run(root: Path, tasks: list[str], budgets: list[int], extra: list[str], grac
                         method.region, "--margin", repr(float(method.margin)), "--", *extra] if method.sequential else
                        [sys.executable, str(REPO / "launch.py"), "-m", *settings[:3],
                         f"hydra.sweep.dir={hydra_value(job_root)}", "hydra.sweep.subdir=job", *settings[3:], *resume])
-            # the interpreter too (was left out: '/.../launch.py -m ...', which pasted ran nothing); the note its own
+            # the interpreter too (pasted, '/.../launch.py -m ...' alone runs nothing); the note its own
             # line: after the command, '# ...' broke a paste into zsh
             print(*[f"{task} {budget}: {line}" for line in (left, shlex.join(map(str, command))) if line],
                   sep="\n", flush=True)
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
             r.exit(2, f"{r.prog}: error: {environment}\n")
         if problem:
             r.error(problem)
-        taken = [cell for task in args.tasks for budget in args.budgets  # was mkdir's FileExistsError traceback
+        taken = [cell for task in args.tasks for budget in args.budgets  # named, not mkdir's FileExistsError
                  if (cell := args.root / method.folder(task, budget)).exists() and not cell.is_dir()]
         if taken:
             raise Refused(f"--root {args.root}: {taken[0]} is a file, where run keeps the job of that task and "
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
             stopped(stop)
         except KeyboardInterrupt:  # between jobs (none was running): nothing to wait for
             stopped_between_jobs()
-        except OSError as err:  # the runner's own writes on a full or read-only disk (was: an OSError's traceback)
+        except OSError as err:  # the runner's own writes on a full or read-only disk (named, not a traceback)
             unwritable(err, args.root, method)
         ended(failed, args.root, method)
     elif args.from_results is not None or not args.folders:

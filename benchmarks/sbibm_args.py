@@ -68,14 +68,14 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
         raise Refused(f"{what} {path} lies under {nearest}, a file, not a folder; pass another {what}")
     if refusal := write_denied(nearest, path.absolute()):
         raise Refused(f"{what} {path}: {refusal}; pass another {what}, in a folder you can write to")
-    # Was: sbibm_asked.json and job folders (run; each job then refused naming hydra.sweep.dir, which run refuses)
-    # or the table's files (table) written into a finished run's folder
+    # A finished run's folder is never written into: not sbibm_asked.json and job folders (run: each job would
+    # refuse its hydra.sweep.dir there), nor the table's files (table)
     if host := run_folder_holding(path):
         flag, where = what.split()[0], "is" if host == path.absolute() else "lies inside"
         raise Refused(f"{what} {path} {where} the folder of the run {host}, which is never written into again; "
                          f"pass a folder outside it, e.g. {flag} {host}-{'sbibm' if flag == '--root' else 'table'}")
-    # Was: --root conf/x wrote sbibm_asked.json and a job folder into the harness's conf/, each job then refused naming
-    # a hydra.sweep.dir=multirun/... that run sets itself
+    # Nor the harness's conf/ (--root conf/x): each job would refuse the hydra.sweep.dir=multirun/... that run sets
+    # itself, after sbibm_asked.json and a job folder were written there
     if refusal := config_folder_problem(path.absolute(), f"{what} {path}", what.split()[0]):
         raise Refused(refusal)
 
@@ -83,8 +83,8 @@ def check_folder(path: Path, what: str, may_be_missing: bool = False) -> None:
 def check_root(root: Path) -> None:
     """``Refused`` for a ``--root`` that is or lies inside a sweep's folder (a launch.py multirun, or one (task, budget)
     folder of another ``--root``), lies inside another ``--root`` or holds one: ``table`` over that folder, which reads
-    every job below it, would then find two jobs of one (task, budget) and refuse (was: run there, and that table
-    refused)."""
+    every job below it, would then find two jobs of one (task, budget) and refuse: refused before run writes
+    there."""
     from sbibm_jobs import ASKED
 
     path = root.absolute()
@@ -123,7 +123,7 @@ def job_folder_problem(job: Path, cell: str) -> str | None:
 
     try:
         check_folder(job, "--job", may_be_missing=True)
-    except Refused as refusal:  # was: FileExistsError's or NotADirectoryError's traceback from the folder's lock
+    except Refused as refusal:  # one line, not the folder lock's OSError traceback
         return str(refusal)
     path = job.absolute()
     if not path.is_dir() or (path / RECORD).is_file():  # new, or a sequential job's own: started again in place
@@ -134,10 +134,10 @@ def job_folder_problem(job: Path, cell: str) -> str | None:
                 f"job there, --job {path / cell / 'job'}")
     held = (["multirun.yaml"] if (path / "multirun.yaml").is_file() else []) + runs_under(path)
     # Hidden names are a file manager's or notebook's clutter (.DS_Store, .ipynb_checkpoints) or a job's own (.hydra,
-    # a temporary record left by a kill): none is another's work (was: "holds .DS_Store", a false refusal)
+    # a temporary record left by a kill): none is another's work (so "holds .DS_Store" would be a false refusal)
     others = held or sorted(p.name for p in path.iterdir() if p.name not in (RECORD, "metrics.json", "c2st.csv")
                             and not p.name.startswith("."))
-    # The cell's own folder (job/ left off the --job run gives): its job/ (was: e.g. --job <cell>/<cell>, not found)
+    # The cell's own folder (job/ left off the --job run gives): its job/ (there is no <cell>/<cell> to offer)
     fix = (f"pass the folder run gives this job there, --job {path / 'job'}" if path.name == cell else
            f"pass a new or empty folder, e.g. --job {path / cell}")
     if others:

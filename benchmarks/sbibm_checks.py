@@ -84,8 +84,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     from sbibm_method import task_settings
 
     # Once per settings group the jobs get: a job of TASK_SETTINGS composes its task's own (model=transformer) before
-    # the extra ones (was: checked against the preset's MLP alone, so +model.foo=1 named the MLP's settings, and
-    # +model.widht=64 suggested model.width=64, which the transformer's check then refused)
+    # the extra ones, so they are checked against that model (against the preset's MLP, +model.foo=1 would name the
+    # MLP's settings, and +model.widht=64 suggest model.width=64, which the transformer's check refuses)
     groups: dict[tuple, list[tuple[str, int]]] = {}
     for task in tasks:
         for budget in budgets:
@@ -138,7 +138,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
     from sbibm_method import task_settings
 
     register_configs()
-    # The environment's refusals (was: prefixed "extra arguments (after --), for two_moons at ...", as the arguments')
+    # The environment's refusals: no argument causes them, so none is prefixed "extra arguments (after --), ..."
     environment = {" ".join(str(p).split()) for p in (platform_start_problem(None), jit_disabled_problem()) if p}
     job = [o for o in extra if not o.lstrip("+~").startswith("hydra")]  # compose() takes no hydra overrides
     # Each job is a launch.py -m of one job, run in its own process unless another launcher is asked for
@@ -153,13 +153,13 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                                                        f"data.num_simulations={budget}", *own, *job],
                                       return_hydra_config=True)
                     # As the job's launch.py holds it: a refusal's example is then the preset's (train.steps=20000),
-                    # as launch.py's is (was: the schema's, train.steps=3000, which is no sbibm setting)
+                    # as launch.py's is (not the schema's, train.steps=3000, which is no sbibm setting)
                     HydraConfig.instance().set_config(cfg)
                     with open_dict(cfg):
                         del cfg["hydra"]
-                    # All the checks launch.py's own sweep check makes before its first job (was: validate() alone,
-                    # so a batch larger than a budget's training pairs, or one the mesh's devices do not divide,
-                    # failed in its job, after the earlier jobs had trained, however long they took)
+                    # All the checks launch.py's own sweep check makes before its first job (validate() alone lets
+                    # a batch larger than a budget's training pairs, or one the mesh's devices do not divide, fail
+                    # in its job, after the earlier jobs have trained, however long they take)
                     reason = job_problem(cfg, in_process=in_process)
                     reason = reason and reason.removeprefix(f"{ConfigError.__name__}: ")
                 except (HydraException, OmegaConfBaseException, ConfigError) as err:
@@ -169,11 +169,11 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     HydraConfig.instance().cfg = before
                 if reason:
                     reason = " ".join(reason.split())
-                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" was a fix it refuses
+                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" is a fix it refuses
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: budget_flag + " " * len(m[1]),
                                     reason)
                     if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it, so
-                        raise Refused(reason)  # a refusal without the usage text (was: argparse's usage above it)
+                        raise Refused(reason)  # a refusal without argparse's usage text
                     # the task's own settings named: a refusal of model.width=64 read as of the preset's MLP
                     return _own_problem(reason, task, budget, own)
     return None
@@ -182,8 +182,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
 def _refused_elsewhere(problem: str, extra: list[str], check, said_after: str) -> str:
     """", though <fix> is refused too, for <task> at <budget> simulations: <its refusal>" where the fix ``problem``
     offers (in place of the override it refuses) is refused by ``check`` (``extra_problem`` of every group) naming its
-    key, without the note ``said_after`` (``_own_problem``'s, which the message ends with anyway); else "". Was:
-    ``-- +model.widht=64`` advised ``model.width=64`` (the MLP's), which gaussian_linear_uniform's transformer refused."""
+    key, without the note ``said_after`` (``_own_problem``'s, which the message ends with anyway); else "". So
+    ``-- +model.widht=64`` is not advised ``model.width=64`` (the MLP's) where gaussian_linear_uniform's refuses it."""
     from gensbi_sharding.harness.refusal import fix_of, fixes_of, said
 
     fixes, key = fixes_of(fix_of(problem)), lambda o: o.split("=", 1)[0].lstrip("+~")  # noqa: E731

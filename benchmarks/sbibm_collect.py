@@ -40,7 +40,7 @@ def collect(folders: list[Path], jobs: dict | None = None,
             job = config.parent.parent
             scores = job / "c2st.csv"
             # A job run moved aside (<task>_<budget>.failed-<time>) inside the folder given is superseded; one
-            # given itself is looked at (every job in it was skipped, and the table said only "no finished job").
+            # given itself is looked at (else every job in it is skipped, and the table says only "no finished job").
             if ".failed-" in str(job.relative_to(folder)) or job.resolve() in counted:  # or given twice
                 continue
             counted.add(job.resolve())
@@ -111,7 +111,7 @@ def _what_next(job: Path, status: str) -> str:
         error = json.loads((job / "metrics.json").read_text()).get("error")
     except (OSError, ValueError, AttributeError):
         error = None
-    if error and FAILED_WEIGHTS in str(error):  # a rerun trains the same weights and fails alike (was: "fix its
+    if error and FAILED_WEIGHTS in str(error):  # a rerun trains the same weights and fails alike (so not "fix its
         # cause, then rerun it"): the commands its error names get past it, given whole (a cut command runs another)
         error = str(error)
         start = max(error.rfind("; checkpoint ", 0, error.index(FAILED_WEIGHTS)), 0)

@@ -36,24 +36,24 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
 
     On Ctrl-C the job stops at its next step with a checkpoint: it runs in a process group of its own, so the
     runner passes it the one SIGINT, whether the terminal's Ctrl-C (sent to the runner's group) or a
-    ``kill -INT`` of the runner alone (was: the job never heard of the latter and trained to its end while the
-    runner said it was "waiting for the job to save a checkpoint"); it is waited for (a second Ctrl-C kills it), not killed at once, which would lose that checkpoint
-    and its status. After a stop the wait is bounded: a job still running ``grace_s`` seconds later (a
+    ``kill -INT`` of the runner alone (else the job trains to its end while the runner says "waiting for the job
+    to save a checkpoint"); it is waited for (a second Ctrl-C kills it), not killed at once, which would lose that
+    checkpoint and its status. After a stop the wait is bounded: a job still running ``grace_s`` seconds later (a
     compile or a C2ST fit that does not look at the stop) is killed, said on stderr, so that ``timeout``
     or a scheduler's stop ends the run; its last checkpoint stays, from which the same command continues.
     A job that keeps no checkpoint (``checkpoints=False``: a sequential one's rounds) is said to start again.
     A hangup (the terminal closed, its shell's SIGHUP to the runner's group) is passed on too, ending both as it did
     when they shared a group; under ``nohup`` both ignore it. Ctrl-Z (SIGTSTP) stops the job's group with the runner,
     and ``fg``/``bg`` (SIGCONT to the runner) continue it, as a terminal does with one group. A stop or Ctrl-C that
-    comes while the job starts reaches it once it has (was: Ctrl-C there left it running, never told).
+    comes while the job starts reaches it once it has (else the job would run on, never told).
     """
-    # Was, of a sequential job: "waiting for the job to save a checkpoint", which it never saves.
+    # A sequential job saves no checkpoint: not "waiting for the job to save a checkpoint" of it.
     then = ("the same command continues it from its last checkpoint" if checkpoints else
             "the same command starts it again (its rounds keep no checkpoint)")
     log.parent.mkdir(parents=True, exist_ok=True)
     stop: list[int] = []
     proc: subprocess.Popen | None = None
-    early: list[int] = []  # a Ctrl-C while the job starts (was: raised before the try, the job never told)
+    early: list[int] = []  # a Ctrl-C while the job starts: held, then passed on
 
     def forward(signum, frame):  # before Popen too: one that comes while it starts is passed on once it has
         stop.append(signum)
@@ -61,13 +61,13 @@ def launch(command: list[str], log: Path, grace_s: float = 300.0, checkpoints: b
             proc.send_signal(signum)
 
     def suspend(signum, frame):  # Ctrl-Z: the terminal stops its foreground group, which the job is not in
-        _to_job(proc, signal.SIGTSTP)  # so it stops with the runner (was: trained on while the runner was stopped)
+        _to_job(proc, signal.SIGTSTP)  # so it stops with the runner, not trains on
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)  # stopped here until fg/bg's SIGCONT, which its handler passes on
         signal.signal(signum, suspend)
 
     def hangup(signum, frame):  # the terminal closed: the shell hangs up the runner's group, which the job is not in
-        if proc is not None:  # so it ends as it did in that group (was: left running alone, its runner gone)
+        if proc is not None:  # so it ends as in that group, not runs on alone
             proc.send_signal(signum)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
@@ -195,7 +195,7 @@ def other_settings(job: Path, settings: list[str]) -> str:
     try:
         ran = job_configuration([str(o) for o in OmegaConf.load(recorded)])
     except Exception as err:  # noqa: BLE001 (YAML's or Hydra's error): which settings it ran with is unknown
-        # Neither reused nor rerun on a guess: named, as a job of other settings is (was a traceback).
+        # Neither reused nor rerun on a guess: named, as a job of other settings is.
         return f"its {recorded} cannot be read: {type(err).__name__}: {clipped(' '.join(str(err).split()), 160)}"
     asked = job_configuration(settings)
     return ", ".join(f"{k}={ran.get(k, 'unset')}, asked {asked.get(k, 'unset')}" for k in sorted({*ran, *asked})

@@ -26,11 +26,11 @@ REGIONS = ("box", "ellipsoid")
 #: in the harness, which reads it to tell a sequential job's folder from a run's (resume, sample.py).
 RECORD = SEQUENTIAL
 #: Per-(task, budget) settings of ``sbibm.py run``'s amortised jobs, before the arguments after ``--``: one group, which
-#: any of its keys given there replaces whole (was: key by key, so model=mlp kept train.steps=6000, an MLP neither row
+#: any of its keys given there replaces whole (key by key, model=mlp would keep train.steps=6000, an MLP neither row
 #: measured). gaussian_linear_uniform (x_i = theta_i + noise, dimension by dimension): the transformer's weights,
 #: shared across one token per scalar, scored 0.517 against the preset MLP's 0.552 at 10^4 simulations
 #: (docs/posterior_quality.md, "A token model with weights shared across dimensions"); sir's was worse (0.628 against
-#: 0.585), so per task; measured at 10^4 only, so at 10^4 only (was: every budget, the 10^3 and 10^5 rows the MLP's).
+#: 0.585), so per task; measured at 10^4 only, so at 10^4 only (the 10^3 and 10^5 rows stay the MLP's).
 TASK_SETTINGS = {("gaussian_linear_uniform", 10_000): ("model=transformer", "train.steps=6000")}
 
 
@@ -177,7 +177,7 @@ def sequential_problem(method: Method, tasks: list[str], budgets: list[int], ext
     takes), or an extra ``train.resume`` its rounds would ignore; None when every cell can run (or it is amortised)."""
     if not method.sequential:
         return None
-    # Was: accepted, then ignored by every round (a sequential job always starts afresh), yet named in its row.
+    # Refused, not accepted: every round would ignore it (a sequential job always starts afresh), yet its row names it.
     resume = next((o for o in extra if o.lstrip("+~").startswith("train.resume=")), None)
     if resume is not None:
         return (f"extra argument {resume}: a sequential job's rounds keep no checkpoint to continue from (a stopped "

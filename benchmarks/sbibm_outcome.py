@@ -19,7 +19,7 @@ def stopped(stop: JobsStopped) -> NoReturn:
     """Say which job a signal stopped and what running the command again does; exit with the runner's code."""
     job, status, code, saved = stop.args
     # Only a job that saved a checkpoint is continued: one stopped while it started, or before its first step
-    # (status preempted, "nothing trained: no checkpoint to save"), saved nothing (was: "continues ...").
+    # (status preempted, "nothing trained: no checkpoint to save"), saved nothing: "starts again".
     then = ("continues that job from its last checkpoint" if saved else
             "starts that job again (it had saved no checkpoint)")
     print(f"stopped {'by Ctrl-C' if code == 130 else 'by a signal'} during {job} (status {status}); run the "
@@ -38,8 +38,8 @@ def unwritable(err: OSError, root: Path, method: Method) -> NoReturn:
     """Name the runner's own write a full or read-only disk refused, and what is kept; exit 1."""
     raise SystemExit(f"{err.filename or root} could not be written ({err.strerror or err}): the jobs that "
                      f"finished are kept in their folders under {root}; {MAKE_ROOM}, then run the "
-                     "same command again: it skips the finished jobs and " + (  # (was, sequential too:
-                     "starts the stopped ones again" if method.sequential else  # "continues the stopped")
+                     "same command again: it skips the finished jobs and " + (  # (a sequential job keeps
+                     "starts the stopped ones again" if method.sequential else  # no checkpoint to continue)
                      "continues the stopped ones")) from None
 
 
@@ -57,9 +57,9 @@ def ended(failed: list[str], root: Path, method: Method) -> None:
                  "alike), and run the command again" if any(f.endswith("given after --)") for f in failed) else
                  "run the same command again")
         raise SystemExit(f"{len(failed)} job(s) failed: {', '.join(failed)} (each named above with its error; its "
-                         f"launch.log has the rest); {retry} to retry them (" + (  # was, sequential too: "...,
+                         f"launch.log has the rest); {retry} to retry them (" + (  # sequential: not "continued"
                          "a failed or stopped job is moved aside and started again: its rounds keep no checkpoint)"
                          if method.sequential else "a failed job is moved aside and rerun, a stopped one continued)"))
-    # Was silent (the last line a job's exit code); on stderr, as the runner's other advice (stdout: a line per job)
+    # Said, not ended on a job's exit code; on stderr, as the runner's other advice (stdout: a line per job)
     print("every job done; their table and plot: " + command_line("benchmarks/sbibm.py", "table",
           shlex.quote(str(root))), file=sys.stderr)

@@ -63,7 +63,7 @@ def results_text(cells: dict[tuple, list[dict]], settings: dict[tuple, str], lef
     """The text of ``sbibm_results.csv``: a row per observation of each cell, in the table's order; the
     ``settings`` column only when some cell's are recorded (a file without it rebuilds as it was); a row of
     ``left_out`` (``{cell: why}``: no job counted) with no score, why in a ``not_counted`` column, only then."""
-    # Was: the not-counted cells were not in the file, so --from-results of it lost their table rows.
+    # The not-counted cells are in the file too, so --from-results of it keeps their table rows.
     left_out = {cell: why for cell, why in (left_out or {}).items() if cell not in cells}
     recorded = bool(left_out) or any(settings.get(cell, NOT_RECORDED) != NOT_RECORDED for cell in cells)
     f = io.StringIO()
@@ -152,7 +152,7 @@ def parse_results(text: str, where: str, tasks: tuple | None = None) -> tuple[di
 
 def settings_note(settings: dict[tuple, str]) -> str | None:
     """One line naming the rows' settings beyond the preset, task and budget: a table that mixes them says which rows
-    have which (``train.steps=20`` in one, the preset's in another), a setting every recorded row shares said once (was:
+    have which (``train.steps=20`` in one, the preset's in another), a setting every recorded row shares said once (not
     ``mesh=none`` after each of 15 rows); None when every row is the preset's alone."""
     rows = {f"{cell[0]} {cell[1]:,}" + (f" {method_of(cell)}" if len(cell) > 2 else ""): value or "not recorded"
             for cell, value in sorted(settings.items(), key=lambda kv: row_order(kv[0]))}
@@ -238,11 +238,11 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     # Every file is made in memory first and written only once all four are made, each whole (a temporary
     # name, then a rename): a failure making one (the plot) leaves the previous four as they were.
     written: list[str] = []
-    keep_previous(out, files)  # a table written over is kept under a new name first, said (was: replaced silently)
+    keep_previous(out, files)  # a table written over is kept under a new name first, said (nothing replaced silently)
     for name in OUTPUTS:
         try:
             write_atomic(out / name, files[name])
-        except OSError as err:  # a full or read-only disk: named, and what is kept (was: an OSError's traceback)
+        except OSError as err:  # a full or read-only disk: named, and what is kept (not a traceback)
             raise SystemExit(f"{out / name} could not be written ({err.strerror or err}); "
                              f"{', '.join(written) or 'none of the four files'} written, the rest "
                              f"as they were, each whole; the scores are kept in {source or 'the job folders'}: "

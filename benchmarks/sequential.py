@@ -65,9 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     from gensbi_sharding.harness.folder_lock import FolderLock, run_folder_holding
     from sbibm_method import RECORD
 
-    # Only a sequential job's own folder is started again in place (was: a launch.py run's folder, or one inside it,
-    # lost its c2st.csv, metrics.json and .hydra record to this job's, which are rewritten as it starts)
-    # also where a symlink leads (was: --job <a link to a folder inside a run's> wrote a run inside that run)
+    # Only a sequential job's own folder is started again in place (a launch.py run's folder, or one inside it, would
+    # lose its c2st.csv, metrics.json and .hydra record to this job's, which are rewritten as it starts)
+    # also where a symlink leads (--job <a link to a folder inside a run's> would write a run inside that run)
     host = run_folder_holding(args.job) or run_folder_holding(args.job.resolve())
     if host is not None and not (host == args.job.absolute() and (host / RECORD).is_file()):
         where = ("is the folder of the run {}, whose c2st.csv, metrics.json and .hydra record this job would replace"
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     from sequential_rounds import compose_config, sequential_scores, shares_problem
 
     method = Method(args.rounds, args.region, args.margin)
-    # As run checks them (was, by hand: eval.enabled=false ignored, data=slcp trained beside --task two_moons, a
-    # typo a traceback; each recorded in the job's settings, which table names under its row)
+    # As run checks them (checked by hand, eval.enabled=false would be ignored, data=slcp trained beside --task
+    # two_moons, a typo a traceback; each recorded in the job's settings, which table names under its row)
     try:
         cfg = compose_config(args.task, args.budget, args.overrides)
     except Exception:  # noqa: BLE001 (Hydra's or OmegaConf's): an override extra_problem names, next
@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> None:
 
     try:  # before the folder is touched: a JAX_PLATFORMS or devices.platform JAX cannot start, named in one line
         configure_devices(1, cfg.devices.platform)
-    except ConfigError as err:  # (was: a traceback, after the job's metrics.json was removed)
+    except ConfigError as err:  # one line, before metrics.json is touched
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     from sbibm_args import job_folder_problem
 
-    # (was: a file a traceback; an sbibm.py --root, or outputs/, became one run's folder, run and table refused it)
+    # (a file; an sbibm.py --root, or outputs/, would become one run's folder, which run and table then refuse)
     if host is None and (problem := job_folder_problem(args.job, method.folder(args.task, args.budget))):
         parser.error(problem)
     job = args.job.absolute()
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     rows, record = [], {"method": method.label, "config": OmegaConf.to_container(cfg)}
     try:  # the folder's records too: a stop or an error while they are written is said in metrics.json, lock freed
         # The record first: a folder with .hydra (and an earlier attempt's metrics.json) but none is a launch.py run's,
-        # refused above (was: written after .hydra, so a job killed between the two could not be started again).
+        # refused above (after .hydra, a job killed between the two could not be started again).
         write_record(job, method)
         (job / ".hydra").mkdir(parents=True, exist_ok=True)
         OmegaConf.save(cfg, job / ".hydra" / "config.yaml")
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
                                      say=lambda line: print(line, flush=True), stop_check=stop_check):
             rows.append(row)
             write_atomic(job / "c2st.csv", c2st_csv(rows))
-            beside = (f"amortised {amortised[row['observation']]:.3f}" if row["observation"] in amortised else  # was:
+            beside = (f"amortised {amortised[row['observation']]:.3f}" if row["observation"] in amortised else  # not
                       f"no amortised score of {args.task} at {args.budget} simulations in")  # "amortised nan"
             print(f"observation {row['observation']}: sequential C2ST {row['c2st']:.3f} +- "
                   f"{row['c2st_sd_folds']:.3f}, {beside} ({RESULTS.relative_to(REPO)})", flush=True)

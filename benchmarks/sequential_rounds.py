@@ -249,8 +249,8 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
     task = tasks.get_task(cfg.data.name)
     shares = [budget // method.rounds + (r < budget % method.rounds) for r in range(method.rounds)]
     start = time.perf_counter()
-    # data.num_observation, as the checks before the job read it (was: load_task's default 1, so a refusal's fix,
-    # data.num_observation=7 under data.x_transform=log, passed them and then failed here on observation 1)
+    # data.num_observation, as the checks before the job read it (with load_task's default 1, a refusal's fix,
+    # data.num_observation=7 under data.x_transform=log, would pass them and then fail here on observation 1)
     first = load_task(cfg.data.name, num_simulations=shares[0], val_fraction=cfg.data.val_fraction, seed=cfg.seed,
                       num_observation=cfg.data.num_observation, theta_transform=cfg.data.theta_transform,
                       x_transform=cfg.data.x_transform)
@@ -258,7 +258,7 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
     say(f"round 1: {shares[0]} prior simulations (shared by every observation), best step {shared[2]} of "
         f"{shared[3]}, {time.perf_counter() - start:.0f} s")
     for k in observations:
-        # its refusal's fix, as the check before the job's: the scored set (was: data.num_observation=<k's> alone)
+        # its refusal's fix, as the check before the job's: the scored set, not data.num_observation=<k's> alone
         x_o = tasks.usable_observation(task, k, cfg.data.x_transform, asked=observations,
                                        chosen=cfg.data.num_observation)
         sims, (velocity, params, *_), later = first, shared, []

@@ -97,7 +97,7 @@ def main() -> int:
     jax.block_until_ready(leaves(base))
     n_params = sum(x.size for x in leaves(base))
     mesh = gs.make_mesh(model_axis=2)
-    # The count itself (was "0.0M float32 parameters (0 MB)" for --layers 1 --width 64's 4,160)
+    # The count itself (in millions, --layers 1 --width 64's 4,160 reads "0.0M float32 parameters (0 MB)")
     print(f"{n_params:,} float32 parameters ({format_bytes(4 * n_params)}), "
           f"{len(jax.devices())} devices, mesh {dict(mesh.shape)}, medians of {args.trials} alternating trials")
     print()
@@ -131,7 +131,7 @@ def main() -> int:
         print(f"| {rule} | {ours:.3f} | {ref:.3f} | {ours / ref:.2f} | {statistics.median(peaks['ours']):.0f} | "
               f"{statistics.median(peaks['reference']):.0f} | {statistics.median(second):.4f} | {same} |")
     print()
-    if n_params < TARGET_PARAMS:  # was: "targets ... met" at --width 8, timings of per-call overhead
+    if n_params < TARGET_PARAMS:  # at --width 8 the timings are per-call overhead: no target judged
         print(f"time target not judged: {n_params:,} parameters, under the {TARGET_PARAMS / 1e6:.0f}M it is "
               "set for (a placement this small is mostly per-call overhead; the defaults, --layers 16 --width 2048, "
               "judge it); same buffers on a second call:", "met" if same_all else "NOT met")

@@ -22,7 +22,7 @@ MOST_LISTED = 10
 
 def every_refusal(cfg: Any, check: Callable[[Any], str | None]) -> str | None:
     """Every refusal of ``cfg``, each with its checked fix (``with_checked_fix``), as one (``refusal.listed``): the
-    next found with the fixes of those before it set (was: the first only, the next said once that was fixed). One
+    next found with the fixes of those before it set (every one, so one run of the command names them all). One
     refusal is as it is; the list ends at one whose fix sets no config value (a group, an environment variable), so
     the checks after it cannot be made.
 
@@ -52,7 +52,7 @@ def every_refusal(cfg: Any, check: Callable[[Any], str | None]) -> str | None:
 
 def validate_every(cfg: Any) -> None:
     """``config_checks.validate(cfg)``, its error naming every refused value, one a line with its fix, as launch.py's
-    check of a command does (was: ``run(cfg)`` from Python named the first only, the next once that was fixed).
+    check of a command does (so ``run(cfg)`` from Python names them all at once, not the next once one is fixed).
 
     Parameters
     ----------
@@ -74,7 +74,7 @@ def validate_every(cfg: Any) -> None:
             validate(cfg)
         except ConfigError as err:
             return err.args[0] if err.args else str(err)
-        return _mesh_refusal(cfg)  # listed beside the others (was: train.steps=-3 mesh.model_axis=3 named the steps)
+        return _mesh_refusal(cfg)  # listed beside the others (train.steps=-3 mesh.model_axis=3: both)
 
     try:
         validate(cfg)
@@ -128,7 +128,7 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     drops = tuple(fix for fix in fixes if fix.startswith("~"))  # dropped still, beside a better value of what it sets
     sets, new = tuple(fix for fix in fixes if not fix.startswith("~")), fixes_of(fix_of(then))
     # a fix of several keeps those the next refusal does not replace (mesh.spec=dict beside a mesh.model_axis that
-    # divides the devices: was that axis alone, refused by the first check again, so the refused fix was offered)
+    # divides the devices: that axis alone is refused by the first check again, the refused fix offered)
     kept, words = tuple(fix for fix in sets if _key(fix) not in {_key(n) for n in new}), problem.shown or said(sets)
     better = (*drops, *kept, *new)
     tried = {_key(fix) for fix in fixes} & {_key(fix) for fix in new} and (again := _applied(cfg, better)) is not None
@@ -137,8 +137,8 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
         after = problem.after if " or " in problem.after else ""
         return Refusal(problem.reason, better, how=problem.how, after=refused_too(words, then.reason) + after,
                        shown=_reshown(problem.shown, sets, new))
-    # its fix, refused by a check in turn, is not offered (was: "set a=12, though a=12 is refused too: ...; set a=10",
-    # a=10 below 2 x 6 again: advice that never passed)
+    # its fix, refused by a check in turn, is not offered (so no "set a=12, though a=12 is refused too: ...; set
+    # a=10", a=10 below 2 x 6 again: advice that never passes)
     return f"{problem}, though {words} is refused too: {_unfixed(then, bool(tried)).removeprefix('ConfigError: ')}"
 
 

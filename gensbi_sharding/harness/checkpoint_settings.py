@@ -2,7 +2,7 @@
 
 A stopped run's folder whose Hydra record (``.hydra/overrides.yaml``) is missing or unreadable still holds, in each
 checkpoint, the whole config that saved it. The advice that continues it there compares the typed command with that
-config (was: "rerun with train.resume=auto" whatever was typed, so ``seed=1`` over a seed-0 run continued the seed-0
+config (not "rerun with train.resume=auto" whatever was typed: ``seed=1`` over a seed-0 run would continue the seed-0
 weights on seed 1's held-out pairs and draws).
 """
 
@@ -116,15 +116,15 @@ def _fixed(compared: tuple) -> list[str] | None:
     if differ and ((now := _composed(fixed)) is None
                    or any(k in now and now[k] != v for k, v in saved.items() if k not in FREE_KEYS)):
         return None
-    if _lacked(saved, now):  # was: not compared; pasted, the run's own model's fields were others
+    if _lacked(saved, now):  # compared: pasted, the run's own model's fields would be others
         return None
     return fixed
 
 
 def _compared(run_dir: Any, overrides: Sequence[str]) -> tuple[dict[str, Any] | None, list[str], dict[str, Any] | None]:
     """The saved config's leaves (one checkpoint read), ``overrides`` with its groups' saved options, and what those
-    compose to: both public functions' start. Compared with conf/'s option it saved (was: the typed one's, so a run of
-    model=transformer continued by a command without it was told "this version's model=transformer lacks
+    compose to: both public functions' start. Compared with conf/'s option it saved (with the typed one's, a run of
+    model=transformer continued by a command without it would be told "this version's model=transformer lacks
     (model.embed=32, ...)", a field it has)."""
     saved = _saved(run_dir)
     if not saved or (now := _composed(overrides)) is None:
@@ -162,15 +162,15 @@ def _saved(run_dir: Any) -> dict[str, Any] | None:
     from gensbi_sharding.harness.launch_record import quiet_absl
 
     try:
-        with quiet_absl():  # Orbax's info line "Read Metadata={...}" (was: above the refusal's one line)
+        with quiet_absl():  # Orbax's info line "Read Metadata={...}" (kept off the refusal's one line)
             return dotted_leaves(saved_config(Path(run_dir) / "checkpoints" / str(steps[-1])))
     except (OSError, ValueError, TypeError):  # FileNotFoundError too: a damaged step says nothing here
         return None
 
 
 def _literal(value: Any) -> str:
-    """``value`` as typed after ``key=``, a text quoted where Hydra's grammar would read it otherwise (was: bare, so
-    ``[fe80::1]:1234`` or ``a,b`` composed to nothing and no command was offered; ``'true'`` read back a bool)."""
+    """``value`` as typed after ``key=``, a text quoted where Hydra's grammar would read it otherwise (bare,
+    ``[fe80::1]:1234`` or ``a,b`` compose to nothing and no command is offered; ``'true'`` reads back a bool)."""
     from gensbi_sharding.harness.hints import override_literal
     from gensbi_sharding.harness.override_grammar import hydra_value
 
@@ -225,7 +225,7 @@ def composed_leaves(overrides: Sequence[str], *, resolve: bool,
                     config_name: str | None = None) -> dict[str, Any] | None:
     """The leaves of the config ``overrides`` compose to now, Hydra's section aside: inside Hydra's app as it runs
     (its search path), else from ``conf/``. One helper for ``saved_settings_overrides``' comparisons and
-    ``saving_record.as_it_ran``'s (was: a near-copy in each, differing in resolving and the config name).
+    ``saving_record.as_it_ran``'s, so the two cannot differ in resolving or the config name.
 
     Parameters
     ----------

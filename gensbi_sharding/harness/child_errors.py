@@ -37,8 +37,8 @@ def refusals(out: Path, codes: list[int], reported: str | None) -> dict[int, str
     for rank, code in enumerate(codes):
         if code in (0, None) or code < 0:
             continue
-        # Each rank's own: a failed process with no log (its output went to the console) refused nothing (was:
-        # UnboundLocalError out of the parent, or the rank before's refusal as its own).
+        # Each rank's own: a failed process with no log (its output went to the console) refused nothing (not the
+        # rank before's refusal as its own).
         text = reported if rank == 0 and (reported or "").startswith("ConfigError: ") else None
         if rank:
             with contextlib.suppress(OSError):
@@ -80,9 +80,9 @@ def child_refusal(err: BaseException) -> dict[str, bool]:
 def stuck_errors(out: Path, processes: int) -> str:
     """What the processes of a job the run bound killed logged last as an error: why they never reached a step.
 
-    Was: "local processes killed after distributed.run_timeout_s=240 s" alone, as if the run were slow, when a save
-    had failed on process 0 (its checkpoint folder turned read-only) and left every process waiting in Orbax's
-    barriers for it.
+    Named beside "local processes killed after distributed.run_timeout_s=240 s", which alone reads as a slow run
+    where a save failed on process 0 (its checkpoint folder turned read-only) and left every process waiting in
+    Orbax's barriers for it.
 
     Parameters
     ----------

@@ -46,7 +46,7 @@ def wait_children(children: list[subprocess.Popen], timeout_s: float, grace_s: f
         failed = [rank for rank, code in enumerate(codes) if code not in (None, 0, *STOPPED)]
         if failed and first_dead is None:
             # Several seen at once: one killed by a signal died; the others noticed it, and XLA ends those by SIGABRT,
-            # within one poll when a collective fails at once (was: "process 0 died (killed by SIGABRT)" for a kill -9).
+            # within one poll when a collective fails at once: the killed one is named, not a SIGABRT survivor.
             first_dead = min(failed, key=lambda rank: (codes[rank] >= 0, codes[rank] == -signal.SIGABRT, rank))
             died_at = time.monotonic()
             deadline = min(deadline, died_at + grace_s)
@@ -57,7 +57,7 @@ def wait_children(children: list[subprocess.Popen], timeout_s: float, grace_s: f
         if all(code is not None for code in codes):
             return codes, first_dead, (time.monotonic() - died_at if died_at else None)
         if signalled and any(code in STARTUP_DEATHS for code in codes):  # none joined: the rest, at the coordinator
-            for child in children:  # for it, hold nothing (was: ended as a dead peer's survivors, 15 s later)
+            for child in children:  # for it, hold nothing: ended now, not as a dead peer's survivors 15 s later
                 if child.poll() is None:
                     child.kill()
             return [child.wait() for child in children], first_dead, None

@@ -82,7 +82,7 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
 
     command, found = parse(args), []
     if any(word in ("-sc", "--shell-completion") for word in command.args):  # install=bash: Hydra's words, no setting
-        return flag_use_problem(command)  # (was: "install is not a setting", so shell completion could not install)
+        return flag_use_problem(command)  # (not "install is not a setting": shell completion installs)
     while len(found) < MOST_LISTED and (problem := _checked_problem(command)) not in (None, *found):
         found.append(problem)
         fixes = fixes_of(fix_of(problem))
@@ -91,7 +91,7 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
             break
         command = parse(_with_fixes(command.args, refused.arg, fixes))
     else:  # the fixed command passes these checks: the run's own checks of it follow in the same list
-        # (was: train.steps=1.5 seed=-1 named seed=-1 only once train.steps was fixed)
+        # (so train.steps=1.5 seed=-1 names seed=-1 too, not only once train.steps is fixed)
         found += [p for p in parts_of(found and problem is None and _config_problem(command.args, every=True))
                   if p not in found][:MOST_LISTED - len(found)]
     if len(found) < 2:
@@ -101,8 +101,8 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
 
 def shown_config_problem(args: Sequence[str]) -> str | None:
     """The run's refusal of the config a ``--cfg`` (job, hydra, all) or ``--info`` command showed, which Hydra prints
-    without checking it; None where a run of it would start, or where the command shows no config. Was: ``--cfg job
-    train.steps=-1`` printed the config and exited 0, no word that its run is refused.
+    without checking it; None where a run of it would start, or where the command shows no config. So ``--cfg job
+    train.steps=-1`` does not print the config and exit 0 with no word that its run is refused.
 
     Parameters
     ----------
@@ -150,8 +150,8 @@ def _first_problem(command: CommandLine) -> str | None:
 
 def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
     """``problem``, and where the override it offers (``Refusal.fix``) keeps the value as typed under another key or
-    prefix and would be refused too, that refusal with its fix, in the same message (was: ``+train.resume=true``:
-    "write train.resume=true", refused the next run; ``train.stpes=1.5``: "set train.steps=1.5", refused next)."""
+    prefix and would be refused too, that refusal with its fix, in the same message (alone, ``+train.resume=true``'s
+    "write train.resume=true" is refused the next run; ``train.stpes=1.5``'s "set train.steps=1.5" refused next)."""
     fixed = fix if isinstance(fix := fix_of(problem), str) else ""  # one override: the typed value under a new key
     typo = next((o for o in command.parsed if fixed.endswith(f"={o.raw}") and o.arg != fixed
                  and problem.startswith((o.arg, o.key))), None)
@@ -163,8 +163,8 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
     said = f"{problem}, though {fixed} is refused too: "
     if _key(fixed) not in map(_key, fixes_of(fix_of(then))):  # its fix is no value of that key: words only
         return f"{said}{then.removeprefix(f'{fixed}: ')}"
-    # the value it offers carried as the fix, so a list goes on to the next value refused (was: words only, and
-    # train.stpes=1.5 seed=-1 named seed=-1 only on the next run)
+    # the value it offers carried as the fix, so a list goes on to the next value refused (words only, and
+    # train.stpes=1.5 seed=-1 would name seed=-1 only on the next run)
     return Refusal(said + then.reason.removeprefix(f"{fixed}: "), then.fix, how=then.how, after=then.after,
                    shown=then.shown)
 
@@ -173,10 +173,10 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
     """``problem``, where the config the command composes with its fix (``Refusal.fix``, in place of the override
     refused) would be refused by the run's own checks (``sweep_check.job_problem``: the range checks and GenSBI's model
     checks alike): that refusal's own fix in its place where it sets the same key and passes, the overrides it names
-    together (a tuple) checked together, else that refusal appended (was: ``eval.num_samples=2.5`` -> "e.g.
-    eval.num_samples=2", refused next: at least 4; ``mesh={model:3}`` -> ``mesh.model_axis=3``, which 8 devices
-    refuse; ``model.id_merge_mode=concat model.val_emb_dim=0.5`` -> "e.g. model.val_emb_dim=null", which the concat
-    check refuses, naming the two emb dims together, which no check tried)."""
+    together (a tuple) checked together, else that refusal appended (so no fix offered is refused next:
+    ``eval.num_samples=2.5`` -> "e.g. eval.num_samples=2", at least 4; ``mesh={model:3}`` -> ``mesh.model_axis=3``,
+    which 8 devices refuse; ``model.id_merge_mode=concat model.val_emb_dim=0.5`` -> "e.g. model.val_emb_dim=null",
+    which the concat check refuses, naming the two emb dims together)."""
     fixes = fixes_of(fix_of(problem))
     refused = next((o for o in command.parsed if fixes and problem.startswith((f"{o.arg}:", f"{o.arg} "))), None)
     keys = [_key(fix) for fix in fixes]
@@ -217,8 +217,8 @@ def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
     runs, or where the command checks refuse it or it does not compose (those name their own fix). The first of
     several (a fix is checked against one refusal at a time), or, with ``every``, all of them as one list. A multirun's
     jobs are each checked, and only refusals of values every job shares are said: a swept value's are the sweep
-    check's, job by job (was: no job checked, so ``-m +model.dpeth=0 seed=0,1`` offered model.depth=0, which every job
-    then refused as the sweep started)."""
+    check's, job by job (unchecked, ``-m +model.dpeth=0 seed=0,1`` would offer model.depth=0, which every job
+    refuses as the sweep starts)."""
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.command_defaults import MAX_JOBS, command_jobs, composed
@@ -240,8 +240,8 @@ def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
         expanded = sweep_jobs(typed) if command.multirun else [typed]
     except Exception:  # noqa: BLE001 (a sweep Hydra's sweeper cannot expand: the sweep check's to name)
         return None
-    # the jobs of each choice of groups (command_jobs: at most MAX_JOBS) in turn, so every model's are checked (was:
-    # the first MAX_JOBS alone, all model=mlp's for -m model=mlp,transformer seed=range(0,10))
+    # the jobs of each choice of groups (command_jobs: at most MAX_JOBS) in turn, so every model's are checked (the
+    # first MAX_JOBS alone are all model=mlp's for -m model=mlp,transformer seed=range(0,10))
     chosen, by_choice = {_key(c) for job in groups for c in job[0] if not c.startswith("hydra.")}, {}
     for job in expanded:
         by_choice.setdefault(tuple(o for o in job if _key(o) in chosen), []).append(job)

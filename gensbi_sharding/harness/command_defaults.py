@@ -1,8 +1,8 @@
 """The value a command-line check suggests ("e.g. train.steps=20"), as the command's own composition gives it.
 
-launch.py's checks run before Hydra composes (``command_checks``); a refusal that offers a value to type offered
-the schema's default, ``train.steps=3000``, where the command's ``experiment=quick`` composes 20 (was: ``python
-launch.py experiment=quick train.steps=abc`` said "e.g. train.steps=3000"). Here the command's group choices
+launch.py's checks run before Hydra composes (``command_checks``); a refusal that offers a value to type would offer
+the schema's default, ``train.steps=3000``, where the command's ``experiment=quick`` composes 20 (``python
+launch.py experiment=quick train.steps=abc``: "e.g. train.steps=3000"). Here the command's group choices
 (``experiment=``, ``model=``, ``data=``, ... and its ``hydra.searchpath``), as typed and without the override
 refused, are composed once per job their swept groups make; the schema's default is said only where the jobs
 compose other values (``experiment=quick,sbibm``), a composition fails (an option that does not exist, a glob) or
@@ -118,8 +118,8 @@ def _compose(overrides: tuple[str, ...], config_dir: str, config_name: str) -> A
     return composed(overrides, config_dir, config_name)[0]  # a suggestion is worth no failure: None, the schema's
 
 
-# a multirun's command line is checked job by job for each fix in turn: every job of a few commands kept (was 8: a
-# refusal of 8 jobs composed them 36 times, 25 of them distinct)
+# a multirun's command line is checked job by job for each fix in turn: every job of a few commands kept (a refusal
+# of 8 jobs composes them 36 times, 25 of them distinct)
 @functools.lru_cache(maxsize=4 * MAX_JOBS)
 def composed(overrides: tuple[str, ...], config_dir: str, config_name: str) -> tuple[Any, Exception | None]:
     """Hydra's composition of one of ``command_jobs``' jobs, and None; or None and the error composing it."""
@@ -130,7 +130,7 @@ def composed(overrides: tuple[str, ...], config_dir: str, config_name: str) -> t
 
     register_configs()  # conf/model/*.yaml pull in the schemas it stores
     # A check's composition says nothing itself: Hydra's "path=x is not available" for a search path folder that is
-    # not there was printed above the refusal (twice: the command, then its fix checked), as a warning and its line
+    # not there would print above the refusal (twice: the command, then its fix checked), as a warning and its line
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         try:

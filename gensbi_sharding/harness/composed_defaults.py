@@ -2,7 +2,7 @@
 (``experiment=quick``, ``model=transformer``), without the command's own values.
 
 ``conf/model/mlp.yaml`` says ``width: 128`` but ``experiment=quick`` composes 32: a message naming "its default"
-names the composed one (was: "model.width=100000 (at its default 128 ...)" under ``experiment=quick``).
+names the composed one (not "model.width=100000 (at its default 128 ...)" under ``experiment=quick``).
 ``override_keys.schema_default`` stays the reader of the schema's own default, used where no command composed the
 config (``run(cfg)`` called directly) or a key the composition lacks. ``suggested_default`` is the value a refusal
 offers to type ("e.g. train.steps=20"): the composed default, never the value refused.
@@ -111,7 +111,7 @@ def _schema_default(cfg: Any, path: str) -> tuple[bool, Any]:
     except ValueError:  # not a config node
         return False, None
     if schema is dict:  # an untyped section (OmegaConf.load of a run's .hydra/config.yaml, a dict): its place says
-        schema = _untyped_schema(cfg, parent)  # (was: dict, no default, so "train.steps=-3 must be >= 1" no fix)
+        schema = _untyped_schema(cfg, parent)  # (dict has no default: no fix)
     return schema_default(schema, key)
 
 

@@ -227,7 +227,7 @@ def register_configs() -> None:
 def model_schema_classes() -> list[type]:
     """Every model's settings dataclass defined in this module, a user's own too, so adding the dataclass is the whole
     step (docs/gensbi_models.md#a-model-or-data-set-of-your-own-in-the-harness): what ``register_configs`` stores and
-    the command-line checks know as models (was: those checks took any subclass alive, one a test defined too)."""
+    the command-line checks know as models (not any subclass alive, one a test defined too)."""
     return [c for c in globals().values() if isinstance(c, type) and issubclass(c, ModelConfig)
             and c is not ModelConfig and "name" in vars(c)]
 

@@ -53,7 +53,7 @@ def validate(cfg: DictConfig) -> None:
                               after=" to train it (checkpoints and losses are written as usual)")
         if problem is None:  # GenSBI checks these sections only after simulating; they need model.name's fields
             check_model(cfg.model, traced=cfg.mesh.spec is not None and not cfg.dry_run, dry_run=cfg.dry_run)
-            problem = own_data_problem(cfg.data.name)  # was: its TypeError once the run's folder was made
+            problem = own_data_problem(cfg.data.name)  # before the run's folder is made
     except ConfigError as err:
         raise ConfigError(_with_fix(err.args[0] if err.args else str(err), cfg)) from None  # a Refusal keeps its fix
     require(problem is None, problem)
@@ -90,9 +90,9 @@ def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
 def _with_fix(message: str, cfg: DictConfig) -> str:
     """``message`` + "; e.g. <key>=<default>" when it names a ``key=value`` but no override to type.
 
-    The default is the one the command composes (``experiment=quick``'s data.batch_size=64), not the schema's 256:
-    that was offered under a preset that had changed it, and where the preset's value was the one refused, the fix
-    was the refused value itself (``suggested_default`` offers neither)."""
+    The default is the one the command composes (``experiment=quick``'s data.batch_size=64), not the schema's 256,
+    which a preset may have changed; and where the preset's value is the one refused, it is not offered as the fix
+    (``suggested_default`` offers neither)."""
     if re.search(r"(e\.g\.|set|add|use|pass|give|pick|choose) [a-z_]+\.[a-z0-9_.]+=", message):
         return message
     named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)
@@ -105,8 +105,8 @@ def _with_fix(message: str, cfg: DictConfig) -> str:
 
 def _folds_refusal(cfg: DictConfig, reason: str = "") -> Refusal:
     """eval.num_samples below 2 * eval.c2st_folds, with a fix that passes: 2 * folds samples where the task has that
-    many reference samples, else the most it has and the folds they support (was: "set eval.num_samples=12000", then
-    "set eval.num_samples=10000", still below 2 * 6000: advice that never passed). ``reason``: another refusal's
+    many reference samples, else the most it has and the folds they support (so no "set eval.num_samples=12000", then
+    "set eval.num_samples=10000", still below 2 * 6000: advice that never passes). ``reason``: another refusal's
     reason of eval.num_samples (above the reference samples), which the same fix answers."""
     folds, samples = cfg.eval.c2st_folds, cfg.eval.num_samples
     reason = reason or f"eval.num_samples={samples} must be >= 2 * eval.c2st_folds (eval.c2st_folds={folds})"
@@ -141,18 +141,18 @@ def _validate(cfg: DictConfig) -> None:
     problem = val_pairs_problem(cfg.data.num_simulations, cfg.data.val_fraction, cfg.data.batch_size)
     require(problem is None, problem or "")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
-    # Was: a negative seed passed, simulated, then failed in the batch shuffler ("seed=-1 must be >= 0").
+    # Before simulating: the batch shuffler refuses a negative seed only after the simulation.
     require(cfg.seed >= 0, Refusal(f"seed={cfg.seed} must be >= 0", "seed=0", how="; e.g. "))
     require(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")
     require(cfg.train.learning_rate > 0, f"train.learning_rate={cfg.train.learning_rate} must be > 0")
     require(cfg.train.checkpoint_every >= 0,
            f"train.checkpoint_every={cfg.train.checkpoint_every} must be >= 0 (0: only at the end)")
     require(cfg.train.keep >= 1, f"train.keep={cfg.train.keep} must be >= 1")
-    # One condition per message (was both: "eval.num_samples=10000 must be >= 2 * eval.c2st_folds and ..._folds=1 >= 2")
+    # One condition per message, each with the fix that passes it
     require(cfg.eval.c2st_folds >= 2, Refusal(f"eval.c2st_folds={cfg.eval.c2st_folds} must be >= 2 (cross-validation "
                                               "needs two folds)", "eval.c2st_folds=2"))
     require(cfg.eval.num_samples >= 2 * (folds := cfg.eval.c2st_folds), _folds_refusal(cfg))
-    require((problem := ode_steps_problem(cfg.eval.ode_steps)) is None, problem or "")  # was: any up to 2**31 - 1
+    require((problem := ode_steps_problem(cfg.eval.ode_steps)) is None, problem or "")  # bounded
     problem = num_samples_problem(cfg.data.name, cfg.eval)  # before any folder
     if problem:  # its fix as data (the most samples); where that is below 2 * folds, both lowered
         reason, fix = problem.rsplit("; set ", 1)
@@ -190,7 +190,7 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
     resume = cfg.train.resume
     # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.
-    with in_python_words():  # run(cfg) from Python: in the settings it sets (was: launch.py's overrides, unquoted)
+    with in_python_words():  # run(cfg) from Python: in the settings it sets, not launch.py's overrides
         require(resume is None or str(resume).strip() != "",
                 f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
                 "folder, or leave it out to start fresh")

@@ -97,9 +97,9 @@ def _bytes_of(path: Path) -> bytes:
 def _read_as(data: bytes) -> tuple[str, tuple[str, ...]]:
     """``"broken"`` (YAML cannot read it), ``"list"``, ``"mapping"`` or ``"global"`` (``# @package _global_``: a
     preset setting sections, ``train: {steps: 5}``), and its items but ``defaults`` (none for another ``@package``
-    header: its keys land elsewhere), of a config file's bytes: read once per content (was: every config file parsed
-    again by each check of a command line, ~0.3 s each time; then once per modification time and size, so a file
-    edited to the same size within one clock tick, or with its old time put back, was judged by its old text)."""
+    header: its keys land elsewhere), of a config file's bytes: read once per content (parsed again by each check
+    of a command line, ~0.3 s each time; keyed by modification time and size, a file edited to the same size within
+    one clock tick, or with its old time put back, would be judged by its old text)."""
     try:  # OmegaConf.load of the file's text, as Hydra reads it (UTF-8, universal newlines: as its open)
         read = OmegaConf.load(io.StringIO(data.decode("utf-8"), newline=None))
     except Exception:
@@ -114,7 +114,7 @@ def _read_as(data: bytes) -> tuple[str, tuple[str, ...]]:
 
 
 def _fix(reason: str, mark: object) -> str:
-    if "'\\t'" in reason:  # a tab after text on its line (before a comment, say) indents nothing (was: "indent with")
+    if "'\\t'" in reason:  # a tab after text on its line (before a comment, say) indents nothing: not "indent with"
         return "indent with spaces: YAML takes no tabs" if _indenting(mark) else (
             "write spaces for the tab at that column: YAML takes no tabs")
     if "duplicate key" in reason:
@@ -146,11 +146,11 @@ def config_file_problem(command: CommandLine) -> str | None:
     for job in command_jobs(command) or []:
         err = composed(*job)[1]
         named = [path for name, path in lists.items() if f"In '{name}'" in str(err)]  # Hydra's "In 'rule/my_rule'"
-        if named:  # was Hydra's "Invalid type assigned: list is not a subclass of Dict[str, Any]"
+        if named:  # in words; Hydra says "Invalid type assigned: list is not a subclass of Dict[str, Any]"
             return (f"{named[0]} holds a list (its lines start with '- '), and a config file is a mapping: write each "
                     "setting as key: value, without the '- '")
         if bad := next((v for name, v in unknown.items() if f"In '{name}'" in str(err)), None):
-            return _unknown_key(*bad)  # was Hydra's multi-line "ConfigKeyError ... Key 'speed' not in 'TrainConfig'"
+            return _unknown_key(*bad)  # Hydra's is multi-line "ConfigKeyError ... Key 'speed' not in 'TrainConfig'"
         while err is not None and not isinstance(err, yaml.MarkedYAMLError):
             err = err.__cause__ or err.__context__
         mark = getattr(err, "problem_mark", None)
@@ -168,7 +168,7 @@ def _unknown_key(path: Path, section: str, key: str, value: Any, reason: str | N
     from gensbi_sharding.harness.override_keys import schema_default
 
     shown, under = (f"{section}.{key}", f" under {section}:") if nested else (key, "")  # a preset's train: {...}
-    if reason is not None:  # was Hydra's multi-line "ValidationError ... could not be converted to Integer"
+    if reason is not None:  # Hydra's is multi-line "ValidationError ... could not be converted to Integer"
         return (f"{path} sets {shown}: {override_literal(value)}, which it cannot take ({reason}); write e.g. {key}: "
                 f"{override_literal(schema_default(_section(section), key)[1])}{under} there")
     fields = [f.name for f in dataclasses.fields(_section(section))]
@@ -181,11 +181,11 @@ def _unknown_key(path: Path, section: str, key: str, value: Any, reason: str | N
 def unsearched_file(group: str, value: str, search_paths: list[str], near: str | None = None) -> str | None:
     """Where ``<group>/<value>.yaml`` lies under the current folder's ``conf/`` (or the folder itself) but launch.py
     reads neither (its own ``conf/`` and the search path's are its config folders): the clause naming that file and
-    the search path to add. Was: "Could not find 'rule/my_rule' ...; pick one, e.g. rule=fsdp" for the README's
-    ``conf/rule/my_rule.yaml`` written beside a ``python /path/to/launch.py`` run from another folder. None where no
+    the search path to add, for the README's ``conf/rule/my_rule.yaml`` written beside a ``python /path/to/launch.py``
+    run from another folder, where Hydra says only "Could not find 'rule/my_rule' ...". None where no
     such file lies here. A search path folder that does not exist (a typo: Hydra skips it, with a warning) is named
-    likewise, with ``near`` (the closest option) offered after (was: "Could not find ...; pick one, e.g.
-    model=flux1", the folder never named)."""
+    likewise, with ``near`` (the closest option) offered after (so the folder is named, not only "pick
+    one, e.g. model=flux1")."""
     import shlex
 
     from gensbi_sharding.harness.override_grammar import hydra_value
@@ -207,7 +207,7 @@ def unsearched_file(group: str, value: str, search_paths: list[str], near: str |
 def resumed_search_path(command: CommandLine, group: str, value: str) -> str | None:
     """The search path flags (``'hydra.searchpath=[file://.../my_conf]'``, ``--config-dir ...``) of the run
     ``train.resume`` names (``auto``: ``hydra.run.dir``'s), where one of their folders holds ``<group>/<value>.yaml``:
-    a preset of one's own resumed without them (was: "did you mean model=flux1?", whose sizes the resume refuses)."""
+    a preset of one's own resumed without them (not "did you mean model=flux1?", whose sizes the resume refuses)."""
     import shlex
 
     from gensbi_sharding.harness.hints import saving_overrides

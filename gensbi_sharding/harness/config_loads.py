@@ -47,9 +47,9 @@ def parsed_once(read: Callable[[Any], Any], roots: tuple[str, ...]) -> Callable[
     """``read`` (``OmegaConf.load``) that parses each file under ``roots`` once for each content it has had.
 
     A file is known by its real path and its bytes, read again at each load (a small file's read is ~1/100 of its
-    parse). Was: by its modification time and size, so a file edited to the same size within one clock tick, or
-    written back with its old time (``touch -r``, ``cp -p``, ``rsync -t``), was handed out as it was before: a
-    notebook's second ``run(cfg)`` after such an edit of ``conf/`` composed the old values.
+    parse). Not by its modification time and size: a file edited to the same size within one clock tick, or
+    written back with its old time (``touch -r``, ``cp -p``, ``rsync -t``), would be handed out as it was before,
+    and a notebook's second ``run(cfg)`` after such an edit of ``conf/`` compose the old values.
 
     Parameters
     ----------

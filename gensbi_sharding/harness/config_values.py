@@ -44,8 +44,8 @@ def interpolation_problem(cfg: DictConfig) -> str | None:
         try:
             OmegaConf.to_container(cfg[key], resolve=True, throw_on_missing=True) if OmegaConf.is_config(cfg[key]) \
                 else cfg[key]
-        except MissingMandatoryValue as err:  # was: its multi-line text, a traceback, or the run's refusal in its
-            # folder
+        except MissingMandatoryValue as err:  # one line naming the key, before any folder is made
+            # (OmegaConf's own text is multi-line)
             return _missing_problem(cfg, str(getattr(err, "full_key", None) or key))
         except (InterpolationResolutionError, GrammarParseError) as err:
             path = str(getattr(err, "full_key", None) or key)
@@ -93,7 +93,7 @@ def folder_interpolation_problem(cfg: DictConfig) -> str | None:
     for path in dict.fromkeys(paths):
         try:
             OmegaConf.select(cfg, path, throw_on_resolution_failure=True, throw_on_missing=True)
-        except MissingMandatoryValue:  # was: a run's outputs in a folder named None, a sweep's traceback
+        except MissingMandatoryValue:  # refused: else a run's outputs in a folder named None
             return Refusal(f"{path}=???: {MISSING_MARK}", f"{path}=runs/a", how=", e.g. ")
         except (InterpolationResolutionError, GrammarParseError) as err:
             if isinstance(err, InterpolationToMissingValueError) and (cause := interpolation_problem(cfg)):

@@ -46,7 +46,7 @@ NOISY_MESSAGES = ("CheckpointManagerOptions.read_only=True", "Given directory is
                   "Save Finalize thread (save_finalize) failed")
 
 #: Orbax's note at a save that waited over a second for the one before (logger "absl"): once a job on the console, in
-#: words naming the setting (``SAVE_WAIT_SAID``); every one in launch.log (was: the console's at every save, 8 lines)
+#: words naming the setting (``SAVE_WAIT_SAID``); every one in launch.log (at every save the console's would be 8 lines)
 SAVE_WAIT = "Waiting for previous save to complete took"
 SAVE_WAIT_SAID = ("a checkpoint save waited {:.1f} s for the previous one to finish, training held meanwhile (said "
                   "once; every wait is in launch.log): a larger train.checkpoint_every saves less often")
@@ -221,7 +221,7 @@ class ConsoleFormatter(logging.Formatter):
         if record.name == "absl" and str(record.msg).startswith(SAVE_WAIT) and record.args:
             return tagged(record.levelname, SAVE_WAIT_SAID.format(float(record.args[0])))  # launch.log: Orbax's
         text = super().format(record)
-        if record.name == "py.warnings":  # was also the code line that warned, and a blank one (launch.log keeps them)
+        if record.name == "py.warnings":  # not the code line that warned, nor a blank one (launch.log keeps them)
             text = _SOURCE_LINE.sub("", text).rstrip()
         return text if record.levelno < logging.WARNING else tagged(record.levelname, text)
 

@@ -52,7 +52,7 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
 def model_step_line(cfg: Any, rule_name: str, mesh: Any) -> str:
     """``"[4/7] model + optimizer: mlp, rule 'fsdp', init=sharded, AdamW(lr=0.003, cosine, warm-up 100 steps, weight
     decay 0.0001), EMA decay 0.999"``: what the run trains with; warm-up and weight decay where set, "no EMA" under
-    ``train.ema_decay=0`` (was: neither, and "EMA decay 0" for an EMA the run does not keep).
+    ``train.ema_decay=0`` (not "EMA decay 0": the run keeps no EMA).
 
     Parameters
     ----------
@@ -167,14 +167,14 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
         three jobs, one never started.
     folders : sequence of str, optional
         Each job's folder name (``sweep_plan.job_folders``); with ``jobs``, only this sweep's job folders are counted
-        (was: "2 of its 2 jobs complete (0, 2)" for a 2-job sweep rerun into its 3-job earlier run's folder).
+        (so a 2-job sweep rerun into its 3-job earlier run's folder is not "2 of its 2 jobs complete (0, 2)").
 
     Returns
     -------
     str
     """
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed (was: a path with a space, as is)
+    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed, a path with a space quoted
 
     def status(job: Path) -> Any:
         try:
@@ -197,7 +197,7 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
 
 def summary_refused_line(sweep_dir: Path, err: OSError) -> None:
     """Print a sweep's summary the disk refused (full, read-only): the file, that each job's outcome is kept, and the
-    command that writes the summary (was: Hydra's warning of the callback's OSError, and no line ending the sweep)."""
+    command that writes the summary (Hydra's own is a warning of the callback's OSError, no line ending the sweep)."""
     import json
     import shlex
     import sys
@@ -206,7 +206,7 @@ def summary_refused_line(sweep_dir: Path, err: OSError) -> None:
 
     jobs = sorted(Path(sweep_dir).glob("*/metrics.json"))
     # A job whose own record the full disk refused too (Hydra made its folder, .hydra in it): named, not said kept
-    # (was: "each job's outcome is kept in its folder's metrics.json" of a job folder holding none).
+    # (its folder holds no metrics.json to keep its outcome in).
     unrecorded = sorted((p.parent.name for p in Path(sweep_dir).glob("*/.hydra")
                          if not (p.parent / "metrics.json").is_file()), key=lambda name: (len(name), name))
     kept = "each job's outcome is kept in its folder's metrics.json" + (

@@ -113,7 +113,7 @@ def cpu_devices_known(platform: str | None) -> bool:
     if platform is not None:
         return platform == "cpu"
     chosen = _jax_platforms()[1]
-    if chosen:  # as JAX reads the list: ' cpu' is no platform it knows (was stripped here, and refused below)
+    if chosen:  # as JAX reads the list: ' cpu' is no platform it knows (so not stripped here)
         return str(chosen).split(",")[0] == "cpu"
     return not _accelerators_installed()
 
@@ -141,9 +141,9 @@ def platform_start_problem(platform: str | None) -> str | None:
 
     Where no accelerator plugin is installed only ``cpu`` starts, so a setting that lists no ``cpu``
     (``cuda``, ``gpu``, ``tpu``, ``CPU``) is refused here as ``devices.check_platform`` refuses it once the
-    backend starts (was: only then, inside the run's new folder). So is a list with ``cpu`` and another entry JAX
-    fails on (``cpu,``, ``tpu,cpu``, ``gpu,cpu``): JAX starts every entry, skipping only an unavailable ``cuda`` (was:
-    let through, and refused by that probe inside the run's new folder). None where it may start.
+    backend starts (here, before the run's new folder is made). So is a list with ``cpu`` and another entry JAX
+    fails on (``cpu,``, ``tpu,cpu``, ``gpu,cpu``): JAX starts every entry, skipping only an unavailable ``cuda`` (so
+    that probe would refuse it, inside the run's new folder). None where it may start.
     """
     env = _jax_platforms()[0] if platform is None else None
     chosen = env if platform is None else platform

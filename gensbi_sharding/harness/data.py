@@ -136,7 +136,7 @@ def load_task(name: str, *, num_simulations: int = 10_000, val_fraction: float =
                           x_val=x_val, observation=x_o, reference_samples=reference_samples(task, num_observation),
                           theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
                           theta_bijection=bijection, x_transform=x_transform,
-                          dropped_non_finite=dropped, val_pairs=totals[1])  # was totals[0]: summed again
+                          dropped_non_finite=dropped, val_pairs=totals[1])  # totals[1]: every process's val pairs
 
 
 def _domain(x_transform: str, theta_transform: str) -> str:

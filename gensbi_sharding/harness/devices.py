@@ -69,7 +69,7 @@ def _note_xla_flags(flags: str) -> None:
     XLA ends the process (exit 1, "Unknown flag in XLA_FLAGS: --xla_bogus_flag=1" written to stderr, whose pipe to
     the console, ``native_console.native_output_to_log``, often dies with it unread) at a flag it does not know; no
     Python runs after it, and XLA lists its flags nowhere public (a probe process would cost every launch a second).
-    Was: the folder kept ``.hydra/`` and a launch.log ending at "[1/7] devices", nothing saying why; its last line now
+    Else the folder keeps ``.hydra/`` and a launch.log ending at "[1/7] devices", nothing saying why; its last line
     names the flags and the fix. The device count alone (the harness's own, checked) is not named."""
     import logging
     import re

@@ -102,8 +102,8 @@ def _log(report: dict[str, Any]) -> None:
 def _real_run_fits(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> None:
     """Logs the refusal a real run of ``cfg`` would meet on this host (``memory_check.check_fits``), if any.
 
-    The dry run itself runs on (it sizes runs for larger machines); was: 25.2 GB per device reported on a 23 GB
-    host with no word that training here would be refused.
+    The dry run itself runs on (it sizes runs for larger machines); logged, so 25.2 GB per device reported on a
+    23 GB host says that training here would be refused.
     """
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.memory_check import check_fits

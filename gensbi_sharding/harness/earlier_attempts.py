@@ -3,13 +3,13 @@
 A run continued in its own folder (``train.resume=auto``, a requeue) writes ``error.txt`` and its evaluation's files
 (``c2st.csv``, ``posterior.png``, ``posterior_samples[_<k>].npz``) anew, or never: with ``eval.enabled=false``, other
 ``eval.observations``, or a stop before its evaluation. Left under those names, an earlier attempt's scores read as this
-attempt's beside a ``metrics.json`` that says otherwise (was: a continuation with ``eval.enabled=false`` ended ``ok``
-with ``c2st`` null beside the interrupted attempt's ``c2st.csv``, which ``benchmarks/sbibm.py table`` counted; one
-scoring ``eval.observations=[1]`` kept the earlier ``posterior_samples_2.npz``). So do a ``distributed=local`` job's
-``process_<i>.log``, which its processes append to and its parent reads for their refusals and errors (was: an earlier
-attempt's error reported as this attempt's, "they were stuck, not slow: process 0 logged ..."), and ``sharding.txt``,
-written once an attempt places its state (was: a continuation failing before then kept the earlier attempt's, whose mesh
-read as this attempt's beside its error). Each is renamed
+attempt's beside a ``metrics.json`` that says otherwise (a continuation with ``eval.enabled=false`` ending ``ok``
+with ``c2st`` null beside the interrupted attempt's ``c2st.csv``, which ``benchmarks/sbibm.py table`` counts; one
+scoring ``eval.observations=[1]`` beside the earlier ``posterior_samples_2.npz``). So do a ``distributed=local`` job's
+``process_<i>.log``, which its processes append to and its parent reads for their refusals and errors (an earlier
+attempt's error would read as this attempt's, "they were stuck, not slow: process 0 logged ..."), and ``sharding.txt``,
+written once an attempt places its state (a continuation failing before then would keep the earlier attempt's, whose
+mesh reads as this attempt's beside its error). Each is renamed
 ``<name>.attempt<N><suffix>`` (``c2st.attempt1.csv``), N the attempt that wrote it, so nothing is lost, and an
 observation scored before from the same weights and settings is still kept rather than sampled again
 (``kept_scores.earlier_scores`` reads those names too).
@@ -32,8 +32,8 @@ _ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
 
 def _attempt_number(folder: Path, previous: dict | None) -> int:
     """The earlier attempt's number: its record's count of attempts, and past every number already set aside, as an
-    attempt killed outright left no record to count (was: the record's count alone, which after such an attempt named
-    copies that exist, and its files stayed under the names this attempt writes)."""
+    attempt killed outright left no record to count (the record's count alone, after such an attempt, names copies
+    that exist, and leaves its files under the names this attempt writes)."""
     recorded = len((previous or {}).get("previous_attempts", [])) + 1
     return max(recorded, 1 + max((int(m["n"]) for p in folder.iterdir() if (m := _ASIDE.fullmatch(p.name))), default=0))
 
@@ -116,8 +116,8 @@ def take_back(source: Path, path: Path) -> bool:
 
 
 def plotted_after(plot: Path, samples: Path) -> bool:
-    """Whether ``plot`` was written after ``samples``: from those kept samples, not an earlier evaluation's (was: any
-    posterior.png kept, one from an earlier step where a job was killed between the samples file and its plot).
+    """Whether ``plot`` was written after ``samples``: from those kept samples, not an earlier evaluation's (a job
+    killed between the samples file and its plot leaves an earlier step's posterior.png).
 
     Parameters
     ----------

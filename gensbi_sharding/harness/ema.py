@@ -110,7 +110,7 @@ def new_buffers(tree: Any) -> Any:
 
 def _as_averages(values: Any) -> Any:
     # New buffers (new_buffers: astype to the same dtype returns the same array); narrower floats widened by one
-    # compiled program for all of them (was: an eager astype per leaf, a program compiled per shape).
+    # compiled program for all of them (an eager astype per leaf would compile a program per shape).
     leaves, treedef = jax.tree.flatten(values)
     narrow = [i for i, leaf in enumerate(leaves) if average_dtype(leaf.dtype) != leaf.dtype]
     widened = dict(zip(narrow, jax.jit(lambda xs: [x.astype(average_dtype(x.dtype)) for x in xs])(

@@ -155,7 +155,7 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
                         max_iter=10_000, random_state=seed)
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
     if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
-        n_jobs = n_folds  # (eval.c2st_jobs=100000 was handed to joblib as is)
+        n_jobs = n_folds  # (not eval.c2st_jobs=100000 handed to joblib as is)
     with threadpool_limits(limits=1, user_api="blas"):
         return np.asarray(_fit_through_ctrl_c(lambda: cross_val_score(
             clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs), n_jobs not in (None, 1)), dtype=np.float64)
@@ -169,7 +169,7 @@ def _fit_through_ctrl_c(fit: Callable[[], Any], parallel: bool) -> Any:
     """``fit()``, a Ctrl-C meaning what the caller's SIGINT handler makes of it, with worker processes or without.
 
     ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and ``cross_val_score``
-    fits the next fold (was: every Ctrl-C during C2ST ended one fold's fit, "Training interrupted by user."); the
+    fits the next fold (so a Ctrl-C during C2ST would end one fold's fit only, "Training interrupted by user."); the
     handler's exception crosses scikit-learn as one it does not catch and is a ``KeyboardInterrupt`` again here.
     ``parallel``: joblib's workers, in the terminal's process group, ignore SIGINT, so a Ctrl-C the caller's handler
     only records (a run's first: stop once the observation under way is scored) lets them finish, as it lets one
@@ -287,7 +287,7 @@ def pair_plot(samples: Any, reference: Any, path: str | os.PathLike,
                 ax.set_ylabel(labels[i])
     grid[0, 0].legend(loc="upper right", fontsize="small")
     if title:
-        # One line per " | " part: a one-line title was cut at both ends on a 2-D task's plot.
+        # One line per " | " part: a one-line title is cut at both ends on a 2-D task's plot.
         fig.suptitle(title.replace(" | ", "\n"), fontsize="medium")
     fig.tight_layout()
     from gensbi_sharding.harness.outputs import write_atomic

@@ -76,7 +76,7 @@ def experiment_sizes_problem(command: CommandLine) -> str | None:
     if not experiments or (choice := chosen_models(command)) is None:
         return None
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
-    # a pkg:// search path is a package's folder this check does not read: its file may be there (was refused)
+    # a pkg:// search path is a package's folder this check does not read: its file may be there, so not refused
     unread = len(folders) <= len(command.search_paths)
     for experiment in (str(v) for v in experiments[-1].values()):
         sized = [f / "experiment_model" / experiment for f in folders if (f / "experiment_model" / experiment).is_dir()]
@@ -89,7 +89,7 @@ def experiment_sizes_problem(command: CommandLine) -> str | None:
             # beside the model's own file: conf/, or the search path folder that holds conf/model/<model>.yaml
             home = next((f for f in folders if (f / "model" / f"{model}.yaml").is_file()), CONF)
             wanted = home / "experiment_model" / experiment / f"{model}.yaml"
-            # the smallest model's file first, the harness's mlp (was flux1's, its dozen GenSBI settings)
+            # the smallest model's file first, the harness's mlp (flux1's has a dozen GenSBI settings)
             example = next((p for f in sized for p in sorted(f.glob("*.yaml"), key=lambda p: (p.stem != "mlp", p))),
                            None)
             like = f", as {_shown(example)} does for model={example.stem}" if example is not None else ""

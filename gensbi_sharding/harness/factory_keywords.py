@@ -71,7 +71,7 @@ def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
     if own and all(p.kind in passing for p in own.values()):
         if inspect.isclass(factory) and factory.__init__ is not object.__init__:
             # An nnx.Module subclass as its own factory: nnx's metaclass __call__ takes (*args, **kwargs), which
-            # hid __init__'s keywords (was: never checked). Its __init__'s, less self.
+            # hides __init__'s keywords from the check. Its __init__'s, less self.
             return dict(list(inspect.signature(factory.__init__).parameters.items())[1:])
         return inspect.signature(factory).parameters
     return own
@@ -137,7 +137,7 @@ def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Ma
 def data_factory_keyword_problem(name: str, factory: Callable[..., Any]) -> str | None:
     """The one-line refusal of a data set's factory whose signature does not take the run's call; None where it does.
 
-    Was: ``TypeError: load_noisy() got an unexpected keyword argument 'process_count'`` once the run's folder was made.
+    Before the run's folder is made, not ``TypeError: load_noisy() got an unexpected keyword argument ...`` in it.
 
     Parameters
     ----------

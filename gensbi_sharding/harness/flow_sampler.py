@@ -18,8 +18,8 @@ from gensbi_sharding import batch_axes, mesh_context, pad_for_mesh, replicate, s
 __all__ = ["FlowSampler", "CHUNK_STEPS"]
 
 #: ODE steps per compiled call: between calls the sampler asks ``stop_check`` and Python runs its signal handlers
-#: (a Ctrl-C raises there), so a stop is answered within this many steps. Was: the whole integration one program, so
-#: ``eval.ode_steps=2147483647`` held SIGTERM and Ctrl-C for hours (only SIGKILL ended it).
+#: (a Ctrl-C raises there), so a stop is answered within this many steps. As one program, the whole integration of
+#: ``eval.ode_steps=2147483647`` would hold SIGTERM and Ctrl-C for hours (only SIGKILL ending it).
 CHUNK_STEPS = 8
 
 
@@ -127,7 +127,7 @@ class FlowSampler:
                 if first:  # the chunk before has ended (dispatch is asynchronous): ask now, not all chunks queued
                     out.block_until_ready()
                     if jax.process_count() == 1 or getattr(self.stop_check, "collective", False):
-                        self.stop_check()  # several processes: only a check they all make alike (was: none)
+                        self.stop_check()  # several processes: only a check they all make alike
                 out = self._integrate(out, obs, self.params, np.int32(first))
         if jax.process_count() > 1:  # rows live on other hosts too: gather the global array
             from jax.experimental import multihost_utils

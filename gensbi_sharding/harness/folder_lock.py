@@ -128,8 +128,8 @@ class FolderLock:
 
 
 def physical(path: str | os.PathLike) -> Path:
-    """``path`` made absolute, a ``..`` in it resolved as the file system will (was: ``runs/a/../b`` refused as lying
-    inside the run ``runs/a``, and ``runs/x/../a`` made ``runs/x`` for its lock); any other path as it is."""
+    """``path`` made absolute, a ``..`` in it resolved as the file system will (so ``runs/a/../b`` does not lie inside
+    the run ``runs/a``, and ``runs/x/../a`` does not make ``runs/x`` for its lock); any other path as it is."""
     path = Path(path).absolute()
     return Path(os.path.realpath(path)) if ".." in path.parts else path
 
@@ -138,26 +138,26 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
 
     A path that is (or lies under) a file cannot be made a folder; one whose nearest existing folder refuses
-    a new entry (read-only, another user's) cannot be written (was: Hydra's PermissionError traceback, after a
-    warning that a callback raised it); and a run and a sweep never share one, or a sweep's job folders,
+    a new entry (read-only, another user's) cannot be written (said here, before Hydra's PermissionError traceback and
+    its warning that a callback raised it); and a run and a sweep never share one, or a sweep's job folders,
     ``multirun.yaml`` and summary would mix with the run's own files. ``before_hydra``: the check of the Hydra
     callback, before Hydra writes: a run in a running sweep's job folder, or a sweep over one a run writes, too
     (not a sweep's own jobs, whose sweep holds their folder's parent).
     """
-    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # as typed (was: a space, ( as is)
+    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # as typed, a space or ( quoted
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = physical(folder)
     named = typed(key, folder)
     blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: was "[Errno 17] File
-    # exists", naming neither the link nor the fix.
+    # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: named, not "[Errno 17]
+    # File exists", which names neither the link nor the fix.
     if dangling := next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()), None):
         target = Path(os.path.join(dangling.parent, os.readlink(dangling)))
         return (f"{named}: {dangling} is a symbolic link to {target}, which does not exist; make that folder "
                 f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
     if blocker is not None and not blocker.is_dir():
         return f"{named}: {blocker} is a file, not a folder; choose another {key}"
-    if (in_conf := config_folder_problem(folder, named, key)) is not None:  # was: hydra.run.dir=conf ran there
+    if (in_conf := config_folder_problem(folder, named, key)) is not None:  # hydra.run.dir=conf: never run there
         return in_conf
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
     if sweep and metrics.is_file():
@@ -167,13 +167,13 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     if not sweep and sweep_file.is_file():
         return (f"{named} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
                 f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
-    # Was: hydra.run.dir=<a run>/checkpoints/20 wrote a run into that step folder, whose checkpoint sample.py and
-    # train.resume=<the run> then read as the run's own newest; <a run>/sub wrote into a completed run's folder too.
+    # Not hydra.run.dir=<a run>/checkpoints/20: a run there is a step folder, whose checkpoint sample.py and
+    # train.resume=<the run> would read as the run's own newest; nor <a run>/sub, inside a completed run's folder.
     if host := run_folder_holding(folder.parent):
         instead = typed(key, f"{host}-{folder.name.lstrip('.')}")
         return (f"{named} lies inside the folder of the run {host}: a {'sweep' if sweep else 'run'} never "
                 f"writes into another run's folder; choose one outside it, e.g. {instead}")
-    # Was: hydra.run.dir=outputs (the folder of every run) wrote a run there, and each run after it lay inside it.
+    # Not hydra.run.dir=outputs (the folder of every run): each run after it would lie inside it.
     if not sweep and folder.is_dir() and (runs := runs_under(folder)):
         return (f"{named} holds the folders of other runs ({', '.join(runs[:3])}{', ...' if len(runs) > 3 else ''}"
                 f"): a run never writes around other runs; choose a new folder, e.g. {typed(key, folder / 'new_run')}")
@@ -187,7 +187,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
         outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's
         names = sorted(p.name for p in folder.iterdir() if outputs.fullmatch(p.name)
                        and not (sweep and any((p / mark).exists() for mark in _MARKS[False])))
-        if names:  # was: overwritten (a c2st.csv of one's own replaced by the run's), with no run there to refuse
+        if names:  # a c2st.csv of one's own, say: no run there to refuse, yet overwritten
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             return (f"{named} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                     f"overwrite; choose another {key} (a new or empty folder), or move them out")
@@ -219,8 +219,8 @@ def _is_run_folder(path: Path) -> bool:
 def runs_under(folder: Path, depth: int = 3, most: int = 2000) -> list[str]:
     """The run and sweep folders under ``folder`` (``depth`` levels, ``most`` folders looked at), relative to it.
 
-    Was: its children alone, so ``hydra.run.dir=outputs`` (runs at ``<date>/<time>``) or ``.`` in a checkout
-    (``runs/a``) wrote a run around them, and every run after it in ``outputs/<date>/<time>`` was then refused
+    Deeper than its children: ``hydra.run.dir=outputs`` (runs at ``<date>/<time>``) or ``.`` in a checkout
+    (``runs/a``) would write a run around them, and every run after it in ``outputs/<date>/<time>`` be refused
     as inside that run's folder. A run's or sweep's own folders are not looked into, nor hidden ones.
 
     Parameters

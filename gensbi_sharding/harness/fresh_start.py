@@ -2,9 +2,9 @@
 in one short line; the advice on continuing a run stays for a run that may have meant another folder or lost its
 checkpoint.
 
-Was: every such job printed "no checkpoint in <job> yet, starting fresh (to continue an unfinished run:
-hydra.run.dir=<its folder>; to train a finished one further: ...)", also each job not yet started of a sweep stopped by
-Ctrl-C and continued with the command it printed, where that advice does not apply: the job never ran.
+The advice, "no checkpoint in <job> yet, starting fresh (to continue an unfinished run: hydra.run.dir=<its
+folder>; to train a finished one further: ...)", does not apply to a job not yet started of a sweep stopped by Ctrl-C
+and continued with the command it printed: that job never ran.
 """
 
 from __future__ import annotations

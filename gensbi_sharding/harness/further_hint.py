@@ -24,7 +24,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 
     A completed run's folder is never written into again (not by ``train.resume=auto`` either), and a new folder with
     ``train.resume=auto`` starts from step 0; ``train.resume=<its folder>`` with a new ``hydra.run.dir`` continues from
-    its newest checkpoint. A sweep's job: ``<sweep>-<job>-steps<N>``, beside the sweep (was in it: a summary row).
+    its newest checkpoint. A sweep's job: ``<sweep>-<job>-steps<N>``, beside the sweep (in it, a summary row).
 
     Parameters
     ----------
@@ -46,7 +46,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         "; to train it further from its final checkpoint (step N) into a new folder: <command>",
         or "" when ``saved_step`` is None or no step is complete. Where step N, the newest by name, is not complete
         (``launch_record.complete_step``; its Orbax step metadata lost): "from its newest complete checkpoint (step
-        M; step N, newer, is not complete)", resuming step M's folder (was: step N, refused when pasted). Where every
+        M; step N, newer, is not complete)", resuming step M's folder (step N's is refused when pasted). Where every
         step is damaged: "; none of its checkpoints can be resumed (...): to run it again from the start ...".
     """
     from gensbi_sharding.harness.launch_record import complete_step
@@ -58,8 +58,8 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     if saved_step is None:  # every step damaged (its saved step named): a fresh run is what there is to offer
         return _fresh_hint(run_dir, ended, newer, saved_overrides(run_dir, ended, overrides), multirun) if newer else ""
     overrides = saved_overrides(run_dir, saved_step, overrides)
-    # further than the run went (step `ended`), from whichever step resumes it (was: to its end again, from step 3)
-    target = steps if (steps or 0) > ended else max(2 * ended, ended + 1)  # was <more than N>: bash's <
+    # further than the run went (step `ended`), from whichever step resumes it (not to its end again)
+    target = steps if (steps or 0) > ended else max(2 * ended, ended + 1)  # a number: bash reads <more than N> as <
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
     name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
@@ -79,7 +79,7 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
 def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -> Sequence[str] | None:
     """The overrides of the launch that saved ``run_dir``'s step ``step`` (its Hydra record, ``launch_record.
     saving_record``), led by the search path and config flags of ``overrides``; ``overrides`` where no record says.
-    Was: the refused command's own, so ``launch.py experiment=quick seed=1 hydra.run.dir=<a seed=0 run>`` was told
+    Not the refused command's own: ``launch.py experiment=quick seed=1 hydra.run.dir=<a seed=0 run>`` would be told
     to train it further with ``seed=1 ... train.resume=<run>``: other held-out pairs and draws, early stopping
     afresh."""
     from omegaconf import OmegaConf
@@ -99,11 +99,11 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
     """"rerun with <its train.resume> to <again> in this folder" (``resume_command.folder_resume``): the command's own
     plus that override; where the command's settings are not those of the launch the folder's record holds (but
     ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
-    <its command>" (``sweep_hints.job_command``). Was: 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>' was told
-    "rerun with train.resume=auto": pasted, the seed-0 weights continued on seed 1's held-out pairs and draws.
+    <its command>" (``sweep_hints.job_command``): pasted, 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>'
+    plus the override would continue the seed-0 weights on seed 1's held-out pairs and draws.
     Where this process's ``JAX_ENABLE_X64`` is not the run's (``resume_settings.continue_prefix``), the whole
-    command, led by the setting that continues it (a sweep's job: the sweep's, ``sweep_again``; was:
-    "rerun with train.resume=auto", refused pasted in the same shell).
+    command, led by the setting that continues it (a sweep's job: the sweep's, ``sweep_again``; "rerun
+    with train.resume=auto" pasted in the same shell is refused).
     """
     from gensbi_sharding.harness.resume_command import folder_resume
     from gensbi_sharding.harness.sweep_hints import job_command
@@ -122,7 +122,7 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
 def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str:
     """"continue it here with the same command plus train.resume=auto", or where the command's settings are not
     those of the folder's record, "continue it here with the settings it was launched with: <its command>"
-    (``rerun_hint``'s rule; was: the same command's, a seed=1 typed over a killed seed=0 run's checkpoints); the
+    (``rerun_hint``'s rule; not a seed=1 typed over a killed seed=0 run's checkpoints); the
     whole command where ``JAX_ENABLE_X64`` must change (``rerun_hint``'s rule)."""
     from gensbi_sharding.harness.sweep_hints import job_command
 
@@ -136,8 +136,8 @@ def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
 def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str | None:
     """``sweep_hints.job_command`` of ``run_dir``'s record (``.hydra/overrides.yaml``) after its search path and config
     flags (``hydra.yaml``; none recorded: ``overrides``'), where the settings of the two differ (``train.steps``,
-    ``train.resume``, ``hydra.*`` aside); else None. Was: ``overrides``' flags always, so a run of ``model=small`` from
-    ``hydra.searchpath=[file://my_conf]`` was offered a command without it, which Hydra refused pasted."""
+    ``train.resume``, ``hydra.*`` aside); else None. The record's flags: with ``overrides``', a run of ``model=small``
+    from ``hydra.searchpath=[file://my_conf]`` would be offered a command without it, which Hydra refuses pasted."""
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
@@ -146,11 +146,11 @@ def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
     saved = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
     if overrides is None:
         return None
-    if not OmegaConf.is_list(saved):  # no record: the config its checkpoint saved (was: the short advice, any seed)
+    if not OmegaConf.is_list(saved):  # no record: the config its checkpoint saved, so the seed too
         from gensbi_sharding.harness.checkpoint_settings import continue_settings
 
         lacked, fixed = continue_settings(run_dir, overrides)  # one read of its checkpoint for both
-        if lacked is not None:  # was: "rerun with train.resume=auto"
+        if lacked is not None:  # not "rerun with train.resume=auto"
             return lacked
         return None if fixed is None or fixed == list(overrides) else job_command(fixed, run_dir, multirun=multirun)
     hydra = getattr(read_record(Path(run_dir) / ".hydra" / "hydra.yaml"), "hydra", None)
@@ -166,8 +166,8 @@ def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
 
 def _fresh_hint(run_dir: Path, ended: int, why: str, overrides: Sequence[str] | None, multirun: bool) -> str:
     """"; none of its checkpoints can be resumed (<why>): to run it again from the start into a new folder: <command>",
-    the command as the run was given (its ``train.resume`` left out), into a folder not used yet. Was: nothing, where
-    every step of a completed run was damaged: the refusal said "choose another hydra.run.dir" and no command."""
+    the command as the run was given (its ``train.resume`` left out), into a folder not used yet, so a completed run
+    whose every step is damaged gets a command, not only "choose another hydra.run.dir"."""
     from gensbi_sharding.harness.override_grammar import hydra_override
 
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job

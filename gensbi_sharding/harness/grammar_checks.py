@@ -66,8 +66,8 @@ def grammar_problem(args: Sequence[str] | CommandLine) -> str | None:
         '(' expecting <EOF>); quote it for Hydra inside the shell's quotes: 'hydra.run.dir=\"runs/a(1)\"'"``.
     """
     for o in (command := parse(args)).overrides:
-        # No key Hydra could mean: named here (was: skipped, and hydra_plugin_problem met it, an AttributeError);
-        # Hydra reads =1 as the key '', which no check named
+        # No key Hydra could mean: named here (hydra_plugin_problem would meet it as an AttributeError);
+        # Hydra reads =1 as the key '', which no other check names
         if not re.fullmatch(r"[+~]{0,2}[\w./@-]+", o.typed):
             if (o.hydra is None or not o.typed) and not _flag_value(command.args, o.arg):
                 return _key_problem(o.arg, o.typed, o.error)

@@ -2,9 +2,9 @@
 Hydra's own groups (``hydra/job_logging=x``, ``hydra/help=x``; its launcher and sweeper are ``hydra_plugins``'), a
 group Hydra has not (``hydra/foo=x``), and an interpolation as a choice (``rule=${nope}``, ``rule=${mesh}``).
 
-Was: Hydra's "Could not find 'hydra/job_logging/x'" with its options and search path over ten lines, "Error
+Hydra's own words are "Could not find 'hydra/job_logging/x'" with its options and search path over ten lines, "Error
 resolving interpolation '${nope}', possible interpolation keys: ..." or "Could not find 'rule/dict'" after every
-check had passed (``model=${oc.env:HOME} experiment=quick``: a refusal of the quick sizes of a model named so).
+check has passed (``model=${oc.env:HOME} experiment=quick``: a refusal of the quick sizes of a model named so).
 Only a command holding such a choice is composed (once, as its first job). Pure Python: no JAX.
 """
 

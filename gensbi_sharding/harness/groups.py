@@ -57,7 +57,7 @@ def _yaml_stems(folder: Path, changed: int) -> tuple[str, ...]:
 
 def option_value_problem(override, search_paths: Sequence[str], multirun: bool):
     """``model=null``, ``mesh=null`` or ``model=[mlp,transformer]``: a group given null or a list, not an option's
-    name (was Hydra's traceback, "Config group override must be a string or a list. Got NoneType", or its
+    name (Hydra's is a traceback, "Config group override must be a string or a list. Got NoneType", or its
     "Error resolving interpolation '${experiment}/${model}'": a list merges every option listed into one config).
     Hydra's own groups too (``hydra/launcher=null``). ``override``: as ``override_grammar.parse`` reads it (``.arg``,
     ``.values()``: a sweep's several), ``search_paths``: the command's ``hydra.searchpath`` entries. A refusal naming

@@ -2,8 +2,8 @@
 
 A resume whose seed, simulation budget, held-out fraction or validation draws differ from its checkpoint's (a preset
 file edited since: ``data.val_fraction`` 0.1 -> 0.2) measures on other held-out pairs, so early stopping starts
-afresh. Was: the warning named the change only ("... (data.val_fraction=0.1 -> 0.2)"), not the override that keeps
-the saved split. ``state`` (the resume) says it with ``held_out_warning``.
+afresh. The warning names the override that keeps the saved split, not the change only ("... (data.val_fraction=0.1
+-> 0.2)"). ``state`` (the resume) says it with ``held_out_warning``.
 """
 
 from __future__ import annotations

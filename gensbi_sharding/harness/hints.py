@@ -131,7 +131,7 @@ def device_alternatives(batch_size: int, *, shards: int, train_rows: int, device
 def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: Any, *, shards: int, train_rows: int,
                          devices: int, processes: int = 1, source: str = "default") -> Any:
     """A batch size's refusal (``Refusal``) on ``devices`` CPU devices over ``processes``, known before JAX starts,
-    with the meshes that keep it (``device_alternatives``), as the run says it on its started mesh (was: "set
+    with the meshes that keep it (``device_alternatives``), as the run says it on its started mesh (not "set
     data.batch_size=66" alone)."""
     if not isinstance(problem, Refusal) or mesh_cfg.spec not in ("auto", "dict"):
         return problem
@@ -150,8 +150,8 @@ def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,
     ``simulated``: a dry run on simulated CPU devices whose count ``devices.cpu_count`` sets; a model axis
     wider than them is then likely a plan for a larger machine, and the message names that count too.
     ``listed``: the ``mesh.devices`` given; the message also names the longest start of it that keeps the axis.
-    ``batch_size``: the nearest divisor whose data-parallel size divides it is named, where one does (was: 6 devices,
-    ``mesh.model_axis=4`` -> "set mesh.model_axis=3", whose data-parallel size 2 then refused data.batch_size=63).
+    ``batch_size``: the nearest divisor whose data-parallel size divides it is named, where one does (so 6 devices,
+    ``mesh.model_axis=4`` do not get "set mesh.model_axis=3", whose data-parallel size 2 refuses data.batch_size=63).
     """
     if devices % model_axis == 0:
         return None
@@ -191,7 +191,7 @@ def mesh_devices_problem(devices: Sequence[int] | None, available: Sequence[int]
                        f"{sorted(known)}")
     kept = unique[:len(unique) // model_axis * model_axis]
     fix = f"mesh.devices=[{','.join(map(str, kept))}]" if kept else "mesh.devices=null"
-    return Refusal(f"mesh.devices={override_literal(ids)} {' and '.join(reasons)}", fix,  # was [0, 1, 1]: as typed
+    return Refusal(f"mesh.devices={override_literal(ids)} {' and '.join(reasons)}", fix,  # as typed, not [0, 1, 1]
                    after=" (or mesh.devices=null for all of them)" if kept else " (all of them)")
 
 
@@ -211,8 +211,8 @@ def mesh_axis_fix(value: Any, mesh_axes: Sequence[str]) -> str:
 
 def mesh_spec_fix(value: Any) -> str:
     """The ``mesh.spec`` a refused one meant: null for a word of no mesh ('none', what ``mesh=none`` sets), else the
-    closest of auto and dict ('Auto', 'dikt'), else auto (was: '(e.g. mesh=auto); e.g. mesh.spec=dict', two guesses,
-    neither the null that 'none' meant)."""
+    closest of auto and dict ('Auto', 'dikt'), else auto (one guess, and for 'none' the null it
+    means)."""
     word = str(value).strip().lower()
     meant = "null" if word in ("none", "null", "no", "off", "single") else closest_name(word, ("auto", "dict"))
     return f"mesh.spec={meant or 'auto'}"

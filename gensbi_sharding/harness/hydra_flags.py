@@ -18,12 +18,12 @@ __all__ = ["config_flag_problem", "flag_use_problem", "mode_flags_problem", "fla
 
 def config_flag_problem(args: Sequence[str]) -> str | None:
     """The one-line refusal of a ``--config-dir`` that is no folder or a ``--config-name`` no config folder holds
-    (was Hydra's "Cannot find primary config 'confg'" and its search path, naming no config there); else None."""
+    (Hydra's "Cannot find primary config 'confg'" and its search path name no config there); else None."""
     from gensbi_sharding.harness.hints import closest_name
 
     args = list(getattr(args, "args", args))  # a CommandLine (command_checks') or its words
     for given in hydra_flag_values(args, "-cd", "--config-dir"):
-        if not given.strip():  # was: "the launch folder is no folder"
+        if not given.strip():  # '' names no folder (not the launch folder)
             return ("--config-dir '': no folder named; give the folder that holds your config files (relative to where "
                     "you launch), or leave --config-dir out")
         if not os.path.isdir(given):
@@ -41,7 +41,7 @@ def config_flag_problem(args: Sequence[str]) -> str | None:
     stored = {n.removesuffix(".yaml") for n in ConfigStore.instance().list("") if n.endswith(".yaml")}
     found = sorted({p.stem for f in folders for p in f.glob("*.yaml")})  # the files: a schema is no one's config
     packaged = any(p.startswith("pkg://") for p in hydra_flag_values(args, "-cp", "--config-path"))  # Hydra's
-    if names and not names[-1].strip():  # was: "no .yaml in conf/"
+    if names and not names[-1].strip():  # '' names no config: conf/'s listed
         return (f"--config-name {shlex.quote(names[-1])}: no config named; its configs: {', '.join(found)}; leave "
                 "--config-name out (launch.py's is config)")
     if names and names[-1] not in {*found, *stored} and not packaged and all(f.is_dir() for f in folders):
@@ -62,7 +62,7 @@ def _config_path_problem(args: list[str], name: str) -> str | None:
     if not given:
         return None
     fix = f"give the folder that holds your {name}.yaml, or leave --config-path out (launch.py reads its own {CONF})"
-    if given[0].startswith("pkg://"):  # a package's files (was Hydra's "Cannot find primary config" too)
+    if given[0].startswith("pkg://"):  # a package's files (Hydra says "Cannot find primary config" too)
         package = given[0][len("pkg://"):]
         folder, said = _package_folder(package), f"--config-path {given[0]}: the package {shlex.quote(package)}"
         if folder is None:
@@ -99,10 +99,10 @@ def flag_use_problem(args: Sequence[str]) -> str | None:
     value, ``--shell-completion`` without its subcommand, ``--hydra-help`` beside overrides, ``--resolve`` without
     ``--cfg`` or ``--help``, ``--experimental-rerun`` of no file; else None.
 
-    Was: ``--info experiment=quick`` (as ``--cfg job experiment=quick`` is typed) ended in Hydra's whole usage text,
-    "invalid choice: 'experiment=quick'"; ``--shell-completion`` alone, ``--hydra-help seed=1`` (Hydra's help config
-    has no ``seed``: "To append to your config use +seed=1"), ``--resolve`` alone and ``--experimental-rerun <no file>``
-    in a traceback.
+    Hydra's own: ``--info experiment=quick`` (as ``--cfg job experiment=quick`` is typed) ends in its whole usage
+    text, "invalid choice: 'experiment=quick'"; ``--shell-completion`` alone, ``--hydra-help seed=1`` (Hydra's help
+    config has no ``seed``: "To append to your config use +seed=1"), ``--resolve`` alone and ``--experimental-rerun
+    <no file>`` in a traceback.
 
     Parameters
     ----------

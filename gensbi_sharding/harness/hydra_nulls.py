@@ -28,7 +28,7 @@ MAYBE_NULL = re.compile(r"(?m):\s*(?:null|Null|NULL|~)?\s*(?:[,}\]#]|$)")
 def _hydra_nulls(text: str) -> tuple[tuple[tuple[str, ...], str, int], ...]:
     """Each ``(key path, as written, line)`` of the file's mappings whose value is YAML's null; none in a file that
     does not name ``hydra`` (Hydra's own settings are the ones checked) or that YAML cannot read. Parsed once per
-    text (``yaml_leaves.file_text``: was, per modification time and size, so an edit of the same size went unseen)."""
+    text (``yaml_leaves.file_text``: per modification time and size, an edit of the same size would go unseen)."""
     if "hydra" not in text or not MAYBE_NULL.search(text):
         return ()
     return tuple((name, node.value, node.start_mark.line + 1) for name, node, _ in scalar_leaves(composed_text(text))
@@ -38,7 +38,7 @@ def _hydra_nulls(text: str) -> tuple[tuple[tuple[str, ...], str, int], ...]:
 def hydra_null_problem(path: Path, package: tuple[str, ...]) -> str | None:
     """A null that ``path`` (a config file whose keys land in ``package``) gives a setting of Hydra's that cannot
     be null (``hydra.job.env_set``'s ``MY_FLAG: null``), in one line naming the file, line, setting and fix; None
-    where it gives none. Was: Hydra's multi-line "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
+    where it gives none. Hydra's is multi-line, "field 'hydra.job.env_set.MY_FLAG' is not Optional", no fix."""
     for keys, written, line in _hydra_nulls(file_text(path)):
         full = (*package, *keys)
         if item := keys[-1].startswith("["):  # a list's item: the list's element type

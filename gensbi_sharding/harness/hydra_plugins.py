@@ -1,7 +1,7 @@
 """Hydra's launcher and sweeper, as users copy them from Hydra's docs: an option not installed here, a setting the
-chosen one lacks. Refused in one line naming the fix, before Hydra composes (was Hydra's multi-line "Could not find
+chosen one lacks. Refused in one line naming the fix, before Hydra composes (Hydra's is multi-line "Could not find
 'hydra/launcher/joblib'" and its search path, or "Could not override 'hydra.launcher.n_jobs'. To append to your config
-use +hydra.launcher.n_jobs=2", which, typed, ended in a TypeError from the basic launcher). Pure Python: no JAX.
+use +hydra.launcher.n_jobs=2", which, typed, ends in a TypeError from the basic launcher). Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -100,12 +100,12 @@ def hydra_plugin_problem(args) -> str | None:
 
     command = parse(args)
     chosen = {}
-    for o in command.parsed:  # one Hydra's grammar cannot read is grammar_problem's (was: an AttributeError)
+    for o in command.parsed:  # one Hydra's grammar cannot read is grammar_problem's (here an AttributeError)
         part = o.key.removeprefix("hydra/") if o.key in ("hydra/launcher", "hydra/sweeper") else None
         if part is None or o.typed != o.key or (options := plugin_options(part, command.search_paths)) is None:
             continue
         chosen[part] = [str(v) for v in o.values()]
-        for value in o.values():  # null, a list: override_problem's (was said "not null" before this check)
+        for value in o.values():  # null, a list: override_problem's, which says "not null"
             if isinstance(value, str) and "${" not in value and value not in options:
                 said = f"{o.arg}: no {part} {value!r} is installed here (hydra/{part} options: {', '.join(options)})"
                 if (package := PLUGIN_PACKAGES[part].get(value)) is None and (near := closest_name(value, options)):

@@ -80,12 +80,12 @@ def room_problem(folder: Path, sizes: Mapping[str, int], subdir: str = ".hydra")
         disk = os.statvfs(existing := _existing(target))
     except OSError:  # nothing to read its room from: Hydra's write says it
         return None
-    # no size of its own (sysfs, procfs: 0 blocks), read-only or not ours to write: the folder check says why (was:
+    # no size of its own (sysfs, procfs: 0 blocks), read-only or not ours to write: the folder check says why (not
     # "0 KB free" for hydra.run.dir=/sys/..., before the folder check's "cannot write in /sys")
     if not disk.f_blocks or disk.f_flag & os.ST_RDONLY or not os.access(existing, os.W_OK):
         return None
     # a file takes whole blocks, but at most 4 KiB's worth: NFS reports its transfer size (1 MiB) as f_frsize, and a
-    # 1 MiB block a file was 5 MiB needed for Hydra's few KB (was: refused with 3 MiB free)
+    # 1 MiB block a file would be 5 MiB needed for Hydra's few KB (refused with 3 MiB free)
     block = min(disk.f_frsize or 4096, 4096)
     # a file of the same name there is replaced (truncated), its blocks freed first
     kept = {n: (target / n).stat().st_size if (target / n).is_file() else 0 for n in sizes}

@@ -103,7 +103,7 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
 
 def sweeper_param_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of ``hydra.sweeper.params.<key>=<value>`` where nothing gives the sweeper params to set
-    one in: no ``sweep=`` or ``experiment=`` preset, no other sweeper or config (was Hydra's AssertionError traceback,
+    one in: no ``sweep=`` or ``experiment=`` preset, no other sweeper or config (Hydra's is an AssertionError traceback,
     "Unexpected type for root: NoneType", with -m or without); None when there is none.
 
     Parameters

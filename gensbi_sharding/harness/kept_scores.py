@@ -32,7 +32,7 @@ def one_process() -> bool:
 def earlier_scores(out: Path, observations: list[int], n_of: dict[int, int],
                    settings_of: Callable[[int], dict[str, Any]]) -> dict[int, tuple]:
     """Each observation's score an earlier attempt wrote (``scored_before``) under either file name, or set aside
-    (``earlier_attempts``), all read before one is written (was: the first's overwritten before it was read)."""
+    (``earlier_attempts``), all read before one is written (so none is overwritten before it is read)."""
     found = {}
     for k in observations:
         for path in with_aside_copies([out / samples_name(k, first) for first in (True, False)]):
@@ -52,4 +52,4 @@ def scored_before(path: Path, n: int, settings: dict[str, Any]) -> tuple[np.ndar
             return saved["samples"], saved["c2st_scores"], float(saved["acceptance"]), path
     # (an empty or cut-off file: EOFError, BadZipFile; a foreign one: KeyError, TypeError)
     except Exception:  # noqa: BLE001
-        return None  # was: EOFError or TypeError out of the resumed job, for a file it would have written over
+        return None  # not an error out of the resumed job, for a file it would write over

@@ -51,7 +51,7 @@ def nearest_setting(part: str, below: Sequence[str], keys: Sequence[str]) -> str
 def data_axis_hint(part: str, value: str, command) -> str | None:
     """For ``mesh.data_axis=3`` (a data axis size, which no setting takes): the mesh that size means, as
     ``override_dicts.mesh_sizes_hint`` names it (with a ``mesh.model_axis``/``mesh.model`` typed too), each
-    suggestion one the mesh checks accept; None for another key. (Was "set mesh.model_axis=3", which 8 devices
+    suggestion one the mesh checks accept; None for another key. (Not "set mesh.model_axis=3", which 8 devices
     refuse, and which would not make a data axis of 3 anyway); "" for a size that is none (``0``, ``abc``)."""
     from gensbi_sharding.harness.override_dicts import mesh_sizes_hint
 
@@ -75,7 +75,7 @@ def setting_path_problem(arg: str, held: Sequence[str], value: str | None, lists
 
 def hydra_key_problem(args) -> str | None:
     """The one-line refusal of the first ``hydra.*`` override of a key Hydra's own config (``hydra.conf.HydraConf``)
-    lacks: ``hydra.run.dirr=runs/a`` (was Hydra's multi-line "Could not override 'hydra.run.dirr'. To append to your
+    lacks: ``hydra.run.dirr=runs/a`` (Hydra's is multi-line, "Could not override 'hydra.run.dirr'. To append to your
     config use +hydra.run.dirr=runs/a ... Key 'dirr' not in 'RunDir'"); None when there is none. Keys under a part of
     no fixed schema (``hydra.launcher.*``, ``hydra.job.env_set.*``), and ``+``/``++``/``~`` ones, are Hydra's."""
     import dataclasses
@@ -103,11 +103,12 @@ def hydra_key_problem(args) -> str | None:
 
 
 def hydra_list_problem(args) -> str | None:
-    """The one-line refusal of a ``hydra.*`` list setting given one word or null (``hydra.searchpath=file://x``: was
-    Hydra's "must be a list of strings" in several lines, after every check had passed, the checks before it reading
-    the word as a folder), or a list holding an entry that is no text (``hydra.searchpath=[1,[2]]``: Hydra's "must be
-    a list of strings. Got: [1, [2]]"; a list or dict in any list of text: no entry a text holds); None when there is
-    none. Checked before any check composes (Hydra warns of the folder). A yes/no entry is ``hydra_text_problem``'s."""
+    """The one-line refusal of a ``hydra.*`` list setting given one word or null (``hydra.searchpath=file://x``:
+    Hydra's "must be a list of strings" comes in several lines, after every check has passed, the checks before it
+    reading the word as a folder), or a list holding an entry that is no text (``hydra.searchpath=[1,[2]]``: Hydra's
+    "must be a list of strings. Got: [1, [2]]"; a list or dict in any list of text: no entry a text holds); None
+    when there is none. Checked before any check composes (Hydra warns of the folder). A yes/no entry is
+    ``hydra_text_problem``'s."""
     import typing
 
     from gensbi_sharding.harness.hydra_entries import hydra_type
@@ -180,7 +181,7 @@ def hydra_missing_problem(args) -> str | None:
         key = o.typed.lstrip("+")  # ~key=??? deletes the key where it holds ???: nothing Hydra reads
         if not key.startswith("hydra.") or "=" not in o.arg or o.sweep or o.hydra.value() != MISSING:
             continue
-        if in_hydra_dict(key):  # an entry Hydra reads as it starts (env_set's, a logging config's): was its
+        if in_hydra_dict(key):  # an entry Hydra reads as it starts (env_set's, a logging config's): else its
             return f"{o.arg}: {MISSING_MARK} or leave it out"  # traceback (MissingMandatoryValue, an AttributeError)
         parent, _, name = key.removeprefix("hydra.").rpartition(".")
         node = OmegaConf.select(schema, parent, default=None) if parent else schema

@@ -8,9 +8,9 @@ that saved it was launched with") would name the refused command. So before Hydr
 the record is copied to ``.hydra/saved_by/``; once the attempt ends, it is put back if the
 attempt restored and trained nothing, and dropped otherwise (the new record is then the truth).
 Every earlier record, with checkpoints or without, is also set aside as ``.hydra/<name>.attempt<N>.yaml``
-(``earlier_attempts.set_aside``) before the new attempt's replaces it: nothing an attempt typed is lost (was: a
-launch that died before its first checkpoint had its record overwritten by the next launch, or deleted by a
-``run(cfg)`` from Python).
+(``earlier_attempts.set_aside``) before the new attempt's replaces it: nothing an attempt typed is lost (not even
+of a launch that died before its first checkpoint, whose record the next launch, or a ``run(cfg)`` from Python,
+would overwrite or delete).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ __all__ = ["keep_record", "settle_record", "saved_record", "step_folder_names", 
            "quiet_absl"]
 
 #: This launch's ``jax_enable_x64``, written as the run starts (``record_x64``): a run killed before its
-#: ``metrics.json`` still says it (was: its continue commands carried no ``JAX_ENABLE_X64``, and a resume under the
-#: other setting was not refused). Kept, set aside and put back with Hydra's record, whose launch it belongs to.
+#: ``metrics.json`` still says it, so its continue commands carry ``JAX_ENABLE_X64``, and a resume under the
+#: other setting is refused. Kept, set aside and put back with Hydra's record, whose launch it belongs to.
 X64_FILE = "x64.yaml"
 _FILES = ("config.yaml", "hydra.yaml", "overrides.yaml", X64_FILE)
 _RECORD = re.compile("|".join(map(re.escape, _FILES)))
@@ -85,13 +85,13 @@ def complete_step(run_dir: Path, named: int) -> tuple[int | None, Path, str]:
             newest, note = int(find_checkpoint(run_dir).name), ""
         except FileNotFoundError:  # the newest step is not complete: the one before it, if any, is
             newest, note = None, f"; step {named}, newer, is not complete"
-        # A complete step whose item is gone or unreadable (was: named, its resume refused in turn): an older one;
-        # its arrays' metadata read too (was: a step whose arrays were damaged, offered, refused pasted)
+        # A complete step whose item is gone or unreadable (its resume would be refused in turn): an older one;
+        # its arrays' metadata read too (a step whose arrays are damaged, offered, is refused pasted)
         steps = [s for s in committed_steps(checkpoints) if newest is None or s <= newest]
         damage = {s: why for s in steps if (why := step_damage(checkpoints / str(s))) is not None}
         while steps and (why := damage.get(steps[-1])) is not None:
             note, steps = note or f"; step {steps[-1]}, newer, is damaged: {why}", steps[:-1]
-    if not steps:  # every step damaged: said (was: nothing, the refusal then offered no command at all)
+    if not steps:  # every step damaged: said, so the refusal can offer a command
         return None, Path(run_dir), "; ".join(f"step {s}: {why}" for s, why in sorted(damage.items(), reverse=True))
     return steps[-1], Path(run_dir) if not note else checkpoints / str(steps[-1]), note
 
@@ -158,8 +158,8 @@ def record_python_run(run_dir: Path, config: Any, previous: dict | None = None) 
     """For ``run(cfg)`` called from Python, which Hydra records nothing of: ``run_dir``'s Hydra record, another
     launch's, set aside as a launch sets it aside (``keep_record``: ``<name>.attempt<N>.yaml``, and ``settle_record``
     puts it back if this attempt continues nothing), and in its place ``config`` as Hydra records a run's, with no
-    command (no overrides were typed). Was: the other launch's record kept as this run's, its command named as the one
-    that saved this run's checkpoints; then, where that launch saved no checkpoint, its record deleted. A folder
+    command (no overrides were typed), so the other launch's record is not kept as this run's, its command named as the
+    one that saved this run's checkpoints, nor deleted where that launch saved no checkpoint. A folder
     without a record gets none.
 
     Parameters
@@ -202,7 +202,7 @@ def saving_record(step_dir: Path) -> Path:
     run_dir, step = Path(step_dir).parent.parent, Path(step_dir).name
     kept = saved_record(run_dir)
     # Its output_dir is unset (???) before Hydra makes the job's folder: the check of a resume's settings then reads
-    # the record (was: MissingMandatoryValue, which stopped that check)
+    # the record (reading output_dir would raise MissingMandatoryValue, stopping that check)
     own = OmegaConf.select(HydraConfig.get(), "runtime.output_dir", default=None) if HydraConfig.initialized() else None
     if own is not None and Path(own).resolve() == run_dir.resolve():
         return kept
@@ -251,7 +251,7 @@ def launch_x64(step_dir: Path) -> bool | None:
     """
     record = saving_record(Path(step_dir))
     if not record.is_dir():  # no copy kept (the running job's first attempt): the folder's record is the saver's
-        record = Path(step_dir).parent.parent / ".hydra"  # (was: none read, at a stop of this very launch)
+        record = Path(step_dir).parent.parent / ".hydra"  # (so one is read at a stop of this very launch)
     try:
         text = (record / X64_FILE).read_text(encoding="utf-8")
     except OSError:  # none recorded (or gone): the run's setting is not known
@@ -259,8 +259,8 @@ def launch_x64(step_dir: Path) -> bool | None:
     except UnicodeDecodeError:
         text = None
     # Read as YAML, as Hydra's own files (OmegaConf's loader: true/false, any case, are bools; yes/on are words): a
-    # hand-edited record ("jax_enable_x64: True", "true  # 64-bit", "{jax_enable_x64: true}") is read (was: compared
-    # as exact text, so ignored: a resume under the other setting went on unrefused)
+    # hand-edited record ("jax_enable_x64: True", "true  # 64-bit", "{jax_enable_x64: true}") is read (compared as
+    # exact text, it would be ignored, and a resume under the other setting go on unrefused)
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     from yaml import YAMLError

@@ -50,9 +50,9 @@ class JobLogFile(logging.FileHandler):
 
 class Console(logging.StreamHandler):
     """The console's ``logging.StreamHandler``: once its reader has left (``python launch.py ... | head``), the lines
-    go on to the log file only, unsaid (was: "--- Logging error ---" and a traceback after a run that ended ok). A
+    go on to the log file only, unsaid (not "--- Logging error ---" and a traceback after a run that ended ok). A
     console whose encoding lacks a character (``LC_ALL=C PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii``) gets ``+/-`` for
-    ``±`` and a backslash escape for the rest (was: a traceback in place of every C2ST line and the final line)."""
+    ``±`` and a backslash escape for the rest (not a traceback in place of every C2ST line and the final line)."""
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
@@ -130,8 +130,8 @@ def drop_late_callbacks() -> None:
     """In a launcher's own process (launch.py), for good: drop the "RuntimeError: Event loop is closed" each read still
     under way raises, on TensorStore's threads, for a while after a damaged checkpoint's arrays failed to read
     (``checkpoint.step_damage`` before a run's folder: 38 tracebacks above a refusal's one line for experiment=quick's
-    run); a job's own go to its log (``late_writes_to_log``). Any other unraisable error is printed. Was: installed by
-    the library's ``step_damage`` itself, a process global changed for good in any caller's process. Also asyncio's
+    run); a job's own go to its log (``late_writes_to_log``). Any other unraisable error is printed. Installed here, not
+    by the library's ``step_damage``: a process global, it would change for good in any caller's process. Also asyncio's
     "Task exception was never retrieved" for those reads (``console.late_read_error``), logged now and then as the
     process ends (sample.py: 1 run in 8)."""
     previous = sys.unraisablehook
@@ -164,7 +164,7 @@ def _shows_errors(logger: logging.Logger) -> bool:
 def errors_on_console(logger: logging.Logger) -> Iterator[None]:
     """While a job runs under a logging config that shows none of its errors on the console (``hydra/job_logging=
     disabled``, or one writing only to files), each error ``logger`` logs is still one ``[ERROR]`` line on stderr
-    (was: a failed run said nothing and exited 1); its other lines stay as quiet as that config asked.
+    (so a failed run does not exit 1 saying nothing); its other lines stay as quiet as that config asked.
 
     Parameters
     ----------

@@ -41,9 +41,9 @@ def log_observation_problem(data: Any, evaluation: Any) -> str | None:
     Returns
     -------
     str or None
-        The refusal, naming the observation's smallest value (was: "holds values <= 0"), and, where the task has
-        observations of positive data, the overrides that read only those as a second fix. (Was, before: a table of
-        the observations log could condition on, which a new sbibm_jax would have left stale.)
+        The refusal, naming the observation's smallest value (not only "holds values <= 0"), and, where the task has
+        observations of positive data, the overrides that read only those as a second fix (read from the task,
+        not a table of them here, which a new sbibm_jax would leave stale).
     """
     if data.x_transform != "log" or (name := data.name) not in TASKS:
         return None
@@ -60,7 +60,7 @@ def log_refusal(name: str, k: int, smallest: float, read: Callable[[int], np.nda
                 asked: Sequence[int] = (), num_observation: int | None = None) -> str:
     """The one refusal of ``data.x_transform=log`` on observation ``k`` of task ``name``, whose smallest value is
     ``smallest``: the check before any folder (``log_observation_problem``) and the run's once the task is loaded
-    (``tasks.usable_observation``) say the same (was: the run's offered data.x_transform=none alone).
+    (``tasks.usable_observation``) say the same (the second fix too, not data.x_transform=none alone).
 
     ``read(j)``: observation ``j`` (None where none reads); ``asked``: ``eval.observations`` (scored; empty: none
     asked); ``num_observation``: ``data.num_observation`` (default ``k``). Where the task has observations of
@@ -75,7 +75,7 @@ def log_refusal(name: str, k: int, smallest: float, read: Callable[[int], np.nda
         return refusal
     asked = list(asked)
     keep = [j for j in asked if j in good] or good  # eval.observations: the usable ones asked, else all usable
-    # data.num_observation one of those scored (was: good[0], beside eval.observations=[8]: not scored, a note)
+    # data.num_observation one of those scored (good[0], beside eval.observations=[8], would not be scored)
     fix = [f"data.num_observation={keep[0]}"] * (num_observation not in good) + [
         f"eval.observations=[{','.join(map(str, keep))}]"] * bool(set(asked) - set(good))
     return (f"{refusal}, or keep it and read only observations of positive data ({name}'s "

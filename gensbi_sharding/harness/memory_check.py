@@ -196,7 +196,7 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
 
     ``processes``: the processes that share the budget; ``sharing``: how many of them live on this host;
     ``host``: the bytes available (default ``host_available_bytes``). Needs no JAX backend: a sweep's pre-check
-    (``sweep_check.job_problem``) refuses such a job before the first one trains (was: after it).
+    (``sweep_check.job_problem``) refuses such a job before the first one trains, not after it.
     """
     from gensbi_sharding.harness.tasks import TASK_DIMS
 
@@ -217,8 +217,8 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
 
 def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
     """"; the setting(s) responsible: model.width=100000 (...); lower it, e.g. model.width=128" or the like: a value
-    offered is estimated as the check does, and fits (was: width 128 offered, needing 11.4 MB of 10 MB): the
-    default, or the largest that fits (``fitting_values``; was: halved, width 64 where 119 fits)."""
+    offered is estimated as the check does, and fits (not width 128, needing 11.4 MB of 10 MB): the
+    default, or the largest that fits (``fitting_values``; halving would give width 64 where 119 fits)."""
     # The defaults named are those the command's composition gives (experiment=quick's width 32, not 128).
     hparams, defaults = _hparams(cfg), composed_section(cfg, "model")
     raised = [k for k, v in hparams.items() if k in defaults and _raised(v, defaults[k])]

@@ -52,7 +52,7 @@ def check_model(model: DictConfig, *, traced: bool = True, dry_run: bool = False
         _flux1(model, traced=traced, dry_run=dry_run)
     elif checks is not None:
         checks(model)
-    else:  # a model of one's own: its factory's keywords against the run's call (was: a TypeError in its folder)
+    else:  # a model of one's own: its factory's keywords against the run's call, before its folder
         _factory_takes_the_call(model)
 
 
@@ -125,7 +125,7 @@ def ignored_settings(model: DictConfig, activation: DictConfig | None = None,
     user; ``qkv_bias`` is read by the double-stream blocks only (none under ``depth=0``). None when nothing
     set is ignored. ``activation`` (the run's section): an ``activation.*`` field set
     that the built-in model does not read (``ACTIVATION_FIELDS_READ``) is named too, for every model; under
-    ``activation=none`` or ``mesh=none`` (``mesh``: the run's section), any field set (was: said of neither).
+    ``activation=none`` or ``mesh=none`` (``mesh``: the run's section), any field set is named too (it places nothing).
     """
     unused, read = [], ACTIVATION_FIELDS_READ.get(model.get("name"))
     placed_nowhere = ("activation=none adds no activation constraints; activation=rule or activation=fixed applies "
@@ -250,7 +250,7 @@ def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> 
         said = (f"{' and '.join(f'model.{k}={_literal(model[k])}' for k in bad)}: model.id_merge_mode=concat needs "
                 "val_emb_dim and id_emb_dim, integers >= 1 (features per head)")
         after = " (GenSBI suggests 1:1), or model.id_merge_mode=sum"
-        # With both keys refused, the fix is the two together (was: words only, which no check could try)
+        # With both keys refused, the fix is the two together (as overrides, which a check can try)
         _require(not bad, Refusal(said, tuple(f"model.{k}=4" for k in bad), how="; e.g. ", after=after))
         _require(not rope, Refusal(f"model.id_embedding_strategy={_literal(strategies)}: rope1d does not combine "
                                    "with model.id_merge_mode=concat", "model.id_embedding_strategy=[absolute,absolute]",
@@ -270,7 +270,7 @@ def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> 
     _dtypes(model)
     # Known from the config: refused here, not once the model is traced after the simulations (in each process).
     # Not without a mesh (built whole whatever model.init says); a dry run traces it whatever model.init says, so
-    # its refusal names the whole fix (was: refused once traced, in a run folder of its own).
+    # its refusal names the whole fix, before a run folder of its own.
     _require("pos1d" not in strategies or not dry_run,
              Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with dry_run=true: GenSBI's pos1d id "
                      "embedding sizes its table with jnp.maximum inside the constructor, which the dry run's trace (it "

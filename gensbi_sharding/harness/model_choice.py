@@ -56,8 +56,8 @@ def default_model(args: Sequence[str] = ()) -> str | None:
     """The model the primary config's defaults list picks (``mlp``); None if it picks none or cannot be read.
 
     The primary config is ``conf/config.yaml``, or the one ``--config-name`` names (in ``conf/`` or a
-    ``--config-dir``): a user's own, which may include ``config`` and ``override model: transformer`` (was: its
-    ``model.heads=2`` refused as "model=mlp (the default) has no field heads").
+    ``--config-dir``): a user's own, which may include ``config`` and ``override model: transformer`` (so its
+    ``model.heads=2`` is not refused as "model=mlp (the default) has no field heads").
     """
     names = hydra_flag_values(args, "-cn", "--config-name")
     folders = [CONF] + [Path(e[len("file://"):]) for e in config_folders(args)]

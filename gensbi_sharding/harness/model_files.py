@@ -28,7 +28,7 @@ def _preset_key_problem(o, path: Path, name: str) -> str | None:
     value, or ``name`` is no model schema."""
     from gensbi_sharding.harness.override_keys import model_schemas
 
-    # keys elsewhere: Hydra's; read as UTF-8 (was: the locale's, so LC_ALL=C met a comment's 'é' as a traceback)
+    # keys elsewhere: Hydra's; read as UTF-8 (under LC_ALL=C the locale's meets a comment's 'é' as a traceback)
     schema = None if "@package" in path.read_text(encoding="utf-8", errors="replace") else model_schemas().get(name)
     fields = settings(schema) if schema is not None else []
     preset = OmegaConf.to_container(OmegaConf.load(path), resolve=False)

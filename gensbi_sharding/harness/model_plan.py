@@ -123,7 +123,7 @@ def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]
 def model_axes_that_split(model: Any, mesh: Any, rule: Any) -> list[int] | None:
     """The other sizes of the "model" axis of a ("data", "model") mesh of as many devices under which ``rule`` splits
     some variable of ``model`` over "model", largest first (None: no such mesh); what an idle model axis's hint names
-    (was "a mesh.model_axis the widths divide by", where none might, and a divisor of one width need not be)."""
+    (not "a mesh.model_axis the widths divide by": none might, and a divisor of one width need not be one)."""
     import gensbi_sharding as gs
     from jax.sharding import AbstractMesh, AxisType
 

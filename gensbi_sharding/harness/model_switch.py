@@ -1,5 +1,5 @@
 """A resume whose checkpoint holds another model than this run's: the model to choose and the saved sizes that
-choice leaves differing, in one refusal (was: only ``model=flux1``, whose sizes the resume then refused in a second
+choice leaves differing, in one refusal (not only ``model=flux1``, whose sizes the resume would refuse in a second
 try, ``add model.num_heads=3``)."""
 
 from __future__ import annotations
