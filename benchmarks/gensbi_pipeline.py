@@ -226,7 +226,7 @@ def main() -> None:
     parser.add_argument("--steps", type=count(example=WARMUP_STEPS * 10, least=WARMUP_STEPS + 2), default=2000,
                         help="training steps of each pipeline")
     parser.add_argument("--batch-size", type=count(example=256), default=256, help="batch size of both")
-    parser.add_argument("--num-samples", type=count(example=10_000, least=2), default=10_000, help="posterior samples for C2ST")
+    parser.add_argument("--num-samples", type=count(example=10_000, least=2), default=10_000, help="C2ST's samples")
     parser.add_argument("--folds", type=count(example=5, least=2), default=5, help="C2ST cross-validation folds")
     parser.add_argument("--seed", type=integer, default=0, help="harness seed (data, initialisation, batches)")
     parser.add_argument("--profile", action="store_true", help="cProfile GenSBI's steps, print where host time goes")

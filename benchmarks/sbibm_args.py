@@ -22,9 +22,12 @@ def sbibm_parsers(description: str) -> tuple[argparse.ArgumentParser, argparse.A
     parser = new_parser(description)
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the missing (task, budget) jobs, resumably", formatter_class=HelpFormatter)
-    r.add_argument("--root", type=Path, required=True, default=SUPPRESS, help="folder of the jobs, <root>/<task>_<budget>")
-    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"), help="sbibm tasks")
-    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"), help="simulation budgets")
+    r.add_argument("--root", type=Path, required=True, default=SUPPRESS,
+                   help="folder of the jobs, <root>/<task>_<budget>")
+    r.add_argument("--tasks", nargs="+", default=list(TASKS), type=one_of(TASKS, argument="--tasks"),
+                   help="sbibm tasks")
+    r.add_argument("--budgets", nargs="+", default=list(BUDGETS), type=one_of(BUDGETS, int, argument="--budgets"),
+                   help="simulation budgets")
     r.add_argument("--stop-grace", type=positive_int, default=300, metavar="SECONDS",
                    help="after Ctrl-C or a signal, how long the job under way may take to stop before it is killed")
     r.add_argument("--rounds", type=rounds_arg, default=1,

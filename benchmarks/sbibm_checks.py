@@ -89,7 +89,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
     groups: dict[tuple, list[tuple[str, int]]] = {}
     for task in tasks:
         for budget in budgets:
-            groups.setdefault(tuple(task_settings(task, budget, extra)[0]) if per_task else (), []).append((task, budget))
+            group = tuple(task_settings(task, budget, extra)[0]) if per_task else ()
+            groups.setdefault(group, []).append((task, budget))
     for own, cells in groups.items():
         command = parse([*own, *extra])  # read once, for each of launch.py's checks that applies to a job's overrides
         # As each job composes them: after experiment=sbibm, whose values a refusal suggests (train.steps=20000)
@@ -100,7 +101,8 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
                    or override_problem(composed, sweeps_need_m=False))
         if problem:  # the task's own settings named as _config_problem names them, with their way out
             problem += _refused_elsewhere(problem, extra, lambda fixed: extra_problem(
-                fixed, tasks, budgets, flags, per_task, across=False), _own_problem("", *cells[0], own)) if across else ""
+                fixed, tasks, budgets, flags, per_task, across=False),
+                _own_problem("", *cells[0], own)) if across else ""
             return _own_problem(problem, *cells[0], own) if own or not across else f"extra argument {problem}"
     parser, named = OverridesParser.create(), {**RUN_FLAGS, **(flags or {})}
     for arg in extra:
@@ -169,7 +171,8 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
                     HydraConfig.instance().cfg = before
                 if reason:
                     reason = " ".join(reason.split())
-                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" is a fix it refuses
+                    # run sets the budget (its refusal names --budgets): "data.num_simulations=10000" is a fix it
+                    # refuses
                     reason = re.sub(r"(?<![\w.])data\.num_simulations(=?)", lambda m: budget_flag + " " * len(m[1]),
                                     reason)
                     if reason in environment:  # JAX_PLATFORMS=cuda on a CPU machine: no extra argument fixes it, so

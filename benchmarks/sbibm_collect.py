@@ -53,7 +53,8 @@ def collect(folders: list[Path], jobs: dict | None = None,
             elif status != "ok":
                 then = (_what_next(job, status) if not (method and method.sequential) else  # rounds keep no checkpoint
                         "sbibm.py run with its --rounds, --region and --margin starts it again")
-                why = f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; {then}"
+                why = (f"status {status}, so its C2ST covers only the observations scored before it stopped, if any; "
+                       f"{then}")
                 short = f"status {status.split(' (')[0]}"
             else:
                 why = scores_problem(job)

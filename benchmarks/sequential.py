@@ -47,7 +47,8 @@ def amortised_scores(task: str, budget: int, results: Path = RESULTS) -> dict[in
 def main(argv: list[str] | None = None) -> None:
     parser = new_parser(__doc__)
     parser.add_argument("--job", type=Path, required=True, help="the job's folder (run: <root>/<cell>/job)")
-    parser.add_argument("--task", type=one_of(TASKS, argument="--task", several=False), required=True, help="the sbibm task")
+    parser.add_argument("--task", type=one_of(TASKS, argument="--task", several=False), required=True,
+                        help="the sbibm task")
     parser.add_argument("--budget", type=positive_int, required=True, help="simulations per observation")
     parser.add_argument("--rounds", type=rounds_arg, default=2, help="rounds per observation, equal shares")
     parser.add_argument("--region", type=region_arg, default="box",
@@ -71,7 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     host = run_folder_holding(args.job) or run_folder_holding(args.job.resolve())
     if host is not None and not (host == args.job.absolute() and (host / RECORD).is_file()):
         where = ("is the folder of the run {}, whose c2st.csv, metrics.json and .hydra record this job would replace"
-                 if host == args.job.absolute() else "lies inside the folder of the run {}, which is never written into")
+                 if host == args.job.absolute()
+                 else "lies inside the folder of the run {}, which is never written into")
         parser.error(f"--job {args.job} {where.format(host)}; pass a new folder, e.g. --job {host}-sequential")
     from gensbi_sharding.harness.outputs import write_atomic, write_json
     from sbibm_checks import extra_problem

@@ -54,7 +54,8 @@ def main() -> int:
     parser = new_parser(__doc__)
     jax_platform(parser)  # before jax.devices(): a JAX_PLATFORMS JAX cannot start, named
     parser.add_argument("--rule", default="tensor", choices=tuple(RULES), help="sharding rule of the model")
-    parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2, help="size of the mesh's model axis (of 8 devices)")
+    parser.add_argument("--model-axis", type=model_axis(len(jax.devices())), default=2,
+                        help="size of the mesh's model axis (of 8 devices)")
     parser.add_argument("--width", type=positive_int, default=128, help="mlp width")
     parser.add_argument("--depth", type=positive_int, default=3, help="mlp depth")
     parser.add_argument("--batch", type=count(example=256), default=256, help="global batch size")
@@ -117,7 +118,8 @@ def main() -> int:
     n_params = sum(leaf.size for leaf in jax.tree.leaves(nnx.state(model, nnx.Param)))
     ratio = m_ours / m_hand
     print(f"mlp width {args.width} depth {args.depth}, batch {args.batch}, rule {args.rule}, "
-          f"mesh {dict(mesh.shape)}; median of {args.blocks} block{'s' * (args.blocks != 1)} of {args.steps} step{'s' * (args.steps != 1)}")
+          f"mesh {dict(mesh.shape)}; median of {args.blocks} block{'s' * (args.blocks != 1)} of {args.steps} "
+          f"step{'s' * (args.steps != 1)}")
     print()
     print("| step | s/step |\n|---|---|")
     print(f"| harness (split state, jax.jit, donated) | {m_ours:.5f} |")

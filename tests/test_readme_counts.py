@@ -87,9 +87,10 @@ def test_no_docs_page_states_other_line_counts():
 
 
 def test_every_module_keeps_its_lines_within_120_characters():
-    # The whole package (library, harness, its models) and the two scripts a user runs. Was: a list of the modules
-    # wrapped so far (step_items.py, state.py and 52 more had lines up to 172 characters before they were wrapped).
-    files = [*sorted(PACKAGE.rglob("*.py")), PACKAGE.parent / "launch.py", PACKAGE.parent / "sample.py"]
+    # The whole package (library, harness, its models), the benchmark scripts and the two scripts a user runs: every
+    # file a reader opens (a list of the modules wrapped so far let new long lines in elsewhere).
+    files = [*sorted(PACKAGE.rglob("*.py")), *sorted((PACKAGE.parent / "benchmarks").glob("*.py")),
+             PACKAGE.parent / "launch.py", PACKAGE.parent / "sample.py"]
     long = {f"{path.relative_to(PACKAGE.parent)}:{number}": len(line) for path in files
             for number, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 120}
     assert long == {}, f"lines over 120 characters: {long}"
