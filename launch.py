@@ -51,10 +51,10 @@ if __name__ == "__main__" and device_environment_problem(os.environ):
 def interrupted_before_run() -> None:
     """Ctrl-C before a run started (the imports, checking the command, Hydra composing): one line, exit 130.
 
-    Was: a KeyboardInterrupt traceback from inside an import, or "the job's metrics.json records it", which
-    no job had written yet. A ``distributed=local`` process ends as Ctrl-C's default action ends one, which its parent
-    reads as a stop before it joined (was: exit 130, a stop at a step to its parent, which then gave the others, held
-    at the coordinator by it, a stop's grace of 120 s).
+    Not a KeyboardInterrupt traceback from inside an import, nor "the job's metrics.json records it", which no job
+    has written yet. A ``distributed=local`` process ends as Ctrl-C's default action ends one, which its parent
+    reads as a stop before it joined (exit 130 reads to it as a stop at a step, and it would give the others, held
+    at the coordinator by this one, a stop's grace of 120 s).
     """
     if os.environ.get(CHILD_ENV):  # distributed=local's parent says it once for its processes
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -138,14 +138,14 @@ def main(cfg: DictConfig) -> float | None:
         sys.exit(EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED)
     running.append(True)
     ran.append(output_dir(cfg))
-    remember_stopped_sweep(None)  # the outcome this job's stop gives (was: an earlier call's stopped sweep, said again)
+    remember_stopped_sweep(None)  # the outcome this job's stop gives, not an earlier call's stopped sweep again
     in_sweep[:] = [hydra_job_overrides()[1]]
     stamp = record_stamp(ran[-1])
     try:
         with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
             metrics = run(cfg)
-    except KeyboardInterrupt:  # was: "the job's metrics.json records it", before its run could write it, or on a
-        # process other than 0, which writes none
+    except KeyboardInterrupt:  # what is true for this process: its run may not have written metrics.json yet, and a
+        # process other than 0 writes none
         try:
             stop_note[:] = [interrupted_line(ran[-1], owner=folder_owner(cfg), stamp=stamp, dry_run=bool(cfg.dry_run))]
         except Exception as err:  # a command it cannot make (an unreadable folder): Ctrl-C's exit all the same
@@ -193,18 +193,18 @@ if __name__ == "__main__":
             sys.stdout.flush()
             print(tagged("ERROR", f"a run of the config shown is refused: {problem}"), file=sys.stderr)
             failed_jobs.append(problem)
-    except BrokenPipeError:  # the console's reader left (`--help | head`): the rest unread (was: a traceback)
+    except BrokenPipeError:  # the console's reader left (`--help | head`): the rest unread, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit goes nowhere too
     except KeyboardInterrupt:
         if not running and not ran:  # Hydra composing: no run to record it
             mark_not_started(current_job_dir(), "interrupted by Ctrl-C before it started")  # a folder Hydra made
             interrupted_before_run()
         if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
-            # The next job's folder, if Hydra made it: says so (was: an empty launch.log, like a run that failed)
+            # The next job's folder, if Hydra made it, says so (an empty launch.log reads like a run that failed)
             mark_not_started(job_dir := current_job_dir(), f"interrupted by Ctrl-C after {len(ran)} job(s) of the "
                              "sweep ended")
             # As a preemption there: the sweep's summary with its jobs not run, how to continue, the outcome last
-            # (was: Hydra's summary never came, the sweep's files held an earlier run's rows or none)
+            # (Hydra's summary never comes after a Ctrl-C: the sweep's files would hold an earlier run's rows or none)
             lines = [f"interrupted by Ctrl-C after {len(ran)} job(s) ended, each recorded in its folder's metrics.json"]
             try:  # a second Ctrl-C while the summary is written (a plot: a second or so) only cuts it short
                 if in_sweep == [True] and job_dir:
@@ -221,7 +221,7 @@ if __name__ == "__main__":
         sys.exit(EXIT_INTERRUPTED)
     finally:  # every job has ended and recorded how; the exit code says it, whatever signal comes now
         if not os.environ.get(CHILD_ENV):  # a local child's signals stay its parent's
-            # Was: a SIGTERM while the interpreter shut down (Python gives its handlers back to the default action
-            # then, and JAX tears down for half a second) killed a completed run's process: exit 143 after ok.
+            # A SIGTERM while the interpreter shuts down (Python gives its handlers back to the default action then,
+            # and JAX tears down for half a second) would kill a completed run's process: exit 143 after ok.
             ignore_preemption_signals()
     sys.exit(1 if failed_jobs else 0)

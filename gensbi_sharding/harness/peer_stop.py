@@ -3,9 +3,9 @@
 JAX's preemption service stops every process of a job at the same step when any one of them gets Ctrl-C or a
 preemption signal. Process 0 says on its console how the job stopped and the command that continues it; the others
 say their stop into their log only (``console.stop_level``: ``distributed=local``'s processes share one console, which
-their parent speaks on). Was: a process started by hand (``distributed.mode=explicit``, its own terminal) that another
-process's Ctrl-C stopped exited 75 without a word on its console. It now says why in one warning line, with the command
-that continues it on its own host.
+their parent speaks on). A process started by hand (``distributed.mode=explicit``, its own terminal) that another
+process's Ctrl-C stopped would then exit 75 without a word on its console: it says why in one warning line, with the
+command that continues it on its own host.
 """
 
 from __future__ import annotations

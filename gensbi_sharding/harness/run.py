@@ -126,12 +126,12 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
     Ctrl-C ends the sweep too, as Python's ``KeyboardInterrupt`` would (raised here). ``by_peer``: another process's
     signal stopped this one (``peer_stop``), which says so on its console."""
     # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
-    # A dry run continues nothing: it names the command that runs it again (was: train.resume=auto, refused pasted)
+    # A dry run continues nothing: it names the command that runs it again (with train.resume it is refused)
     dry_run = bool((metrics.get("config") or {}).get("dry_run"))
     error = f"{stop}; {interrupt_lines.stop_advice(out, dry_run)}"
-    if by_peer:  # its own stop line goes to its log only (console.stop_level): was no word on its console, exit 75;
-        # the line, on its console and in its log, says what happened (was "preempted by SIGTERM" in its log, the
-        # signal JAX's preemption service names for any process's stop)
+    if by_peer:  # its own stop line goes to its log only (console.stop_level), so its console would say nothing;
+        # the line, on its console and in its log, says what happened, not the "preempted by SIGTERM" of the signal
+        # JAX's preemption service names for any process's stop
         error = peer_stop_line(stop.step, interrupt_lines.again_command(out) if dry_run else
                                sweep_hints.continue_command(out))
         log.warning("%s", error)
