@@ -31,7 +31,7 @@ def test_save_restore_and_damage_check_leave_the_absl_logger_as_found(tmp_path):
         restored = restore(tmp_path, target)
         assert restored.state["w"].tolist() == [0.0, 1.0, 2.0]
         assert _absl_state() == before
-        assert before[1] == [own]
+        assert own in before[1]  # beside any filter an import added (numpyro adds one to absl when imported)
     finally:
         absl.removeFilter(own)
 
