@@ -4,7 +4,6 @@ Was: ``two_moons 1000: /.../launch.py -m experiment=sbibm ...``, the interpreter
 execute launch.py itself (not executable: "Permission denied", nothing ran).
 """
 
-import importlib.util
 import json
 import shlex
 import subprocess
@@ -13,16 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from test_sbibm_runner import sbibm  # noqa: F401 (the script, loaded once per file)
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["mesh=none", "data.batch_size=64", "train.steps=4", "eval.num_samples=100", "eval.c2st_folds=2"]
-
-
-@pytest.fixture(scope="module")
-def sbibm():
-    spec = importlib.util.spec_from_file_location("sbibm_script_r67u", REPO / "benchmarks" / "sbibm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _printed_command(sbibm, root, monkeypatch, capsys) -> str:
