@@ -15,10 +15,13 @@ import typing
 import warnings
 from collections.abc import Sequence
 
+from omegaconf import DictConfig, OmegaConf
+
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["hydra_type", "in_hydra_dict", "hydra_entry_problem", "hydra_merge_problem"]
+__all__ = ["hydra_type", "in_hydra_dict", "hydra_entry_problem", "hydra_merge_problem", "removable_entry",
+           "entry_removal_problem"]
 
 
 def hydra_type(key: str) -> typing.Any:
@@ -67,6 +70,25 @@ def in_hydra_dict(key: str) -> bool:
     """
     parts = key.split(".")
     return any(typing.get_origin(hydra_type(".".join(parts[:i]))) is dict for i in range(2, len(parts) + 1))
+
+
+def removable_entry(key: str) -> bool:
+    """Whether ``key`` is an entry of one of Hydra's dict settings or of the sweeper's params, which ``~`` removes
+    (a field of Hydra's schema, ``hydra.run.dir``, Hydra refuses to delete)."""
+    parent = key.rsplit(".", 1)[0]
+    return parent.startswith("hydra.sweeper.params") or parent != "hydra" and in_hydra_dict(parent)
+
+
+def entry_removal_problem(o: typing.Any, command: CommandLine) -> Refusal | None:
+    """``~`` of an entry (``removable_entry``) the config does not hold as the command composes it (with its other
+    ``hydra.*`` overrides, ``+hydra.job.env_set.A=1 ~hydra.job.env_set.A`` too): Hydra's several-line "Could not
+    delete from config" then; None where Hydra removes it."""
+    typed = [x.arg for x in command.parsed if x.key.startswith("hydra.") and not x.sweep]
+    if not isinstance(_hydra_config(command, typed), Exception):
+        return None
+    held = OmegaConf.select(_hydra_config(command), o.key.rsplit(".", 1)[0].removeprefix("hydra."), default=None)
+    entries = f" (it holds {', '.join(map(str, held))})" if isinstance(held, DictConfig) and len(held) else ""
+    return Refusal(f"{o.arg}: Hydra's config holds no {o.key} to remove{entries}; leave {o.arg} out", None)
 
 
 def _hydra_config(command: CommandLine, extra: Sequence[str] = ()):

@@ -26,6 +26,7 @@ from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import Config
 from gensbi_sharding.harness.groups import CONF, group_options
 from gensbi_sharding.harness.hints import closest_name, override_literal
+from gensbi_sharding.harness.hydra_entries import entry_removal_problem, removable_entry
 from gensbi_sharding.harness.key_paths import nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import ModelChoice, chosen_models
 from gensbi_sharding.harness.override_grammar import CommandLine, Override, parse
@@ -102,6 +103,8 @@ def _hydra_setting_problem(o: Override, command: CommandLine) -> Refusal | None:
     ("field 'hydra.searchpath' is not Optional"), each in five lines naming no fix: leave it out, or ``[]``, which
     is no fix where the primary config has a search path (``-cn my``: its folders would go unsearched)."""
     path, own = o.key == "hydra.searchpath", primary_search_path(command.args)
+    if o.hydra.type == OverrideType.DEL and removable_entry(o.key):  # a callback, a sweeper param: Hydra removes it
+        return entry_removal_problem(o, command)
     if o.hydra.type == OverrideType.DEL:
         why = f"{o.arg}: Hydra's own settings cannot be removed; leave {o.arg} out ({o.key} keeps its default"
         why += f": {', '.join(own)})" if path and own else ")"
