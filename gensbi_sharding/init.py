@@ -204,7 +204,7 @@ def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
 
 def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
     """Refuse ``rule`` when its plan puts a variable of ``model`` elsewhere than it is, naming a rule that fits."""
-    variables = {path_key(p): v for p, v in nnx.iter_graph(model) if isinstance(v, nnx.Variable)}
+    variables = dict(array_variables(model))  # the walk plans make: plan.specs' paths
 
     def first_difference(plan: Plan) -> str | None:  # the first variable (an array of it) placed otherwise
         return next((path for path in plan.specs for leaf in array_leaves(value_of(variables[path]))
@@ -218,7 +218,8 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
             raise ValueError(f"init_optimizer_sharded: the model holds {path} at {held}, though it has no annotation, "
                              "so no rule placed it there: e.g. a jitted step laid it out anew (jit keeps no placement "
                              "without out_shardings); place the model again first (shard_model, shard_model_by_table)")
-        fits = next((name for name in RULES if first_difference(plan_shardings(model, mesh, name)) is None), None)
+        fits = next((name for name in RULES if not (rule.builtin and name == rule.name)  # refused: not planned again
+                     and first_difference(plan_shardings(model, mesh, name)) is None), None)
         hint = (f"the model is placed as rule {fits!r} places it: pass rule={fits!r}" if fits else "pass the rule "
                 "table the model was placed under") + ", or place it under this rule first (shard_model)"
         raise ValueError(f"init_optimizer_sharded: {rule.label} places {path} at {plan.specs[path]}, but the model "
