@@ -19,8 +19,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.checkpoint_fixes import check_against
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_by_path
-from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, check_array_path, committed_steps, damage_behind,
-                                              find_checkpoint, read_json, reasoned, step_damage)
+from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, damage_behind, find_checkpoint,
+                                              read_json, reasoned, step_damage)
 from gensbi_sharding.factory import refuse_in_factory, trace_factory
 from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
@@ -28,6 +28,7 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_
                                    node_state, path_key, value_leaves)
 from gensbi_sharding.specs import spec_misfit
 from gensbi_sharding.sharding import plan_shardings
+from gensbi_sharding.write_probe import check_array_path
 
 __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_for",
            "committed_steps", "find_checkpoint", "restore", "saved_config", "saved_info", "step_damage"]

@@ -23,9 +23,8 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, ITEMS, NO_METADATA, check_array_path,
-                                              committed_steps, unconfirmed_steps)
-from gensbi_sharding.write_probe import denied_words
+from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, NO_METADATA, committed_steps, unconfirmed_steps
+from gensbi_sharding.write_probe import check_array_path, denied_words
 
 __all__ = ["lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
            "check_save_directory", "check_none_cut_short"]

@@ -4,7 +4,6 @@ Orbax step metadata (read through ``ocp.step`` and ``ocp.metadata``, never by Or
 
 import logging
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import tensorstore as ts
 
 from gensbi_sharding.messages import absl_filtered, clipped, shown
 
-__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "check_array_path", "committed_steps",
+__all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "committed_steps",
            "damage_behind", "find_checkpoint", "read_json", "reasoned", "step_damage", "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
@@ -44,16 +43,6 @@ def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
     except RuntimeError as err:  # "~nosuchuser": "Could not determine home directory."
         raise ValueError(f"{name}={value!r}: {Path(value).parts[0]!r} names no home folder here ({err}); pass the "
                          "folder's full path") from None
-
-
-def check_array_path(path: Path, what: str, saving: bool) -> None:
-    """``ValueError`` if TensorStore, Orbax's array storage, misreads ``path`` (``\\``, ``[x]``); Orbax says nothing."""
-    if odd := re.search(r"\\|\[[^]/]+]", str(path)):
-        why = ("a folder separator", ": arrays would be written outside it") if odd[0] == "\\" else (
-            "a pattern", ": arrays saved there would never be read back")
-        raise ValueError(f"{what} {path} holds {odd[0]!r}, which TensorStore (Orbax's array storage) reads as {why[0]}"
-                         + (f"{why[1]}; rename that folder, or pass another one" if saving else
-                            ": its arrays cannot be read from there; rename that folder and restore from its new path"))
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
@@ -151,6 +140,8 @@ def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
     """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
+    if not paths and name is None and folder.is_dir() and not folder.name.isdigit():  # a step's: named by its parent
+        paths = {None: folder}  # one checkpoint in the folder itself, as StandardCheckpointer().save(ckpt / 's', state)
     saved = {step: metadata.item_handlers for step, path in paths.items() if not any((path / item).exists() for item
              in ITEMS) and (metadata := _step_metadata(path)) is not None}
     foreign = {step: dict(sorted(h.items())) if isinstance(h, dict) else {} for step, h in saved.items()}  # {}: unnamed
@@ -159,14 +150,23 @@ def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
     (step, items), path = max(foreign.items()), repr(str(folder))
     # an item of arrays, not a JSON one; a manager's one unnamed item, 'default', is read without Composite
     arrays = [n for n, h in items.items() if str(h).endswith(("StandardCheckpointHandler", "PyTreeCheckpointHandler"))]
-    read = (f"ocp.CheckpointManager({path}).restore({step}, args=" + (
-        "ocp.args.StandardRestore(target))" if list(items) == ["default"] else
-        f"ocp.args.Composite({(arrays or list(items))[0]}=ocp.args.StandardRestore(target)))") if items
-        else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
-    listed = "; ".join(f"step {s}: {', '.join(map(repr, i)) or 'one unnamed item'}" for s, i in sorted(foreign.items()))
-    return (f"{folder} holds Orbax checkpoints another writer saved ({listed}), without the items {', '.join(ITEMS)} "
-            "that CheckpointWriter saves and restore reads; from Python, read one with Orbax onto the same target: "
-            f"target = abstract_state_for(model, mesh, rule); {read}")
+    composite = f"ocp.args.Composite({(arrays or list(items) or [''])[0]}=ocp.args.StandardRestore(target)))"
+    if step is None:
+        read = (f"ocp.Checkpointer(ocp.CompositeCheckpointHandler()).restore({path}, args={composite}" if items
+                else f"ocp.StandardCheckpointer().restore({path}, target)")
+        listed = f"its item{'s' if len(items) > 1 else ''} {', '.join(map(repr, items))}" if items else \
+            "one unnamed item"
+        said = f"{folder} is an Orbax checkpoint another writer saved in the folder itself ({listed}), not in step " \
+            "folders"
+    else:
+        read = (f"ocp.CheckpointManager({path}).restore({step}, args=" + (
+            "ocp.args.StandardRestore(target))" if list(items) == ["default"] else composite) if items
+            else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
+        listed = "; ".join(f"step {s}: {', '.join(map(repr, i)) or 'one unnamed item'}" for s, i in
+                           sorted(foreign.items()))
+        said = f"{folder} holds Orbax checkpoints another writer saved ({listed})"
+    return (f"{said}, without the items {', '.join(ITEMS)} that CheckpointWriter saves and restore reads; from Python, "
+            f"read one with Orbax onto the same target: target = abstract_state_for(model, mesh, rule); {read}")
 
 
 def _said_here(record: logging.LogRecord) -> bool:

@@ -1,12 +1,14 @@
 """Whether an existing folder takes a new entry, tried (root passes ``os.access``, yet a read-only mount refuses), and
-why not in words (/proc's ENOENT is no missing /proc). Pure Python: the harness's checks and ``CheckpointWriter``'s."""
+why not in words (/proc's ENOENT is no missing /proc), and whether TensorStore misreads a checkpoint folder's path.
+Pure Python: the harness's checks and ``CheckpointWriter``'s."""
 
 import errno
 import os
+import re
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_denied", "denied_words"]
+__all__ = ["check_array_path", "write_denied", "denied_words"]
 
 
 def write_denied(folder: Path, target: Path | None = None) -> str | None:
@@ -28,3 +30,13 @@ def denied_words(err: OSError, folder: Path, target: Path | None = None) -> str:
     what = f"cannot create {folder / below[0]}: {folder}" if below else f"cannot write in {folder}: it"
     return (f"{what} exists, but takes no new files or folders: making one there fails with \"No such file or "
             "directory\" (a virtual file system, such as /proc)")
+
+
+def check_array_path(path: Path, what: str, saving: bool) -> None:
+    """``ValueError`` if TensorStore, Orbax's array storage, misreads ``path`` (``\\``, ``[x]``); Orbax says nothing."""
+    if odd := re.search(r"\\|\[[^]/]+]", str(path)):
+        why = ("a folder separator", ": arrays would be written outside it") if odd[0] == "\\" else (
+            "a pattern", ": arrays saved there would never be read back")
+        raise ValueError(f"{what} {path} holds {odd[0]!r}, which TensorStore (Orbax's array storage) reads as {why[0]}"
+                         + (f"{why[1]}; rename that folder, or pass another one" if saving else
+                            ": its arrays cannot be read from there; rename that folder and restore from its new path"))
