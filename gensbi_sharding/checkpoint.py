@@ -17,6 +17,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.checkpoint_fixes import check_against
+from gensbi_sharding.checkpoint_lock import continued
 from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_by_path
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, damage_behind, find_checkpoint,
@@ -137,6 +138,7 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
                                   meta=ocp.args.JsonRestore(), config=ocp.args.JsonRestore())
         loaded = _read(step_dir, "'arrays', 'meta' or 'config'", lambda d: checkpointer.restore(d, args=args), named)
     values, meta = {**flat_by_path(loaded["arrays"]), **dataless}, loaded["meta"]
+    continued(step_dir.parent)  # a writer's first save there continues its steps: no warning
     values.update({name: jax.device_put(jnp.zeros(t.shape, t.dtype), t.sharding) for name, t in empty.items()})
     # A scalar comes back as the type its target holds (Orbax reads it as a 0-d NumPy array).
     values.update({name: type(leaf)(values[name].item()) for name, leaf in scalars.items()})

@@ -27,13 +27,14 @@ from gensbi_sharding.checkpoint_steps import CHECKPOINT_SUBDIR, ITEMS, NO_METADA
 from gensbi_sharding.write_probe import check_array_path, denied_words
 
 __all__ = ["lock_directory", "unlock", "finish_and_unlock", "watch_exit", "commit_barrier", "failed_save",
-           "check_save_directory", "check_none_cut_short"]
+           "check_save_directory", "check_none_cut_short", "continued", "warn_beside_earlier"]
 
 #: ``(fd, (device, inode), pid)`` of a held folder, or None (not process 0, or a file system without locks).
 Lock = tuple[int, tuple[int, int], int] | None
 _HELD: dict[tuple[int, int], int] = {}  # (device, inode) of the folders this process's writers hold: their fds
 _OPEN: weakref.WeakSet = weakref.WeakSet()  # this process's open writers: finished when the script ends
 _SCRIPT: dict[str, Any] = {}  # "tool": its sys.monitoring id while armed, None once the script ended
+_CONTINUED: set[Path] = set()  # checkpoint folders this process restored from or saved in: their steps continued
 _FIX = "call writer.close(), or save inside `with CheckpointWriter(...) as writer:`, before the script ends"
 
 
@@ -255,6 +256,27 @@ def check_none_cut_short(directory: Path) -> None:
                           f"({why}): {', '.join(cut)}; {skips}, and saving any step up to {cut[-1]} would "
                           f"be refused: {fix}move them aside, e.g. {directory / cut[0]} to {directory / cut[0]}"
                           ".incomplete, or delete them")
+
+
+def continued(directory: Path) -> None:
+    """Record that this process restored from (or saved in) the checkpoint folder ``directory``."""
+    _CONTINUED.add(Path(directory).resolve())
+
+
+def warn_beside_earlier(directory: Path, steps: list[int], step: int, keep: int) -> None:
+    """Warn that a save of ``step`` goes beside ``steps`` in ``directory`` which this process neither restored from
+    nor saved (an earlier run's, this script's run again from its start): ``keep`` deletes them as new steps come."""
+    if not steps or Path(directory).resolve() in _CONTINUED:
+        return
+    gone = [s for s in sorted([*steps, step])[:-keep] if s in steps]
+    now = f"step{'s' * (len(gone) > 1)} {', '.join(map(str, gone))} now" if gone else ""
+    later = "" if len(gone) == len(steps) else f"{'the others' if gone else 'them'} as newer steps come"
+    fate = f"keep={keep} deletes " + " and ".join(words for words in (now, later) if words)
+    warnings.warn(f"CheckpointWriter: {directory} holds steps {steps}, which this process did not restore from: "
+                  f"step {step} is saved beside them and {fate}. A run continuing them restores from {directory} "
+                  "first; a new run gets a directory of its own", RuntimeWarning,
+                  skip_file_prefixes=(os.path.dirname(__file__),))  # the line of the user's save or maybe_save
+    continued(directory)  # once
 
 
 def _release_in_child() -> None:

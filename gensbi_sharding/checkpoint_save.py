@@ -17,8 +17,9 @@ from flax import nnx
 from gensbi_sharding.leaf_checks import check_placeable
 from gensbi_sharding.checkpoint_items import checked_json, flat_by_path, item_handlers, nest_by_path, non_finite
 from gensbi_sharding.checkpoint_steps import as_path, committed_steps
-from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, failed_save,
-                                             finish_and_unlock, lock_directory, unlock, watch_exit)
+from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, continued,
+                                             failed_save, finish_and_unlock, lock_directory, unlock,
+                                             warn_beside_earlier, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_node, is_prng_key, node_state,
@@ -175,6 +176,7 @@ class CheckpointWriter:
             what = "is already saved" if step in steps else f"is older than step {max(steps)}, the newest"
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
                              f"{max(steps)}, or write to another directory")
+        warn_beside_earlier(self.directory, steps, step, self.keep)  # a run again from its start
         # As nnx.state: a Module as a pytree would save tied weights twice. No sown values: a fresh target has none.
         tree = node_state(state, False)
         named = dict(check_value_leaves(flat_by_path(tree).items(), "CheckpointWriter.save"))
@@ -211,6 +213,7 @@ class CheckpointWriter:
             arrays=ocp.args.PyTreeSave(nest_by_path(flat)), meta=ocp.args.JsonSave(meta),  # (async_save=False) named
             config=ocp.args.JsonSave(self.config))), step, OSError)
         self.last_saved = self._status["step"] = step
+        continued(self.directory)  # a writer reopened on it here continues them
         return True
 
     def _checked_arguments(self, state: Any, key: Any, info: Any) -> Any:
