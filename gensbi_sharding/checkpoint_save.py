@@ -175,7 +175,8 @@ class CheckpointWriter:
             # An older step would be saved, then ``keep`` would delete newer ones and ``latest`` never pick it.
             what = "is already saved" if step in steps else f"is older than step {max(steps)}, the newest"
             raise ValueError(f"step {step} {what} in {self.directory} (steps {steps}); save under a step after "
-                             f"{max(steps)}, or write to another directory")
+                             f"{max(steps)} (a run continuing them restores from that folder first), or write to "
+                             "another directory (a new run: this script run again from its start)")
         warn_beside_earlier(self.directory, steps, step, self.keep)  # a run again from its start
         # As nnx.state: a Module as a pytree would save tied weights twice. No sown values: a fresh target has none.
         tree = node_state(state, False)

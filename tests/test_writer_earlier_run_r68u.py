@@ -55,3 +55,18 @@ def test_a_run_continuing_the_folders_steps_is_not_warned(tmp_path, how):
                                            sharding=jax.sharding.SingleDeviceSharding(jax.devices()[0]))}).step == 9
     said, steps = _first_save(tmp_path / ("ckpt" if how == "restored" else "run1"), 10)
     assert said == [] and steps == [9, 10]
+
+
+def test_a_script_run_again_is_refused_naming_restore_first_or_another_directory(tmp_path):
+    # Was: "step 3 is older than step 9, the newest in ... (steps [6, 9]); save under a step after 9, or write to
+    # another directory": a script run again from its start, told to number its steps after 9, mixed its run into
+    # the first's (whose steps keep then deleted); now the refusal names the two cases and what each does
+    _saved(tmp_path / "ckpt", [6, 9])
+    with CheckpointWriter(tmp_path / "ckpt", every=3) as writer:
+        with pytest.raises(ValueError) as refused:
+            writer.maybe_save(3, {"w": jnp.zeros(2)}, jax.random.key(0))
+    assert str(refused.value) == (
+        f"step 3 is older than step 9, the newest in {tmp_path / 'ckpt'} (steps [6, 9]); save under a step after 9 "
+        "(a run continuing them restores from that folder first), or write to another directory (a new run: this "
+        "script run again from its start)")
+    assert writer.steps() == [6, 9]
