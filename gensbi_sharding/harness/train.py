@@ -285,7 +285,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         finally:  # before the error or the stop is logged: on a terminal the bar is cleared, not left under it
             bar.close()
         if not halted:
-            state = stopper.with_best(functions, state)
+            state = stopper.with_best(functions, state, start_step + len(losses))
         state = functions.variables(state)
     # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
     steady = windows[1:] if len(windows) > 2 else windows

@@ -67,9 +67,18 @@ class EarlyStopping:
         """Whether the validation of ``step`` is recorded (the last one in ``history``)."""
         return bool(self.history) and self.history[-1][0] == step
 
-    def with_best(self, functions: StepFunctions, state: Any) -> Any:
-        """``state`` with the best weights put back (as is when the last validation was the best)."""
-        if self.best_weights is None or self.validated(self.best_step):
+    def kept_best_step(self) -> int | None:
+        """The best validation's step where its weights are kept (``with_best`` samples them); None before one."""
+        return self.best_step if self.best_weights is not None else None
+
+    def with_best(self, functions: StepFunctions, state: Any, step: int) -> Any:
+        """``state``, of ``step``, with the best weights put back (as is when ``step`` is the best or none is kept).
+
+        Decided by the state's step, not by the last validation: a checkpoint saved steps after its best validation
+        (``train.checkpoint_every`` not a multiple of ``train.val_every``, a preempted run's newest) holds newer
+        weights than the best.
+        """
+        if self.kept_best_step() in (None, step):
             return state
         return functions.with_weights(state, self.best_weights)
 
