@@ -195,7 +195,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     not per step; a resumed run's windows are the uninterrupted run's),
     training steps only: validations, and whatever ``on_step`` runs inside
     ``timer.paused(state)`` (checkpoint saves), are left out, after the queued steps are
-    waited for (``harness.step_timer``); ``median_step_s`` is the median over windows.
+    waited for (``harness.step_timer``); ``median_step_s`` is the median over windows, the first (the warm-up of
+    the first dispatches) left out whenever another follows.
     ``timer``: the one ``on_step`` pauses (None: a new one). The first step's compile is
     timed separately (``compile_s``). ``window_head``: a resumed run's earlier losses of the
     steps of ``start_step``'s window (from its joined history), counted in the first window's
@@ -287,8 +288,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         if not halted:
             state = stopper.with_best(functions, state, start_step + len(losses))
         state = functions.variables(state)
-    # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
-    steady = windows[1:] if len(windows) > 2 else windows
+    # The first window holds the warm-up of the first dispatches: left out whenever another follows (two too).
+    steady = windows[1:] if len(windows) > 1 else windows
     median = float(np.median(steady))
     return TrainResult(state=state, losses=host_values(losses),
                        val_loss=stopper.best_loss if history else None, compile_s=compile_s,
