@@ -29,7 +29,8 @@ MIN_VAL_PAIRS = 10
 #: Key of the effective data-shard count in a checkpoint's ``info``.
 DATA_SHARDS = "data_shards"
 
-# Settings compared as written (dotted keys of the config).
+# Settings compared as written (dotted keys of the config). data.batch_size is not one: each held-out pair's draws
+# are its own whichever batch holds it (validation.held_out_indexed), so its losses compare at any batch size.
 _AS_WRITTEN = ("seed", "data.num_simulations", "data.val_fraction", "train.val_draws")
 
 

@@ -12,12 +12,7 @@ import numpy as np
 
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["last_window_mean", "window_means", "windows", "LossHistory", "joined_loss_history", "write_losses"]
-
-
-def last_window_mean(losses: np.ndarray, window: int) -> float:
-    """Mean train loss of the last logging window of a run's losses from step 1: what the progress bar showed last."""
-    return float(windows(np.arange(1, len(losses) + 1), losses, window)[1][-1])
+__all__ = ["window_means", "windows", "LossHistory", "joined_loss_history", "write_losses"]
 
 
 def window_means(steps: np.ndarray, losses: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:

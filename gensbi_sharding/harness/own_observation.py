@@ -141,9 +141,10 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
                      resume_dir=step_dir, sampling=True)
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema, warn_again=False)
     stopper = ts.early_stopping if ts.early_stopping is not None and ts.early_stopping.history else None
-    best = stopper.with_best(functions, state) if stopper else state  # as the run's evaluation: the best weights
-    best_step = stopper.best_step if stopper and (best is not state or stopper.best_step == int(step_dir.name)) \
-        else None
+    # As the run's evaluation: the best weights where a validation ran, by the checkpoint's step (one decision for
+    # what is sampled and what is said: build_state's log line and the record name kept_best_step too)
+    best = stopper.with_best(functions, state, int(step_dir.name)) if stopper else state
+    best_step = stopper.kept_best_step() if stopper else None
     model, _, *ema = nnx.merge(functions.graphdef, best)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     sampler = flow_sampler.FlowSampler(lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t), rows=num_samples,

@@ -125,7 +125,9 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
         while True:
             yield place(_concat([next(stream) for stream in streams]))
 
-    val = [_padded(*part.normalized("val"), val_rows, local) for part in parts]
+    # Each held-out pair's index (shard s's pairs after s * val_rows): validation draws a pair's (t, z) by it, not by
+    # its row in a batch, which data.batch_size sets (validation.held_out_indexed)
+    val = [_padded(*part.normalized("val"), val_rows, local, first=s * val_rows) for s, part in zip(own, parts)]
     val_batches = [place(_concat([{key: v[key][i * local:(i + 1) * local] for key in v} for v in val]))
                    for i in range(len(val[0]["weight"]) // local)]
     return Pipeline(parts[0], train_batches(), val_batches, local * len(parts), val_pairs=val_pairs,
@@ -202,12 +204,15 @@ def _with_stats_of(parts: list[SimulationData], processes: int) -> list[Simulati
                                 val_pairs=val_pairs) for p in parts]
 
 
-def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int) -> dict[str, np.ndarray]:
-    """``theta``, ``x`` and a 0/1 ``weight``, zero-padded to ``rows`` rounded up to whole batches."""
+def _padded(theta: np.ndarray, x: np.ndarray, rows: int, local: int, first: int = 0) -> dict[str, np.ndarray]:
+    """``theta``, ``x``, a 0/1 ``weight`` and each pair's ``index`` (``first`` on; padding 0), zero-padded to
+    ``rows`` rounded up to whole batches."""
     total = -(-rows // local) * local
     pad = total - len(theta)
     weight = np.concatenate([np.ones(len(theta), np.float32), np.zeros(pad, np.float32)])
-    return {"theta": np.pad(theta, ((0, pad), (0, 0))), "x": np.pad(x, ((0, pad), (0, 0))), "weight": weight}
+    index = np.concatenate([np.arange(first, first + len(theta)), np.zeros(pad)]).astype(np.int32)
+    return {"theta": np.pad(theta, ((0, pad), (0, 0))), "x": np.pad(x, ((0, pad), (0, 0))), "weight": weight,
+            "index": index}
 
 
 def _across_processes(smallest: int, largest: int, *counts: int) -> tuple[int, ...]:

@@ -226,10 +226,10 @@ def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictC
     where = (f"placed by rule {rule.name!r} on mesh {dict(mesh.shape)}" if mesh is not None
              else "on one device (no mesh)")
     best_step = None if scalars is None else scalars["best_step"]
-    if sampling:  # what is sampled, as the run's evaluation samples it: the best weights where a validation ran
+    if sampling:  # what is sampled, decided as own_observation samples it: the best weights where a validation ran
+        kept = state.early_stopping.kept_best_step() if scalars is not None else None
         log.info("sampling checkpoint %s (step %d), %s; %s", restored.path, restored.step, where,
-                 "its newest weights" if best_step is None
-                 else f"the weights of its best validation (step {best_step})")
+                 "its newest weights" if kept is None else f"the weights of its best validation (step {kept})")
         return
     log.info("resumed from %s at step %d, %s%s", restored.path, restored.step, where, "" if scalars is None else
              "; early stopping: " + ("no validation yet" if best_step is None else

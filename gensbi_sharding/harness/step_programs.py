@@ -25,7 +25,8 @@ __all__ = ["flow_matching_loss", "jitted_steps", "say_again", "types_of"]
 
 
 def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
-                       weight: jax.Array | None = None) -> jax.Array:
+                       weight: jax.Array | None = None, index: jax.Array | None = None,
+                       rows: int | None = None) -> jax.Array:
     """Mean squared error of the predicted velocity on the straight path.
 
     Parameters
@@ -39,6 +40,11 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
     weight : jax.Array, optional
         (B,) float32 row weights (1 for a real pair, 0 for padding): the loss is then
         the weighted mean over rows. None: every row counts.
+    index : jax.Array, optional
+        (B,) int32: each row's place among ``rows`` (a held-out pair's global index). With ``rows``, row ``i``
+        takes draw ``index[i]`` of ``rows`` draws: its pair's own, whichever batch it is in. None: draw by row.
+    rows : int, optional
+        The number of draws ``index`` picks from (static); needed with ``index``.
 
     Returns
     -------
@@ -46,8 +52,11 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
         Scalar float32 loss.
     """
     t_key, z_key = jax.random.split(key)
-    t = jax.random.uniform(t_key, (theta.shape[0],), theta.dtype)
-    z = jax.random.normal(z_key, theta.shape, theta.dtype)
+    n = theta.shape[0] if index is None else rows
+    t = jax.random.uniform(t_key, (n,), theta.dtype)
+    z = jax.random.normal(z_key, (n, *theta.shape[1:]), theta.dtype)
+    if index is not None:  # a held-out pair's (t, z) by its index, not by its row in this batch
+        t, z = t[index], z[index]
     theta_t = (1.0 - t)[:, None] * z + t[:, None] * theta
     velocity = model(theta_t, x, t)
     if weight is None:
@@ -107,7 +116,8 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
     host work per step for Flux1's 379), which ``harness.train.train``'s loop saves. ``setting_types``:
     ``types_of(graphdef)``, unused but in the key (settings equal in value, not in type, get their own pair).
     ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept: each holds the
-    programs JAX compiled for it.
+    programs JAX compiled for it. ``eval_loss(state, batch, key, rows=None)``: with ``rows`` (static), the batch's
+    ``index`` picks each held-out pair's own (t, z) among ``rows`` draws (``flow_matching_loss``).
     """
     said = {}
 
@@ -133,20 +143,21 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
     train_arrays.__name__ = train_arrays.__qualname__ = "train_step"  # its compiles are the train step's
 
     @functools.partial(said_when_traced, said=said)
-    def eval_loss(state, batch, key):
+    def eval_loss(state, batch, key, rows=None):
         model, _, *average = nnx.merge(graphdef, state)
         if average:
             graph, _, rest = nnx.split(model, nnx.Param, ...)
             model = nnx.merge(graph, average[0].param_state(model), rest)
         weight = batch.get("weight")
         count = jnp.sum(weight) if weight is not None else jnp.float32(batch["theta"].shape[0])
-        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight), count
+        index = batch.get("index") if rows is not None else None
+        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight, index, rows), count
 
     if mesh is None:
-        return (jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss), said,
+        return (jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss, static_argnames="rows"), said,
                 jax.jit(train_arrays, donate_argnums=0))
     scalar = NamedSharding(mesh, P())
     state_shardings = jax.tree.unflatten(treedef, leaf_shardings)
     return (jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar)),
-            jax.jit(eval_loss, out_shardings=scalar), said,
+            jax.jit(eval_loss, out_shardings=scalar, static_argnames="rows"), said,
             jax.jit(train_arrays, donate_argnums=0, out_shardings=(nnx.to_pure_dict(state_shardings), scalar)))

@@ -86,7 +86,7 @@ class StepFunctions:
 
     graphdef: Any
     train_step: Callable[[Any, dict, jax.Array], tuple[Any, jax.Array]]
-    eval_loss: Callable[[Any, dict, jax.Array], tuple[jax.Array, jax.Array]]  # (mean loss, rows counted)
+    eval_loss: Callable[..., tuple[jax.Array, jax.Array]]  # (state, batch, key[, rows]) -> (mean loss, rows counted)
     has_ema: bool = False
     train_arrays: Callable[[dict, dict, jax.Array], tuple[dict, jax.Array]] | None = None
     state_def: Any = None  # the split state's tree structure, Variables included
@@ -195,7 +195,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     not per step; a resumed run's windows are the uninterrupted run's),
     training steps only: validations, and whatever ``on_step`` runs inside
     ``timer.paused(state)`` (checkpoint saves), are left out, after the queued steps are
-    waited for (``harness.step_timer``); ``median_step_s`` is the median over windows.
+    waited for (``harness.step_timer``); ``median_step_s`` is the median over windows, the first (the warm-up of
+    the first dispatches) left out whenever another follows.
     ``timer``: the one ``on_step`` pauses (None: a new one). The first step's compile is
     timed separately (``compile_s``). ``window_head``: a resumed run's earlier losses of the
     steps of ``start_step``'s window (from its joined history), counted in the first window's
@@ -285,10 +286,10 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         finally:  # before the error or the stop is logged: on a terminal the bar is cleared, not left under it
             bar.close()
         if not halted:
-            state = stopper.with_best(functions, state)
+            state = stopper.with_best(functions, state, start_step + len(losses))
         state = functions.variables(state)
-    # The first window holds the warm-up of the first dispatches; prefer the rest when there are any.
-    steady = windows[1:] if len(windows) > 2 else windows
+    # The first window holds the warm-up of the first dispatches: left out whenever another follows (two too).
+    steady = windows[1:] if len(windows) > 1 else windows
     median = float(np.median(steady))
     return TrainResult(state=state, losses=host_values(losses),
                        val_loss=stopper.best_loss if history else None, compile_s=compile_s,

@@ -70,7 +70,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     if start >= cfg.train.steps or stopper.exhausted:  # an earlier attempt finished training
         watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
         if stopper.history:
-            state, val_loss = stopper.with_best(functions, state), stopper.best_loss
+            state, val_loss = stopper.with_best(functions, state, start), stopper.best_loss
         else:  # a checkpoint without validations (or saved before early stopping was checkpointed)
             with mesh_context(mesh):
                 val_loss = (validation.validation_loss(functions, state, val_batches, ts.key, draws=cfg.train.val_draws)

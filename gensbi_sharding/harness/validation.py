@@ -23,7 +23,8 @@ from gensbi_sharding.harness.ema import new_buffers
 if TYPE_CHECKING:  # train imports this module
     from gensbi_sharding.harness.train import StepFunctions
 
-__all__ = ["EarlyStopping", "record_validation", "validate_pending", "validates_at", "validation_loss"]
+__all__ = ["EarlyStopping", "record_validation", "validate_pending", "held_out_indexed", "validates_at",
+           "validation_loss"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -66,9 +67,18 @@ class EarlyStopping:
         """Whether the validation of ``step`` is recorded (the last one in ``history``)."""
         return bool(self.history) and self.history[-1][0] == step
 
-    def with_best(self, functions: StepFunctions, state: Any) -> Any:
-        """``state`` with the best weights put back (as is when the last validation was the best)."""
-        if self.best_weights is None or self.validated(self.best_step):
+    def kept_best_step(self) -> int | None:
+        """The best validation's step where its weights are kept (``with_best`` samples them); None before one."""
+        return self.best_step if self.best_weights is not None else None
+
+    def with_best(self, functions: StepFunctions, state: Any, step: int) -> Any:
+        """``state``, of ``step``, with the best weights put back (as is when ``step`` is the best or none is kept).
+
+        Decided by the state's step, not by the last validation: a checkpoint saved steps after its best validation
+        (``train.checkpoint_every`` not a multiple of ``train.val_every``, a preempted run's newest) holds newer
+        weights than the best.
+        """
+        if self.kept_best_step() in (None, step):
             return state
         return functions.with_weights(state, self.best_weights)
 
@@ -130,10 +140,13 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
 
     Padding rows weigh 0. The draws come from a stream of ``key`` the train steps never
     reach (the first is the stream's key itself), so every call with the same key scores
-    different weights on the very same (t, z). Batches are dispatched one ahead of the
+    different weights on the very same (t, z). Each pair takes its own (t, z) of a draw by
+    its ``index`` (``held_out_indexed``), not by its row in a batch: the loss does not depend
+    on ``data.batch_size``, and no two pairs share a draw. Batches are dispatched one ahead of the
     one read back, and ``stop_requested()`` is asked after each: True returns None at
     once (at most one batch still in flight), so a long validation can be cut short.
     """
+    val_batches, rows = held_out_indexed(val_batches)
     stream = jax.random.fold_in(key, _VAL_STREAM)
     # One key per draw as it is used: a list of them all (train.val_draws=100000000) took minutes and gigabytes
     # before the first batch, where no stop request is asked.
@@ -142,7 +155,8 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
     pending = None
     for k in keys:
         for b in val_batches:
-            current = functions.eval_loss(state, b, k)
+            # rows only with an index: a batch without theta (a test's stand-in) is scored as given
+            current = functions.eval_loss(state, b, k, rows) if "index" in b else functions.eval_loss(state, b, k)
             if pending is not None:  # read the previous batch while this one runs
                 total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
                 if stop_requested is not None and stop_requested():
@@ -150,3 +164,33 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
             pending = current
     total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
     return total / count
+
+
+def held_out_indexed(val_batches: list[dict]) -> tuple[list[dict], int]:
+    """``val_batches`` with each row's ``index`` among every held-out row, and the count of those rows.
+
+    The pipeline's batches carry ``index`` (a pair's place in its shard's held-out pairs, after the shards before
+    it; ``pipeline.build_pipeline``); other batches (a benchmark's own) are indexed by their rows' order. The count
+    is every batch's rows, padding included: draws are made for that many and each pair takes its index's, so in
+    one batch (two_moons' default: 1,000 pairs in one batch of 1,024) every pair's draw is the one its row had when
+    draws went by row. JAX's (partitionable, default) threefry draws element ``i`` of ``uniform(key, (n,))`` alike
+    for every ``n > i``: the pairs' draws do not change with the count, which the batch size sets.
+
+    Parameters
+    ----------
+    val_batches : list of dict
+        The held-out batches; a batch without ``theta`` (a test's stand-in) is passed on as it is.
+
+    Returns
+    -------
+    (list of dict, int)
+        The batches, indexed, and the rows over all of them.
+    """
+    indexed, rows = [], 0
+    for b in val_batches:
+        if "theta" in b:
+            n = int(b["theta"].shape[0])
+            b = b if "index" in b else {**b, "index": np.arange(rows, rows + n, dtype=np.int32)}
+            rows += n
+        indexed.append(b)
+    return indexed, rows
