@@ -82,18 +82,20 @@ def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_s
     return FlowSampler(velocity_fn, rows=num_samples, num_steps=num_steps, mesh=mesh, params=params)(obs, noise)
 
 
-def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
+def c2st_scores(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5,
                 max_samples: int | None = None, n_jobs: int | None = None) -> np.ndarray:
     """Classifier two-sample test: the accuracy of each fold, as sbibm computes C2ST.
 
     The protocol of the SBI benchmark (Lueckmann et al. 2021, "Benchmarking
-    Simulation-Based Inference"; ``sbibm.metrics.c2st``): both sets are z-scored
-    with the reference's mean and (unbiased) std, labelled 0 (samples) / 1
-    (reference), and classified by sklearn's ``MLPClassifier`` (two relu hidden
-    layers of 10 * dim units, adam, up to 10,000 epochs; sklearn's convergence
-    tolerance stops it far sooner) under shuffled K-fold cross-validation. The
-    benchmark scores 10,000 samples against the task's 10,000 reference samples
-    with 5 folds. The first ``n = min(len(samples), len(reference), max_samples)``
+    Simulation-Based Inference"), computed as ``sbibm.metrics.c2st(X=reference,
+    Y=samples, seed=seed, n_folds=n_folds)`` computes it for float32 sets: both sets
+    in float32, z-scored with the reference's mean and (unbiased) std, the reference
+    first and labelled 0, the samples after it labelled 1 (the order fixes which rows
+    each shuffled fold holds), and classified by sklearn's ``MLPClassifier`` (two relu
+    hidden layers of 10 * dim units, adam, up to 10,000 epochs; sklearn's convergence
+    tolerance stops it far sooner) under shuffled K-fold cross-validation, ``seed``
+    seeding both. The benchmark scores 10,000 samples against the task's 10,000
+    reference samples with 5 folds. The first ``n = min(len(samples), len(reference), max_samples)``
     rows of each set are used, so ``samples[:n]`` and ``reference[:n]`` reproduce
     the result exactly. BLAS runs on one thread: the scores do not depend on the
     core count, and parallel jobs on a shared machine do not oversubscribe it.
@@ -103,7 +105,7 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     samples, reference : array_like, shapes (n, dim), (m, dim)
         Posterior samples and reference samples, same units, finite.
     seed : int
-        Seeds the folds and the classifier.
+        Seeds the folds and the classifier; 1, sbibm's default, if not given.
     n_folds : int
         Number of folds, >= 2.
     max_samples : int, optional
@@ -125,8 +127,8 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
         If the sets are not 2-D, differ in dim, contain non-finite values, have
         fewer than ``n_folds`` rows after the cut, or an argument is invalid.
     """
-    a = np.asarray(samples, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
+    a = np.asarray(samples, dtype=np.float32)  # sbibm's tensors are float32, and sklearn fits float32 as float32
+    b = np.asarray(reference, dtype=np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"samples and reference must be 2-D with the same dim, got shapes "
                          f"{a.shape} and {b.shape}")
@@ -143,7 +145,7 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
             raise ValueError(f"{what} has {bad} row(s) with NaN or inf; drop them or fix the sampler")
     mean, std = b.mean(0), b.std(0, ddof=1)
     std = np.where(std > 0, std, 1.0)  # a constant reference feature would divide by zero
-    data = (np.concatenate([a, b]) - mean) / std
+    data = (np.concatenate([b, a]) - mean) / std  # sbibm's order: the shuffled folds then hold the rows sbibm's do
     labels = np.concatenate([np.zeros(n), np.ones(n)])
 
     from sklearn.model_selection import KFold, cross_val_score
@@ -213,7 +215,7 @@ def _fit_through_ctrl_c(fit: Callable[[], Any], parallel: bool) -> Any:
         signal.signal(signal.SIGINT, previous)
 
 
-def c2st(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
+def c2st(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5,
          max_samples: int | None = None, n_jobs: int | None = None) -> float:
     """The mean over folds of ``c2st_scores`` (same arguments): sbibm's C2ST number."""
     return float(np.mean(c2st_scores(samples, reference, seed=seed, n_folds=n_folds,
