@@ -244,7 +244,7 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
 
     from gensbi_sharding.harness import tasks
     from gensbi_sharding.harness.data import load_task
-    from gensbi_sharding.harness.posterior import evaluate_observations
+    from gensbi_sharding.harness.posterior import evaluate_observations, noise_seed
 
     task = tasks.get_task(cfg.data.name)
     shares = [budget // method.rounds + (r < budget % method.rounds) for r in range(method.rounds)]
@@ -264,7 +264,7 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
         sims, (velocity, params, *_), later = first, shared, []
         for r, share in enumerate(shares[1:], start=2):
             t0 = time.perf_counter()
-            samples = draws(cfg, sims, velocity, params, x_o, box_samples, cfg.seed + k)
+            samples = draws(cfg, sims, velocity, params, x_o, box_samples, noise_seed(cfg.seed, k))  # the evaluation's
             key = jax.random.fold_in(jax.random.fold_in(jax.random.key(cfg.seed), 1000 + k), r)
             theta, mass = truncated_prior(task, jax.random.fold_in(key, 0), samples, share, method.margin,
                                           region=method.region)

@@ -553,7 +553,7 @@ def test_a_run_stopped_part_way_through_its_evaluation_records_the_scores_it_mad
     real = posterior.posterior_draws
 
     def draws(*args, seed, **kwargs):
-        if seed == 2:  # seed 0 + observation 2
+        if seed == posterior.noise_seed(0, 2):  # seed 0's observation 2
             raise RuntimeError("the device went away")
         return real(*args, seed=seed, **kwargs)
 
