@@ -120,14 +120,13 @@ def fit(cfg, sims):
 
 def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np.ndarray:
     """``n`` posterior samples at ``x_o`` inside the prior's support, as the harness's evaluation draws them."""
-    from gensbi_sharding.harness import evaluate, tasks
-    from gensbi_sharding.harness.posterior import draw_inside_support
+    from gensbi_sharding.harness import tasks
+    from gensbi_sharding.harness.flow_sampler import FlowSampler
+    from gensbi_sharding.harness.posterior import draw_inside_support, posterior_draws
 
     support = tasks.get_task(sims.name).get_prior_dist().support
-    draw = lambda m: sims.denormalize_theta(evaluate.sample_posterior(  # noqa: E731
-        velocity, sims.normalize_x(x_o), num_samples=m, num_steps=cfg.eval.ode_steps, seed=seed,
-        mesh=None, dim_theta=sims.dim_theta, params=params))
-    return draw_inside_support(draw, support, n)[0]
+    sampler = FlowSampler(velocity, rows=n, num_steps=cfg.eval.ode_steps, mesh=None, params=params)
+    return draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed), support, n)[0]
 
 
 def region_test(task, samples: np.ndarray, margin: float, region: str = "box"):

@@ -1,6 +1,6 @@
-"""Posterior sampling by ODE integration, the C2ST metric, and pair plots.
+"""The C2ST metric and pair plots (posterior samples: ``posterior.posterior_draws``).
 
-JAX, scikit-learn and matplotlib are imported inside the functions that need
+scikit-learn and matplotlib are imported inside the functions that need
 them, so importing this module stays cheap and never starts JAX's backend.
 """
 
@@ -16,70 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.harness.flow_sampler import FlowSampler
 from gensbi_sharding.nodes import is_int
 
-__all__ = ["sample_posterior", "c2st", "c2st_scores", "pair_plot"]
-
-
-def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_samples: int,
-                     num_steps: int, seed: int, mesh: Any, dim_theta: int,
-                     params: Any = None) -> np.ndarray:
-    """Draw posterior samples by integrating a flow-matching velocity field.
-
-    Integrates d theta/dt = v(theta_t, x, t) from t = 0 (standard normal noise) to
-    t = 1 (data) with ``num_steps`` fixed midpoint (explicit RK2) steps: two
-    velocity evaluations per step, second order, exact for fields constant in
-    theta, by ``FlowSampler`` (one call of it: to sample many observations
-    with one compile, keep a ``FlowSampler``).
-
-    The noise is the first ``num_samples`` rows of
-    ``numpy.random.default_rng(seed).standard_normal``, so the same seed gives the
-    same samples with or without a mesh, and a larger draw starts with the rows of
-    a smaller one.
-
-    Parameters
-    ----------
-    velocity_fn : callable
-        Pure, jittable ``v(theta_t, x, t)`` or, when ``params`` is given,
-        ``v(params, theta_t, x, t)``, with theta_t (B, dim_theta), x (B, dim_x),
-        t (B,), all float32, returning (B, dim_theta). Works in the same
-        (z-scored) units as the model: denormalise the result afterwards.
-    observation : array_like, shape (dim_x,) or (1, dim_x)
-        The condition x_o.
-    num_samples, num_steps, dim_theta : int
-        Samples to return, integration steps, and parameter dimension; all >= 1.
-    seed : int
-        Seed of the initial noise, >= 0.
-    mesh : jax.sharding.Mesh or None
-        Mesh the samples are split over (its batch axes); None: default device.
-    params : pytree, optional
-        Passed to ``velocity_fn`` as a jit argument (e.g. an ``nnx.State``): its
-        arrays keep their placement and are not baked into the executable.
-
-    Returns
-    -------
-    ndarray, shape (num_samples, dim_theta), float32
-        Padding rows removed.
-
-    Raises
-    ------
-    ValueError
-        For non-positive counts, a negative seed, an observation that is not one
-        row, or a velocity output of the wrong shape.
-    """
-    for what, value, minimum in (("num_samples", num_samples, 1), ("num_steps", num_steps, 1),
-                                 ("dim_theta", dim_theta, 1), ("seed", seed, 0)):
-        if not is_int(value) or value < minimum:
-            raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
-    obs = np.asarray(observation, dtype=np.float32)
-    if obs.ndim == 2 and obs.shape[0] == 1:
-        obs = obs[0]
-    if obs.ndim != 1 or obs.size == 0:
-        raise ValueError(f"observation must have shape (dim_x,) or (1, dim_x), got {obs.shape}")
-
-    noise = np.random.default_rng(seed).standard_normal((num_samples, dim_theta)).astype(np.float32)
-    return FlowSampler(velocity_fn, rows=num_samples, num_steps=num_steps, mesh=mesh, params=params)(obs, noise)
+__all__ = ["c2st", "c2st_scores", "pair_plot"]
 
 
 def c2st_scores(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5,

@@ -62,7 +62,7 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
     ----------
     draw : callable
         ``draw(m)`` -> (m, dim_theta) float32 samples, the first rows the same for every
-        ``m`` (``posterior_draws`` and ``evaluate.sample_posterior`` with a fixed seed are such streams).
+        ``m`` (``posterior_draws``' streams are such).
     inside : callable
         ``inside(samples)`` -> (m,) bool: True inside the support (a numpyro constraint).
     num_samples : int
