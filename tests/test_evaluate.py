@@ -466,7 +466,7 @@ def test_a_resumed_evaluation_keeps_a_score_only_when_drawn_with_the_same_num_sa
 def test_a_samples_file_the_resumed_evaluation_cannot_read_as_its_own_is_scored_again(tmp_path, damage):
     """An empty, cut-off or foreign posterior_samples.npz at the path is scored again and written over (was: EOFError
     for an empty file, TypeError for a field that is an array, out of the resumed job)."""
-    from gensbi_sharding.harness.posterior import scored_before
+    from gensbi_sharding.harness.kept_scores import scored_before
 
     path = tmp_path / "posterior_samples.npz"
     settings = dict(num_observation=1, c2st_seed=0, c2st_folds=2, ode_steps=2, num_samples=150, step=5)

@@ -6,16 +6,14 @@ them, so importing this module stays cheap and never starts JAX's backend.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import signal
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.ctrl_c_fit import fit_through_ctrl_c
 from gensbi_sharding.nodes import is_int
 
 __all__ = ["c2st", "c2st_scores", "pair_plot"]
@@ -98,60 +96,8 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5
     if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
         n_jobs = n_folds  # (not eval.c2st_jobs=100000 handed to joblib as is)
     with threadpool_limits(limits=1, user_api="blas"):
-        return np.asarray(_fit_through_ctrl_c(lambda: cross_val_score(
+        return np.asarray(fit_through_ctrl_c(lambda: cross_val_score(
             clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs), n_jobs not in (None, 1)), dtype=np.float64)
-
-
-class _Interrupted(BaseException):
-    """A ``KeyboardInterrupt`` carried past scikit-learn, which catches that one (and ``Exception``)."""
-
-
-def _fit_through_ctrl_c(fit: Callable[[], Any], parallel: bool) -> Any:
-    """``fit()``, a Ctrl-C meaning what the caller's SIGINT handler makes of it, with worker processes or without.
-
-    ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and ``cross_val_score``
-    fits the next fold (so a Ctrl-C during C2ST would end one fold's fit only, "Training interrupted by user."); the
-    handler's exception crosses scikit-learn as one it does not catch and is a ``KeyboardInterrupt`` again here.
-    ``parallel``: joblib's workers, in the terminal's process group, ignore SIGINT, so a Ctrl-C the caller's handler
-    only records (a run's first: stop once the observation under way is scored) lets them finish, as it lets one
-    process finish (was, with ``eval.c2st_jobs=2``: the workers died, "stopped at once" after one Ctrl-C, or
-    returned half-fitted scores); a pool one broke while starting, before it could ignore it, is fitted again once.
-    A failure after a Ctrl-C, the second time, is that Ctrl-C.
-    """
-    from joblib import parallel_config
-
-    def once() -> Any:
-        with parallel_config(backend="loky", initializer=signal.signal, initargs=(
-                signal.SIGINT, signal.SIG_IGN)) if parallel else contextlib.nullcontext():  # in force as made
-            return fit()
-
-    if threading.current_thread() is not threading.main_thread() or not callable(
-            previous := signal.getsignal(signal.SIGINT)):  # SIG_IGN, SIG_DFL, or one set from C: nothing raised
-        return once()
-    seen: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        seen.append(signum)
-        try:
-            previous(signum, frame)
-        except KeyboardInterrupt as interrupt:
-            raise _Interrupted from interrupt
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        for attempt in (1, 2):
-            try:
-                return once()
-            except _Interrupted as carried:
-                raise carried.__cause__ from None
-            except Exception:
-                if not seen:
-                    raise
-                if attempt == 2 or not parallel:
-                    raise KeyboardInterrupt from None  # the workers' end, from the Ctrl-C this process got too
-                seen.clear()
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def c2st(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5,

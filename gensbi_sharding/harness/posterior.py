@@ -39,10 +39,10 @@ from typing import Any, Callable
 import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
-from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name, scored_before  # noqa: F401
+from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name
 from gensbi_sharding.harness.weights_failure import SamplingError
 
-__all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws",
+__all__ = ["evaluate_observations", "sampled_weights", "draw_inside_support", "posterior_draws",
            "noise_seed", "c2st_csv", "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")

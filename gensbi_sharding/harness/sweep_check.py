@@ -16,12 +16,12 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from gensbi_sharding.harness.cpu_count import cpu_devices_known  # noqa: F401 (re-exported)
+from gensbi_sharding.harness.cpu_count import cpu_devices_known
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
-           "process_split_problem", "local_processes_problem"]
+__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "process_split_problem",
+           "local_processes_problem"]
 
 
 def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
