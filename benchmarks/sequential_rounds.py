@@ -120,14 +120,13 @@ def fit(cfg, sims):
 
 def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np.ndarray:
     """``n`` posterior samples at ``x_o`` inside the prior's support, as the harness's evaluation draws them."""
-    from gensbi_sharding.harness import evaluate, tasks
-    from gensbi_sharding.harness.posterior import draw_inside_support
+    from gensbi_sharding.harness import tasks
+    from gensbi_sharding.harness.flow_sampler import FlowSampler
+    from gensbi_sharding.harness.posterior import draw_inside_support, posterior_draws
 
     support = tasks.get_task(sims.name).get_prior_dist().support
-    draw = lambda m: sims.denormalize_theta(evaluate.sample_posterior(  # noqa: E731
-        velocity, sims.normalize_x(x_o), num_samples=m, num_steps=cfg.eval.ode_steps, seed=seed,
-        mesh=None, dim_theta=sims.dim_theta, params=params))
-    return draw_inside_support(draw, support, n)[0]
+    sampler = FlowSampler(velocity, rows=n, num_steps=cfg.eval.ode_steps, mesh=None, params=params)
+    return draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed), support, n)[0]
 
 
 def region_test(task, samples: np.ndarray, margin: float, region: str = "box"):
@@ -244,7 +243,7 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
 
     from gensbi_sharding.harness import tasks
     from gensbi_sharding.harness.data import load_task
-    from gensbi_sharding.harness.posterior import evaluate_observations
+    from gensbi_sharding.harness.posterior import evaluate_observations, noise_seed
 
     task = tasks.get_task(cfg.data.name)
     shares = [budget // method.rounds + (r < budget % method.rounds) for r in range(method.rounds)]
@@ -264,7 +263,7 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
         sims, (velocity, params, *_), later = first, shared, []
         for r, share in enumerate(shares[1:], start=2):
             t0 = time.perf_counter()
-            samples = draws(cfg, sims, velocity, params, x_o, box_samples, cfg.seed + k)
+            samples = draws(cfg, sims, velocity, params, x_o, box_samples, noise_seed(cfg.seed, k))  # the evaluation's
             key = jax.random.fold_in(jax.random.fold_in(jax.random.key(cfg.seed), 1000 + k), r)
             theta, mass = truncated_prior(task, jax.random.fold_in(key, 0), samples, share, method.margin,
                                           region=method.region)

@@ -55,7 +55,8 @@ def test_filter_keeps_details_for_verbose_and_noise_for_the_file(as_process):
 
 def test_several_processes_tag_every_line_of_every_record_once(as_process, capsys):
     # Was: only the first line of a multi-line record was tagged (the placement block's "per device: ..."
-    # came untagged), and a second tag_process_records call tagged each line twice.
+    # came untagged), and a second call (then tag_process_records, which only called set_process) tagged each line
+    # twice.
     handler = logging.StreamHandler(__import__("sys").stdout)
     handler.setFormatter(console.ConsoleFormatter("%(message)s"))
     root, logger = logging.getLogger(), logging.getLogger("gensbi_sharding")
@@ -63,7 +64,7 @@ def test_several_processes_tag_every_line_of_every_record_once(as_process, capsy
     level, logger.level = logger.level, logging.INFO
     try:
         as_process(1, 2)
-        console.tag_process_records(1, 2)  # again (distributed=auto, once joined): still one tag
+        console.set_process(1, 2)  # again (distributed=auto, once joined): still one tag
         logger.warning("mesh %s\nper device: %s", "4x2", "22.3 KB")
         logging.getLogger("py.warnings").warning("x.py:1: UserWarning: careful")  # another library's line
         as_process(0, 1)  # one process again: no tag

@@ -1,6 +1,7 @@
-"""harness.evaluate: ODE posterior sampling on a mesh, C2ST, pair plots."""
+"""harness.evaluate: C2ST, pair plots; ODE posterior sampling on a mesh (posterior.posterior_draws, FlowSampler)."""
 
 import os
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -8,8 +9,18 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.harness.evaluate import c2st, c2st_scores, pair_plot, sample_posterior
+from gensbi_sharding.harness.evaluate import c2st, c2st_scores, pair_plot
+from gensbi_sharding.harness.flow_sampler import FlowSampler
+from gensbi_sharding.harness.posterior import posterior_draws
 from gensbi_sharding import make_mesh, replicate
+
+
+def draws_of(velocity_fn, observation, *, num_samples, num_steps, seed, mesh, dim_theta, params=None):
+    """The first ``num_samples`` rows of ``posterior_draws``' stream ``seed`` at ``observation``, in the model's units
+    (its maps to and from them the identity): what evaluate.sample_posterior drew, before it was merged into it."""
+    units = SimpleNamespace(normalize_x=lambda x: x, denormalize_theta=lambda theta: theta, dim_theta=dim_theta)
+    sampler = FlowSampler(velocity_fn, rows=num_samples, num_steps=num_steps, mesh=mesh, params=params)
+    return posterior_draws(units, sampler, np.asarray(observation, np.float32), seed=seed)(num_samples)
 
 SHIFT = np.array([1.0, -2.0], np.float32)
 
@@ -29,7 +40,7 @@ def test_constant_field_moves_noise_by_its_value(mesh, kind):
     chosen = {"none": None, "auto": mesh,
               "explicit": jax.make_mesh((8, 1), ("data", "model"))}[kind]
     # 1001 is not a multiple of 8: padding rows must be cut off again.
-    out = sample_posterior(constant_velocity, np.zeros(3), num_samples=1001, num_steps=4, seed=5,
+    out = draws_of(constant_velocity, np.zeros(3), num_samples=1001, num_steps=4, seed=5,
                            mesh=chosen, dim_theta=2)
     assert out.shape == (1001, 2) and out.dtype == np.float32 and isinstance(out, np.ndarray)
     noise = np.random.default_rng(5).standard_normal((1001, 2))
@@ -47,7 +58,7 @@ def gaussian_velocity(theta, x, t, scale=0.5):
 
 def test_analytic_gaussian_posterior(mesh):
     obs = np.array([1.5, -0.5], np.float32)
-    out = sample_posterior(gaussian_velocity, obs, num_samples=4003, num_steps=20, seed=0,
+    out = draws_of(gaussian_velocity, obs, num_samples=4003, num_steps=20, seed=0,
                            mesh=mesh, dim_theta=2)
     np.testing.assert_allclose(out.mean(0), obs, atol=0.04)
     np.testing.assert_allclose(out.std(0), 0.5, atol=0.03)
@@ -62,7 +73,7 @@ def test_params_are_passed_and_the_state_is_sharded(mesh):
         return theta * 0 + params["c"] * x[:, :2]
 
     params = replicate({"c": jnp.float32(2.0)}, mesh)
-    out = sample_posterior(velocity, np.array([[1.0, 3.0, 0.0]]), num_samples=16, num_steps=3,
+    out = draws_of(velocity, np.array([[1.0, 3.0, 0.0]]), num_samples=16, num_steps=3,
                            seed=1, mesh=mesh, dim_theta=2, params=params)
     noise = np.random.default_rng(1).standard_normal((16, 2))
     np.testing.assert_allclose(out, noise + [2.0, 6.0], atol=1e-5)
@@ -71,19 +82,15 @@ def test_params_are_passed_and_the_state_is_sharded(mesh):
 
 def test_same_samples_with_and_without_mesh(mesh):
     kw = dict(num_samples=13, num_steps=5, seed=2, dim_theta=2)
-    np.testing.assert_allclose(sample_posterior(gaussian_velocity, SHIFT, mesh=mesh, **kw),
-                               sample_posterior(gaussian_velocity, SHIFT, mesh=None, **kw),
+    np.testing.assert_allclose(draws_of(gaussian_velocity, SHIFT, mesh=mesh, **kw),
+                               draws_of(gaussian_velocity, SHIFT, mesh=None, **kw),
                                atol=1e-5)
 
 
 def test_sampler_rejects_bad_input():
     kw = dict(num_steps=2, seed=0, mesh=None, dim_theta=2)
-    with pytest.raises(ValueError, match="num_samples=0"):
-        sample_posterior(constant_velocity, SHIFT, num_samples=0, **kw)
-    with pytest.raises(ValueError, match=r"\(2, 2\)"):
-        sample_posterior(constant_velocity, np.ones((2, 2)), num_samples=4, **kw)
     with pytest.raises(ValueError, match=r"velocity_fn returned shape \(4, 3\)"):
-        sample_posterior(lambda th, x, t: jnp.zeros((4, 3)), SHIFT, num_samples=4, **kw)
+        draws_of(lambda th, x, t: jnp.zeros((4, 3)), SHIFT, num_samples=4, **kw)
 
 
 def test_c2st_same_and_shifted():
@@ -267,7 +274,7 @@ def test_samples_never_leave_a_bounded_prior(task):
         return jnp.full(theta.shape, 50.0, theta.dtype)
 
     for sims, expect_inside in ((inside, True), (raw, False)):
-        z = sample_posterior(far, sims.observation, num_samples=500, num_steps=4, seed=0, mesh=None,
+        z = draws_of(far, sims.observation, num_samples=500, num_steps=4, seed=0, mesh=None,
                              dim_theta=sims.dim_theta)
         theta = sims.denormalize_theta(z)
         ok = np.asarray(support(theta))
@@ -349,7 +356,7 @@ def test_a_larger_draw_starts_with_the_same_samples():
     def field(theta, x, t):
         return jnp.tanh(theta) * 0.3 + x[:, :1]
 
-    few, more = (sample_posterior(field, np.ones(2, np.float32), num_samples=n, num_steps=4, seed=7,
+    few, more = (draws_of(field, np.ones(2, np.float32), num_samples=n, num_steps=4, seed=7,
                                   mesh=None, dim_theta=3) for n in (50, 130))
     np.testing.assert_allclose(more[:50], few, rtol=1e-6, atol=1e-6)
 
@@ -409,7 +416,7 @@ def test_a_top_up_integrates_only_the_rows_it_adds_and_keeps_the_stream():
     first, more = draw(40), draw(100)
     assert calls == [40, 40, 40]  # 40 rows, then two more blocks for the 60 rows added
     np.testing.assert_array_equal(more[:40], first)
-    whole = sample_posterior(lambda th, x, t: jnp.tanh(th) + x[:, :1], sims.normalize_x(sims.observation),
+    whole = draws_of(lambda th, x, t: jnp.tanh(th) + x[:, :1], sims.normalize_x(sims.observation),
                              num_samples=120, num_steps=3, seed=4, mesh=None, dim_theta=2)
     np.testing.assert_allclose(more, sims.denormalize_theta(whole)[:100], rtol=1e-5, atol=1e-6)
 
@@ -459,7 +466,7 @@ def test_a_resumed_evaluation_keeps_a_score_only_when_drawn_with_the_same_num_sa
 def test_a_samples_file_the_resumed_evaluation_cannot_read_as_its_own_is_scored_again(tmp_path, damage):
     """An empty, cut-off or foreign posterior_samples.npz at the path is scored again and written over (was: EOFError
     for an empty file, TypeError for a field that is an array, out of the resumed job)."""
-    from gensbi_sharding.harness.posterior import scored_before
+    from gensbi_sharding.harness.kept_scores import scored_before
 
     path = tmp_path / "posterior_samples.npz"
     settings = dict(num_observation=1, c2st_seed=0, c2st_folds=2, ode_steps=2, num_samples=150, step=5)
@@ -553,7 +560,7 @@ def test_a_run_stopped_part_way_through_its_evaluation_records_the_scores_it_mad
     real = posterior.posterior_draws
 
     def draws(*args, seed, **kwargs):
-        if seed == 2:  # seed 0 + observation 2
+        if seed == posterior.noise_seed(0, 2):  # seed 0's observation 2
             raise RuntimeError("the device went away")
         return real(*args, seed=seed, **kwargs)
 

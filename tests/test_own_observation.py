@@ -18,11 +18,15 @@ from gensbi_sharding.harness import own_observation, state
 from gensbi_sharding.harness.memory_check import check_draw_fits
 from gensbi_sharding.harness.observation_input import check_observation, far_from_training
 from gensbi_sharding.harness.own_observation import load_observation, main, sample_posterior
+from gensbi_sharding.harness.posterior import noise_seed
+
+NOISE_1 = noise_seed(0, 1)  # the noise of the tiny run's (seed 0) observation 1
 
 
 @pytest.fixture(scope="module")
 def evaluated_run(tmp_path_factory, devices):
-    """A tiny run's folder, evaluated at observation 1 (128 samples, seed 0: noise seed 1); only read."""
+    """A tiny run's folder, evaluated at observation 1 (128 samples, seed 0: noise seed noise_seed(0, 1)); only
+    read."""
     out = tmp_path_factory.mktemp("own") / "run"
     assert run_tiny(out, "eval.enabled=true")["status"] == "ok"
     return out
@@ -42,15 +46,16 @@ def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1,
     run_samples = np.load(evaluated_run / "posterior_samples.npz")["samples"]
     assert run_samples.shape == (128, 2)
     details = {}
-    # The run drew observation k with seed + k; the defaults (num_samples, ode_steps) are its eval.*.
-    samples = sample_posterior(evaluated_run, observation_1, seed=1, details=details)
+    # The run drew observation k with noise_seed(seed, k); the defaults (num_samples, ode_steps) are its eval.*.
+    samples = sample_posterior(evaluated_run, observation_1, seed=NOISE_1, details=details)
     assert samples.dtype == np.float32 and samples.shape == (128, 2)
     # The run sampled on its 8-device mesh, this on one device: the same noise and weights, rounding apart.
     np.testing.assert_allclose(samples, run_samples, rtol=0, atol=1e-4)
-    assert details["step"] == 8 and details["seed"] == 1 and 0 < details["acceptance"] <= 1
+    assert details["step"] == 8 and details["seed"] == NOISE_1 and 0 < details["acceptance"] <= 1
     with np.load(evaluated_run / "posterior_samples.npz") as run:  # the same weights, recorded alike (was: no weights)
         assert (details["step"], details["weights"], details["checkpoint_step"]) == (
             int(run["step"]), run["weights"].item(), int(run["checkpoint_step"]))
+        assert int(run["noise_seed"]) == NOISE_1  # recorded: the --seed that draws them again
     assert not np.allclose(sample_posterior(evaluated_run, observation_1, seed=2, num_samples=128), run_samples)
     # An x_o the run never trained near (observation 1 in other units) is named; observation 1 is not.
     assert not [r for r in caplog.records if "standard deviations" in r.getMessage()]
@@ -60,7 +65,8 @@ def test_samples_at_observation_1_are_the_runs_own(evaluated_run, observation_1,
 
     out = tmp_path / "mine.npz"
     before = sorted(p.name for p in evaluated_run.iterdir())
-    assert main([str(evaluated_run), str(observation_1), "--seed", "1", "--num-samples", "16", "--out", str(out)]) == 0
+    assert main([str(evaluated_run), str(observation_1), "--seed", str(NOISE_1), "--num-samples", "16", "--out",
+                 str(out)]) == 0  # the noise_seed the run's file records, as docs/harness.md pastes it
     saved = np.load(out)
     # The stream's first rows (another batch size: XLA may round the last bit otherwise).
     np.testing.assert_allclose(saved["samples"], samples[:16], rtol=0, atol=1e-6)
@@ -506,15 +512,15 @@ def test_sampling_on_a_mesh_draws_what_one_device_draws(evaluated_run, observati
 
     import gensbi_sharding as gs
 
-    one = sample_posterior(evaluated_run, observation_1, seed=1, num_samples=13)
+    one = sample_posterior(evaluated_run, observation_1, seed=NOISE_1, num_samples=13)
     caplog.set_level(logging.INFO, logger="gensbi_sharding")
     caplog.clear()
     details = {}
-    placed = sample_posterior(evaluated_run, observation_1, seed=1, num_samples=13, details=details,
+    placed = sample_posterior(evaluated_run, observation_1, seed=NOISE_1, num_samples=13, details=details,
                               mesh=gs.make_mesh(model_axis=model_axis))
     assert placed.shape == (13, 2) and placed.dtype == np.float32 and 0 < details["acceptance"] <= 1
     np.testing.assert_allclose(placed, one, rtol=0, atol=1e-5)
-    # the run's own draws at observation 1 (seed 0 + 1), made on its 8-device mesh: the same stream's first rows
+    # the run's own draws at observation 1 (noise_seed(0, 1)), made on its 8-device mesh: the same stream's first rows
     np.testing.assert_allclose(placed, np.load(evaluated_run / "posterior_samples.npz")["samples"][:13], atol=1e-4)
     # read to sample, not resumed: was 'resumed from <checkpoint> at step 8 ...; early stopping: best step 8'
     (line,) = [r.getMessage() for r in caplog.records if "checkpoint" in r.getMessage()]

@@ -30,7 +30,7 @@ from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, nati
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "tag_process_records", "stop_level", "job_log_name", "is_terminal", "late_read_error",
+           "stop_level", "job_log_name", "is_terminal", "late_read_error",
            "CONSOLE_TERMINAL_ENV", "REFUSAL_CLASS", "SAVE_WAIT", "SAVE_WAIT_SAID"]
 
 DETAILS = "gensbi_sharding.details"  # full tables: launch.log always, the console with verbose=true
@@ -111,17 +111,6 @@ def stop_level() -> int:
         ``logging.ERROR`` or ``logging.INFO``.
     """
     return logging.ERROR if _process["index"] == 0 else logging.INFO
-
-
-def tag_process_records(index: int, count: int) -> None:
-    """Prefix this process's log lines with its index: every process logs, to one console (``set_process``).
-
-    Parameters
-    ----------
-    index, count : int
-        This JAX process's index and the number of processes.
-    """
-    set_process(index, count)
 
 
 #: The shape in ``constrain``'s fallback warning, which names one traced call: training, validation and sampling

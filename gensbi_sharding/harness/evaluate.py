@@ -1,99 +1,38 @@
-"""Posterior sampling by ODE integration, the C2ST metric, and pair plots.
+"""The C2ST metric and pair plots (posterior samples: ``posterior.posterior_draws``).
 
-JAX, scikit-learn and matplotlib are imported inside the functions that need
+scikit-learn and matplotlib are imported inside the functions that need
 them, so importing this module stays cheap and never starts JAX's backend.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import signal
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from gensbi_sharding.harness.flow_sampler import FlowSampler
+from gensbi_sharding.harness.ctrl_c_fit import fit_through_ctrl_c
 from gensbi_sharding.nodes import is_int
 
-__all__ = ["sample_posterior", "c2st", "c2st_scores", "pair_plot"]
+__all__ = ["c2st", "c2st_scores", "pair_plot"]
 
 
-def sample_posterior(velocity_fn: Callable[..., Any], observation: Any, *, num_samples: int,
-                     num_steps: int, seed: int, mesh: Any, dim_theta: int,
-                     params: Any = None) -> np.ndarray:
-    """Draw posterior samples by integrating a flow-matching velocity field.
-
-    Integrates d theta/dt = v(theta_t, x, t) from t = 0 (standard normal noise) to
-    t = 1 (data) with ``num_steps`` fixed midpoint (explicit RK2) steps: two
-    velocity evaluations per step, second order, exact for fields constant in
-    theta, by ``FlowSampler`` (one call of it: to sample many observations
-    with one compile, keep a ``FlowSampler``).
-
-    The noise is the first ``num_samples`` rows of
-    ``numpy.random.default_rng(seed).standard_normal``, so the same seed gives the
-    same samples with or without a mesh, and a larger draw starts with the rows of
-    a smaller one.
-
-    Parameters
-    ----------
-    velocity_fn : callable
-        Pure, jittable ``v(theta_t, x, t)`` or, when ``params`` is given,
-        ``v(params, theta_t, x, t)``, with theta_t (B, dim_theta), x (B, dim_x),
-        t (B,), all float32, returning (B, dim_theta). Works in the same
-        (z-scored) units as the model: denormalise the result afterwards.
-    observation : array_like, shape (dim_x,) or (1, dim_x)
-        The condition x_o.
-    num_samples, num_steps, dim_theta : int
-        Samples to return, integration steps, and parameter dimension; all >= 1.
-    seed : int
-        Seed of the initial noise, >= 0.
-    mesh : jax.sharding.Mesh or None
-        Mesh the samples are split over (its batch axes); None: default device.
-    params : pytree, optional
-        Passed to ``velocity_fn`` as a jit argument (e.g. an ``nnx.State``): its
-        arrays keep their placement and are not baked into the executable.
-
-    Returns
-    -------
-    ndarray, shape (num_samples, dim_theta), float32
-        Padding rows removed.
-
-    Raises
-    ------
-    ValueError
-        For non-positive counts, a negative seed, an observation that is not one
-        row, or a velocity output of the wrong shape.
-    """
-    for what, value, minimum in (("num_samples", num_samples, 1), ("num_steps", num_steps, 1),
-                                 ("dim_theta", dim_theta, 1), ("seed", seed, 0)):
-        if not is_int(value) or value < minimum:
-            raise ValueError(f"{what}={value!r} must be an integer >= {minimum}")
-    obs = np.asarray(observation, dtype=np.float32)
-    if obs.ndim == 2 and obs.shape[0] == 1:
-        obs = obs[0]
-    if obs.ndim != 1 or obs.size == 0:
-        raise ValueError(f"observation must have shape (dim_x,) or (1, dim_x), got {obs.shape}")
-
-    noise = np.random.default_rng(seed).standard_normal((num_samples, dim_theta)).astype(np.float32)
-    return FlowSampler(velocity_fn, rows=num_samples, num_steps=num_steps, mesh=mesh, params=params)(obs, noise)
-
-
-def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
+def c2st_scores(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5,
                 max_samples: int | None = None, n_jobs: int | None = None) -> np.ndarray:
     """Classifier two-sample test: the accuracy of each fold, as sbibm computes C2ST.
 
     The protocol of the SBI benchmark (Lueckmann et al. 2021, "Benchmarking
-    Simulation-Based Inference"; ``sbibm.metrics.c2st``): both sets are z-scored
-    with the reference's mean and (unbiased) std, labelled 0 (samples) / 1
-    (reference), and classified by sklearn's ``MLPClassifier`` (two relu hidden
-    layers of 10 * dim units, adam, up to 10,000 epochs; sklearn's convergence
-    tolerance stops it far sooner) under shuffled K-fold cross-validation. The
-    benchmark scores 10,000 samples against the task's 10,000 reference samples
-    with 5 folds. The first ``n = min(len(samples), len(reference), max_samples)``
+    Simulation-Based Inference"), computed as ``sbibm.metrics.c2st(X=reference,
+    Y=samples, seed=seed, n_folds=n_folds)`` computes it for float32 sets: both sets
+    in float32, z-scored with the reference's mean and (unbiased) std, the reference
+    first and labelled 0, the samples after it labelled 1 (the order fixes which rows
+    each shuffled fold holds), and classified by sklearn's ``MLPClassifier`` (two relu
+    hidden layers of 10 * dim units, adam, up to 10,000 epochs; sklearn's convergence
+    tolerance stops it far sooner) under shuffled K-fold cross-validation, ``seed``
+    seeding both. The benchmark scores 10,000 samples against the task's 10,000
+    reference samples with 5 folds. The first ``n = min(len(samples), len(reference), max_samples)``
     rows of each set are used, so ``samples[:n]`` and ``reference[:n]`` reproduce
     the result exactly. BLAS runs on one thread: the scores do not depend on the
     core count, and parallel jobs on a shared machine do not oversubscribe it.
@@ -103,7 +42,7 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     samples, reference : array_like, shapes (n, dim), (m, dim)
         Posterior samples and reference samples, same units, finite.
     seed : int
-        Seeds the folds and the classifier.
+        Seeds the folds and the classifier; 1, sbibm's default, if not given.
     n_folds : int
         Number of folds, >= 2.
     max_samples : int, optional
@@ -125,8 +64,8 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
         If the sets are not 2-D, differ in dim, contain non-finite values, have
         fewer than ``n_folds`` rows after the cut, or an argument is invalid.
     """
-    a = np.asarray(samples, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
+    a = np.asarray(samples, dtype=np.float32)  # sbibm's tensors are float32, and sklearn fits float32 as float32
+    b = np.asarray(reference, dtype=np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"samples and reference must be 2-D with the same dim, got shapes "
                          f"{a.shape} and {b.shape}")
@@ -143,7 +82,7 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
             raise ValueError(f"{what} has {bad} row(s) with NaN or inf; drop them or fix the sampler")
     mean, std = b.mean(0), b.std(0, ddof=1)
     std = np.where(std > 0, std, 1.0)  # a constant reference feature would divide by zero
-    data = (np.concatenate([a, b]) - mean) / std
+    data = (np.concatenate([b, a]) - mean) / std  # sbibm's order: the shuffled folds then hold the rows sbibm's do
     labels = np.concatenate([np.zeros(n), np.ones(n)])
 
     from sklearn.model_selection import KFold, cross_val_score
@@ -157,63 +96,11 @@ def c2st_scores(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5
     if n_jobs is not None and n_jobs > n_folds:  # a worker per fold at most: more have nothing to fit
         n_jobs = n_folds  # (not eval.c2st_jobs=100000 handed to joblib as is)
     with threadpool_limits(limits=1, user_api="blas"):
-        return np.asarray(_fit_through_ctrl_c(lambda: cross_val_score(
+        return np.asarray(fit_through_ctrl_c(lambda: cross_val_score(
             clf, data, labels, cv=folds, scoring="accuracy", n_jobs=n_jobs), n_jobs not in (None, 1)), dtype=np.float64)
 
 
-class _Interrupted(BaseException):
-    """A ``KeyboardInterrupt`` carried past scikit-learn, which catches that one (and ``Exception``)."""
-
-
-def _fit_through_ctrl_c(fit: Callable[[], Any], parallel: bool) -> Any:
-    """``fit()``, a Ctrl-C meaning what the caller's SIGINT handler makes of it, with worker processes or without.
-
-    ``MLPClassifier.fit`` catches ``KeyboardInterrupt`` and returns its half-fitted model, and ``cross_val_score``
-    fits the next fold (so a Ctrl-C during C2ST would end one fold's fit only, "Training interrupted by user."); the
-    handler's exception crosses scikit-learn as one it does not catch and is a ``KeyboardInterrupt`` again here.
-    ``parallel``: joblib's workers, in the terminal's process group, ignore SIGINT, so a Ctrl-C the caller's handler
-    only records (a run's first: stop once the observation under way is scored) lets them finish, as it lets one
-    process finish (was, with ``eval.c2st_jobs=2``: the workers died, "stopped at once" after one Ctrl-C, or
-    returned half-fitted scores); a pool one broke while starting, before it could ignore it, is fitted again once.
-    A failure after a Ctrl-C, the second time, is that Ctrl-C.
-    """
-    from joblib import parallel_config
-
-    def once() -> Any:
-        with parallel_config(backend="loky", initializer=signal.signal, initargs=(
-                signal.SIGINT, signal.SIG_IGN)) if parallel else contextlib.nullcontext():  # in force as made
-            return fit()
-
-    if threading.current_thread() is not threading.main_thread() or not callable(
-            previous := signal.getsignal(signal.SIGINT)):  # SIG_IGN, SIG_DFL, or one set from C: nothing raised
-        return once()
-    seen: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        seen.append(signum)
-        try:
-            previous(signum, frame)
-        except KeyboardInterrupt as interrupt:
-            raise _Interrupted from interrupt
-
-    signal.signal(signal.SIGINT, handler)
-    try:
-        for attempt in (1, 2):
-            try:
-                return once()
-            except _Interrupted as carried:
-                raise carried.__cause__ from None
-            except Exception:
-                if not seen:
-                    raise
-                if attempt == 2 or not parallel:
-                    raise KeyboardInterrupt from None  # the workers' end, from the Ctrl-C this process got too
-                seen.clear()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def c2st(samples: Any, reference: Any, *, seed: int = 0, n_folds: int = 5,
+def c2st(samples: Any, reference: Any, *, seed: int = 1, n_folds: int = 5,
          max_samples: int | None = None, n_jobs: int | None = None) -> float:
     """The mean over folds of ``c2st_scores`` (same arguments): sbibm's C2ST number."""
     return float(np.mean(c2st_scores(samples, reference, seed=seed, n_folds=n_folds,

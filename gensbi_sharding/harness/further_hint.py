@@ -1,6 +1,6 @@
-"""The command that trains a completed run further into a new folder, offered where its folder is refused.
-
-Split from ``sweep_hints`` (which was at the 300-line cap) unchanged.
+"""The commands offered where a run's folder is refused: train a completed run further into a new folder
+(``train_further_hint``), continue a stopped one in its own (``rerun_hint``, ``stopped_hint``), each with the settings
+the run was launched with (``saved_overrides``). ``sweep_hints`` words a sweep's jobs.
 """
 
 from __future__ import annotations

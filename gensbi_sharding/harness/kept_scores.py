@@ -1,7 +1,7 @@
 """An earlier attempt's posterior samples file, kept where it was scored from the same weights and settings.
 
-Split from ``posterior`` (at the 300-line cap) unchanged: the file names of an observation's samples, and the score a
-resumed job's evaluation keeps (``posterior.evaluate_observations``).
+The file names of an observation's samples, and the score a resumed job's evaluation keeps rather than sample and
+score again (``posterior.evaluate_observations``, which samples and scores).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ what that evaluation draws with: the run's saved config builds the model, its ch
 best weights by the resume path, the z-score statistics saved with the checkpoint standardise x_o, and the draws go
 through the prior's bijection, or are rejected outside the prior's support (``harness.posterior``). Nothing is
 simulated, no C2ST computed; every check of the input comes before JAX. The sbibm observation k scored by the run was
-drawn with ``seed`` = the run's seed + k: that seed (and its ``num_samples``, ``ode_steps``) gives its samples again."""
+drawn with the seed its samples file records as ``noise_seed`` (``posterior.noise_seed(seed, k)``): that seed (and its
+``num_samples``, ``ode_steps``) gives its samples again."""
 
 from __future__ import annotations
 

@@ -187,19 +187,13 @@ def _concat(batches: list[dict]) -> dict:
 
 
 def _with_stats_of(parts: list[SimulationData], processes: int) -> list[SimulationData]:
-    def stats(a):
-        std = a.std(0, dtype=np.float64)
-        return a.mean(0, dtype=np.float64).astype(np.float32), np.where(std > 0, std, 1).astype(np.float32)
-
-    # In the model's space: the statistics of the transformed rows, as load_task computes them.
+    # In the model's space: the statistics of the transformed rows, as load_task computes them (global_stats).
     theta = np.concatenate([to_unconstrained(p.theta_bijection, p.theta_train) for p in parts])
     x = np.concatenate([transform_x(p.x_transform, p.x_train) for p in parts])
     val_pairs = sum(p.val_pairs for p in parts)  # the drops: each shard keeps its own count (build_pipeline sums)
-    if processes == 1:
-        (theta_mean, theta_std), (x_mean, x_std) = stats(theta), stats(x)
-    else:  # each process saw only its own shards: one set of statistics for all (a set per shard would
-        # normalise each process's batches differently and fail the checkpoint's save, its values unalike)
-        _, (theta_mean, theta_std), (x_mean, x_std) = global_stats([], [theta, x], processes)
+    # several processes: each saw only its own shards, and one set of statistics serves all (a set per shard would
+    # normalise each process's batches differently and fail the checkpoint's save, its values unalike)
+    _, (theta_mean, theta_std), (x_mean, x_std) = global_stats([], [theta, x], processes)
     return [dataclasses.replace(p, theta_mean=theta_mean, theta_std=theta_std, x_mean=x_mean, x_std=x_std,
                                 val_pairs=val_pairs) for p in parts]
 

@@ -17,10 +17,11 @@ is scored, so an interrupted job keeps what it had scored:
   (each further one): ``samples``, ``reference`` (exactly the rows C2ST used),
   ``observation``, ``num_observation``, ``c2st``, ``c2st_scores`` (per fold),
   ``c2st_seed``, ``c2st_folds``: ``c2st_scores(samples, reference, seed=c2st_seed,
-  n_folds=c2st_folds)`` recomputes the number; ``acceptance``, ``ode_steps``, ``num_samples``, ``step`` (of the
-  weights sampled: the best validation's, which the console names), ``weights`` (``"EMA at the best validation
-  step"``, ...) and ``dtype`` (the model's, if any) let a resumed job keep that score; ``checkpoint_step``: the
-  step the run reached (not ``step``'s value: the weights sampled may be an earlier step's).
+  n_folds=c2st_folds)`` recomputes the number; ``noise_seed`` (``noise_seed(seed, k)``: ``sample.py --seed
+  <noise_seed>`` at that observation draws the samples again); ``acceptance``, ``ode_steps``, ``num_samples``,
+  ``step`` (of the weights sampled: the best validation's, which the console names), ``weights`` (``"EMA at the best
+  validation step"``, ...) and ``dtype`` (the model's, if any) let a resumed job keep that score; ``checkpoint_step``:
+  the step the run reached (not ``step``'s value: the weights sampled may be an earlier step's).
 - ``c2st.csv``: one row per observation scored (observation, c2st, fold sd, folds, n).
 - ``posterior.png``: pair plot of the first observation.
 
@@ -38,11 +39,11 @@ from typing import Any, Callable
 import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
-from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name, scored_before  # noqa: F401
+from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name
 from gensbi_sharding.harness.weights_failure import SamplingError
 
-__all__ = ["evaluate_observations", "sampled_weights", "samples_name", "draw_inside_support", "posterior_draws",
-           "c2st_csv", "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
+__all__ = ["evaluate_observations", "sampled_weights", "draw_inside_support", "posterior_draws",
+           "noise_seed", "c2st_csv", "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -61,7 +62,7 @@ def draw_inside_support(draw: Callable[[int], np.ndarray], inside: Callable[[np.
     ----------
     draw : callable
         ``draw(m)`` -> (m, dim_theta) float32 samples, the first rows the same for every
-        ``m`` (``posterior_draws`` and ``evaluate.sample_posterior`` with a fixed seed are such streams).
+        ``m`` (``posterior_draws``' streams are such).
     inside : callable
         ``inside(samples)`` -> (m,) bool: True inside the support (a numpyro constraint).
     num_samples : int
@@ -127,6 +128,13 @@ def posterior_draws(sims: Any, sampler: Any, x_o: np.ndarray, *, seed: int) -> C
     return draw
 
 
+def noise_seed(seed: int, k: int) -> int:
+    """The seed of observation ``k``'s noise stream in the evaluation of a run of seed ``seed``: a 63-bit hash of the
+    pair (``numpy.random.SeedSequence``), so every (seed, observation) pair draws its own stream (``seed + k`` gave
+    seed 1's observation 1 the noise of seed 0's observation 2), and ``sample.py --seed`` takes it as it is."""
+    return int(np.random.SeedSequence([seed, k]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
 def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observations: list[int],
                           num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Any,
                           n_jobs: int | None = None,
@@ -145,8 +153,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     observations : list of int
         sbibm observation numbers, 1..10.
     num_samples, ode_steps, n_folds, seed
-        Samples per observation, midpoint steps, C2ST folds; ``seed`` seeds the noise
-        and the classifier.
+        Samples per observation, midpoint steps, C2ST folds; ``seed`` seeds the classifier and, with the
+        observation's number, its noise (``noise_seed``).
     n_jobs : int, optional
         C2ST folds fitted in parallel processes (``evaluate.c2st_scores``).
     out : Path
@@ -198,9 +206,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           stop_check=stop_check)  # also between chunks of ODE steps
 
     def settings_of(k: int) -> dict[str, Any]:  # num_samples: the rows drawn, so the acceptance
-        return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, c2st_folds=n_folds, ode_steps=
-                ode_steps, num_samples=num_samples, step=step, weights=weights, dtype=dtype).items()
-                if value is not None}
+        return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, noise_seed=noise_seed(seed, k),
+                c2st_folds=n_folds, ode_steps=ode_steps, num_samples=num_samples, step=step, weights=weights,
+                dtype=dtype).items() if value is not None}  # noise_seed: a file of seed + k's noise is not kept
 
     n_of = {k: min(num_samples, len(tasks.reference_samples(task, k))) for k in observations}
     # alike in every process (were process 0 alone to keep a score and skip the draws, the sharded ODE's
@@ -215,7 +223,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         if kept is not None:
             samples, scores, acceptance, source = kept
         else:
-            draw = posterior_draws(sims, sampler, x_o, seed=seed + k)
+            draw = posterior_draws(sims, sampler, x_o, seed=settings["noise_seed"])
             samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
             samples = samples[:n]
         outside += int((~np.asarray(support(samples))).sum())  # 0: checked, not assumed

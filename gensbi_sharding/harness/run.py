@@ -7,12 +7,14 @@ or on the console with ``debug=true``) and a ``metrics.json`` of status ``error`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 from gensbi_sharding.harness.run_steps import claim_first, run_steps
 from gensbi_sharding.harness.stop_watchdog import watch_setup
 
-__all__ = ["run"]
+__all__ = ["run", "quiet_libraries"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -47,10 +49,35 @@ def jobs_share_jax() -> bool:
     return jax.distributed.is_initialized() and jax.process_count() > 1
 
 
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Inside: the ``jax`` and ``absl`` loggers (JAX's backend probing, Orbax's notes as it reads or saves a
+    checkpoint) say warnings and errors only; each level is put back as it was after, so a caller's logging
+    (``run(cfg)`` from Python, a notebook) is left as it found it. A level already stricter is kept.
+    """
+    loggers = [logging.getLogger(name) for name in ("jax", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger, level in zip(loggers, levels):
+        if level < logging.WARNING:  # NOTSET too: it would inherit the root's INFO from Hydra's logging config
+            logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted")."""
-    for noisy in ("jax", "absl"):  # backend probing and Orbax's notes: noise in every process, a local parent's too
-        logging.getLogger(noisy).setLevel(logging.WARNING)  # (a dozen of them at a second Ctrl-C otherwise)
+    """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted").
+
+    JAX's and Orbax's info lines are left out while it runs (``quiet_libraries``): noise in every process, a
+    ``distributed=local`` parent's too (a dozen of them at a second Ctrl-C otherwise)."""
+    with quiet_libraries():
+        return quiet_run(cfg)
+
+
+def quiet_run(cfg: DictConfig) -> dict[str, Any]:
+    """``run``'s job, the noisy loggers quieted by the caller."""
     out = run_folder.output_dir(cfg)
     if (refused := unreadable_config(cfg, out)) is not None:
         return refused

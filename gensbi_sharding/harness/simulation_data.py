@@ -165,33 +165,35 @@ def global_stats(counts: list[int], arrays: list[np.ndarray], process_count: int
     UserWarning
         When ``process_count`` differs from the number of processes JAX runs.
     """
-    # Count, sum and sum of squares add up across processes; float64 keeps the
-    # sum-of-squares formula from cancelling catastrophically.
+    # Each process's count, mean and sum of squared deviations from that mean (two passes, float64), combined
+    # over processes by Chan et al.'s pairwise rule: E[x^2] - E[x]^2 cancels catastrophically for data far from 0
+    # (x ~ 1e8 +- 1: a std of 0 or 2 where 1 is right), these do not.
     parts = [np.asarray(counts, dtype=np.float64)]
     for a in arrays:
         a64 = a.astype(np.float64)
-        parts += [[a64.shape[0]], a64.sum(0), (a64 ** 2).sum(0)]
-    moments = np.concatenate(parts)
+        mean = a64.mean(0) if len(a64) else np.zeros(a64.shape[1])
+        parts += [[a64.shape[0]], mean, ((a64 - mean) ** 2).sum(0)]
+    rows = np.concatenate(parts)[None]  # one row per process
     if process_count > 1:
         import jax
 
         if jax.process_count() == process_count:
             from jax.experimental import multihost_utils
             # As raw 32-bit words: the all-gather places its input on devices, which without jax_enable_x64 hold
-            # float32, and the sums of squares cancel there (a std 6 % off for x ~ 1000 +- 1 on 2 processes)
-            words = np.asarray(multihost_utils.process_allgather(moments.view(np.uint32)))
-            moments = np.ascontiguousarray(words).view(np.float64).sum(0)
+            # float32 (a std 6 % off for x ~ 1000 +- 1 on 2 processes, when sums of squares were gathered)
+            words = np.asarray(multihost_utils.process_allgather(rows[0].view(np.uint32)))
+            rows = np.ascontiguousarray(words).view(np.float64).reshape(process_count, -1)
         else:
             warnings.warn(f"process_count={process_count} but JAX runs {jax.process_count()} "
                           "process(es): z-score statistics cover this process's share only",
                           UserWarning, stacklevel=3)
-    totals, offset, stats = [int(round(c)) for c in moments[:len(counts)]], len(counts), []
+    totals, offset, stats = [int(round(c)) for c in rows[:, :len(counts)].sum(0)], len(counts), []
     for a in arrays:
         d = a.shape[1]
-        n, total = moments[offset], moments[offset + 1:offset + 1 + d]
-        total_sq = moments[offset + 1 + d:offset + 1 + 2 * d]
+        n, means = rows[:, offset:offset + 1], rows[:, offset + 1:offset + 1 + d]
+        squares = rows[:, offset + 1 + d:offset + 1 + 2 * d]
         offset += 1 + 2 * d
-        mean = total / n
-        std = np.sqrt(np.maximum(total_sq / n - mean ** 2, 0.0))
+        mean = (n * means).sum(0) / n.sum()
+        std = np.sqrt((squares + n * (means - mean) ** 2).sum(0) / n.sum())
         stats.append((mean.astype(np.float32), np.where(std > 0, std, 1.0).astype(np.float32)))
     return (totals, *stats)

@@ -16,17 +16,12 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from gensbi_sharding.harness.cpu_count import cpu_devices_known  # noqa: F401 (re-exported)
+from gensbi_sharding.harness.cpu_count import cpu_devices_known
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "cpu_devices_known",
-           "process_split_problem", "local_processes_problem"]
-
-#: Hydra's own sweeper and launcher (``hydra.sweeper._target_``, ``hydra.launcher._target_``): the cartesian
-#: product of the sweep's values, run one after another in this process.
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+__all__ = ["job_problem", "refused_jobs", "refused_jobs_message", "sweep_config_problem", "process_split_problem",
+           "local_processes_problem"]
 
 
 def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
@@ -262,8 +257,10 @@ def sweep_config_problem(config: Any) -> str | None:
     from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
     from gensbi_sharding.harness.override_hydra_text import preset_sweep_problem
 
-    if (OmegaConf.select(config, "hydra.sweeper._target_", default=None) != BASIC_SWEEPER
-            or not GlobalHydra.instance().is_initialized()):
+    # Hydra's own sweeper and launcher by their option names (HydraConfig.get().runtime.choices in a running app),
+    # not by their classes' module paths, hydra._internal's: the cartesian product of the values, run in this process
+    choices = OmegaConf.select(config, "hydra.runtime.choices", default=None) or {}
+    if choices.get("hydra/sweeper") != "basic" or not GlobalHydra.instance().is_initialized():
         return None
     loader = reusing(GlobalHydra.instance().config_loader())  # each job composed once: Hydra's sweeper and launcher too
     task, params = command_overrides(config)
@@ -279,7 +276,7 @@ def sweep_config_problem(config: Any) -> str | None:
     if not jobs:
         return ("this sweep has no job (a swept key with no value); give each swept key at least one value: "
                 + " ".join(list(task or []) + preset))
-    in_process = OmegaConf.select(config, "hydra.launcher._target_", default=None) == BASIC_LAUNCHER
+    in_process = choices.get("hydra/launcher") == "basic"
     refused = refused_jobs(config, jobs, loader, in_process=in_process)
     return refused_jobs_message(refused, jobs) if refused else None
 
