@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["again_command", "stop_advice", "record_stamp", "interrupted_line"]
+__all__ = ["again_command", "stop_advice", "record_stamp", "job_ended", "interrupted_line"]
 
 
 def again_command(run_dir: Any, *, same_folder: bool = False) -> str:
@@ -93,6 +93,33 @@ def record_stamp(run_dir: Any) -> int | None:
         return (Path(run_dir) / "metrics.json").stat().st_mtime_ns
     except OSError:
         return None
+
+
+def job_ended(run_dir: Any, stamp: int | None) -> bool:
+    """Whether the job's run returned before a Ctrl-C: its folder's ``metrics.json`` was written since ``stamp`` and
+    records an end other than a stop by Ctrl-C (a run that a Ctrl-C stops records ``status: interrupted``).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The job's folder.
+    stamp : int or None
+        ``record_stamp`` of the folder as the job started.
+
+    Returns
+    -------
+    bool
+        True: the Ctrl-C came after the job ended (ok, failed or preempted), which its record says.
+    """
+    import json
+
+    if (now := record_stamp(run_dir)) is None or now == stamp:
+        return False
+    try:
+        status = json.loads((Path(run_dir) / "metrics.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):  # unreadable or not a record: not known to have ended
+        return False
+    return status is not None and status != "interrupted"
 
 
 def interrupted_line(run_dir: Any, *, owner: bool | None, stamp: int | None, dry_run: bool = False) -> str:
