@@ -7,6 +7,7 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
+import enum
 import shlex
 import typing
 from collections.abc import Sequence
@@ -25,6 +26,27 @@ def _hint(key: str) -> typing.Any:
     """The type ``HydraConf`` declares for the dotted ``key`` (``hydra_entries.hydra_type``: a dict's entry is its
     value type, as Hydra converts it); the sweeper's params a dict (``hydra.sweeper`` has no fixed schema)."""
     return dict if key == _SWEEPER_PARAMS else hydra_type(key)
+
+
+def _enum_of(hint: typing.Any) -> type[enum.Enum] | None:
+    """The enum a setting of Hydra's takes by name (``hydra.mode``: ``Optional[RunMode]``); None for another type."""
+    return next((kind for kind in (hint, *typing.get_args(hint)) if isinstance(kind, type)
+                 and issubclass(kind, enum.Enum)), None)
+
+
+def _enum_refusal(o: typing.Any, key: str, kind: type[enum.Enum], value: typing.Any) -> Refusal:
+    """The refusal of an enum setting given a value it cannot take, or several (a sweep): the names it takes and the
+    one that reads as ``value`` (``run``: RUN; ``1``: RUN, its number) or else the first, to write instead. Was, for
+    ``hydra.mode``: OmegaConf's "Invalid value 'run', expected one of [RUN, MULTIRUN]" with "give it a value it
+    takes", or for ``hydra.mode=1,2`` "e.g. hydra.mode=1", Hydra's number for RUN."""
+    names = [member.name for member in kind]
+    member = next((m for m in kind if str(value).upper() == m.name or not isinstance(value, bool | dict | list)
+                   and value == m.value), next(iter(kind)))
+    given = "several (Hydra sweeps none of its own settings)" if o.hydra.is_sweep_override() else o.raw or "''"
+    takes = " or ".join(names) if len(names) == 2 else f"one of {', '.join(names)}"
+    sweep = " (MULTIRUN: a sweep, as -m)" if key == "hydra.mode" else ""
+    return Refusal(f"{o.arg}: {key} takes {takes} by name{sweep}, not {given}", f"{o.typed}={member.name}",
+                   how="; write ", after=", or leave it out")
 
 
 def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -86,6 +108,8 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
         key = o.typed.lstrip("+~")
         if not key.startswith(("hydra.", "hydra/")) or not o.hydra.is_sweep_override():
             continue
+        if kind := _enum_of(_hint(key)):  # hydra.mode=1,2: one of its names, not the first value as typed
+            return _enum_refusal(o, key, kind, (o.values() or [None])[0])
         said = f"{o.arg}: several values are a sweep, and Hydra sweeps none of its own settings (hydra.*)"
         if key == _SWEEPER_PARAMS:  # a preset's sweep: the command line's own is -m with the values
             return f"{said}; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
@@ -169,6 +193,8 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
         try:
             OmegaConf.update(node, key.removeprefix("hydra."), value, merge=True)
         except Exception as err:  # noqa: BLE001 (OmegaConf's validation errors: the first line is the reason)
+            if kind := _enum_of(hint):  # its names, and the one to write (hydra.mode=run: RUN)
+                return _enum_refusal(o, key, kind, value)
             reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
             default = OmegaConf.select(schema, key.removeprefix("hydra."), default=None, throw_on_missing=False)
             # Hydra's default, where it has one to show, as its grammar and the shell read it back (',' quoted)
