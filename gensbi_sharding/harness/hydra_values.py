@@ -49,6 +49,56 @@ def _enum_refusal(o: typing.Any, key: str, kind: type[enum.Enum], value: typing.
                    how="; write ", after=", or leave it out")
 
 
+def _written(value: typing.Any) -> str:
+    """``value`` (a dict, list or scalar Hydra's grammar read) as an override types it: ``{b:1}``, ``[1,2]``."""
+    from gensbi_sharding.harness.override_words import override_literal
+
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(map(_written, value)) + "]"
+    return override_literal(value)
+
+
+def _text_entry_problem(o: typing.Any, key: str, value: typing.Any) -> Refusal | None:
+    """An entry of one of Hydra's dict settings of text (``hydra.job.env_set``: an environment variable's value) given
+    a dict or a list, or a key below one (``hydra.job.env_set.A.b=1``); None otherwise. The fix writes the entry as
+    text, with ``++`` (it adds the entry, or overrides a preset's). Was: ``hydra.job.env_set={A:{b:1}}`` offered
+    ``++hydra.job.env_set={A:{b:1}}``, which every check passed and Hydra's job then failed on ("TypeError: str
+    expected, not DictConfig"); ``hydra.job.env_set.A.b=1`` offered ``++`` of itself, "refused too"; ``...A={b:1}``
+    named no value to write."""
+    from gensbi_sharding.harness.override_grammar import hydra_value
+    from gensbi_sharding.harness.paste_command import pasted
+
+    parts = key.split(".")
+    for i in range(2, len(parts) + 1):
+        setting, hint = ".".join(parts[:i]), hydra_type(".".join(parts[:i]))
+        if typing.get_origin(hint) is dict:
+            break
+    else:
+        return None
+    if typing.get_args(hint)[1] is not str or value is None or "${" in str(value):
+        return None  # a dict of anything (a callback's, a logging config's), or null or an interpolation: others'
+    what = f"an entry of {setting} is text (an environment variable's value)" if setting == "hydra.job.env_set" \
+        else f"an entry of {setting} is text"
+    if len(parts) > i + 1:  # hydra.job.env_set.A.b: text holds no keys
+        entry = ".".join(parts[:i + 1])
+        fix = f"++{entry}={hydra_value(_written(value))}"
+        said = f"{o.arg}: {what}, so {entry} holds no {'.'.join(parts[i + 1:])}"
+        return Refusal(said, fix, how="; set the entry itself: ", after=", or leave it out", shown=pasted([fix])[1])
+    if len(parts) == i + 1 and isinstance(value, dict | list):  # hydra.job.env_set.A={b:1}
+        fix = f"++{key}={hydra_value(_written(value))}"
+        said = f"{o.arg}: {what}, not a {type(value).__name__}"
+    elif len(parts) == i and isinstance(value, dict) and (bad := [k for k, v in value.items()
+                                                                    if isinstance(v, dict | list)]):
+        entries = ",".join(f"{k}:{hydra_value(_written(v)) if k in bad else _written(v)}" for k, v in value.items())
+        fix = f"++{key}={{{entries}}}"  # every entry kept, those of a dict or a list as text
+        said = f"{o.arg}: {what}, and {', '.join(f'{key}.{k}' for k in bad)} is a {type(value[bad[0]]).__name__}"
+    else:
+        return None
+    return Refusal(said, fix, how="; as text: ", after=", or leave it out", shown=pasted([fix])[1])
+
+
 def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of a ``hydra.*`` setting that holds entries by name (``hydra.job.env_set``,
     ``hydra.sweeper.params``, ``hydra.callbacks``, ...) given one value, or a list; None when there is none.
@@ -184,6 +234,9 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")
         hint, value = (_hint(key), o.hydra.value()) if key.startswith("hydra.") and "=" in o.arg else (None, None)
+        if "=" in o.arg and key.startswith("hydra.") and not o.hydra.is_sweep_override() and (
+                text := _text_entry_problem(o, key, value)):
+            return text
         if hint in (None, typing.Any) or o.hydra.is_sweep_override() or value is None or "${" in str(value) or (
                 dict in (typing.get_origin(hint), hint)) or key.startswith(f"{_SWEEPER_PARAMS}."):
             # no type to check (an entry of a dict of anything: a logging config's, a callback's), a dict's or null
