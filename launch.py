@@ -77,7 +77,7 @@ try:
     from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
     from gensbi_sharding.harness.hydra_room import next_job_room_lines
     from gensbi_sharding.harness.folder_verdict import folder_owner
-    from gensbi_sharding.harness.interrupt_lines import interrupted_line, record_stamp
+    from gensbi_sharding.harness.interrupt_lines import interrupted_line, job_ended, record_stamp
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
@@ -136,22 +136,29 @@ def main(cfg: DictConfig) -> float | None:
         for line in stopped_between_jobs(output_dir(cfg), None if interrupted else held[0], len(ran), sys.argv):
             log.log(logging.WARNING if line.startswith(("preempted", "interrupted")) else logging.INFO, "%s", line)
         sys.exit(EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED)
-    running.append(True)
-    ran.append(output_dir(cfg))
-    remember_stopped_sweep(None)  # the outcome this job's stop gives, not an earlier call's stopped sweep again
-    in_sweep[:] = [hydra_job_overrides()[1]]
-    stamp = record_stamp(ran[-1])
-    try:
+    # A Ctrl-C before the job is marked started reads as one before it started (the outer handler: nothing marked)
+    stamp, jobs = record_stamp(output_dir(cfg)), len(ran)
+    try:  # from its first mark on, every Ctrl-C is this handler's: one between the marks and the run said "the
+        # job's metrics.json records it" with none written, and one after the run returned said so of an ok record
+        running.append(True)
+        ran.append(output_dir(cfg))
+        remember_stopped_sweep(None)  # the outcome this job's stop gives, not an earlier call's stopped sweep again
+        in_sweep[:] = [hydra_job_overrides()[1]]
         with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
             metrics = run(cfg)
+        running.clear()
     except KeyboardInterrupt:  # what is true for this process: its run may not have written metrics.json yet, and a
         # process other than 0 writes none
+        ran[jobs:] = [output_dir(cfg)]  # one slice store: whichever mark the Ctrl-C came before
+        if job_ended(ran[-1], stamp):  # the run returned, its record written: a Ctrl-C after the job ended
+            running.clear()
+            raise
+        running[:] = [True]
         try:
             stop_note[:] = [interrupted_line(ran[-1], owner=folder_owner(cfg), stamp=stamp, dry_run=bool(cfg.dry_run))]
         except Exception as err:  # a command it cannot make (an unreadable folder): Ctrl-C's exit all the same
             stop_note[:] = [f"interrupted by Ctrl-C; {ran[-1]}/launch.log says how far the job got ({err})"]
         raise
-    running.clear()
     if not os.environ.get(LOCAL_CHILD_ENV):  # not one of distributed=local's processes: their parent says it
         log.info("%s", final_line(metrics, output_dir(cfg)))
         if (stopped := stopped_sweep_line()) is not None:  # a preempted job ends its sweep: the sweep's outcome, last

@@ -56,7 +56,7 @@ def test_an_interpolation_hydra_cannot_resolve_as_a_choice_is_refused_and_the_fi
 @pytest.mark.parametrize("arg, resolved", [("rule=${mesh}", "dict"), ("rule=${distributed}", "none")])
 def test_an_interpolation_that_resolves_to_no_option_names_what_it_resolves_to(arg, resolved):
     problem = command_problem([arg])
-    assert problem == (f"{arg}: rule has no option {arg[5:]} (which resolves to {resolved}) (its options: fsdp, "
+    assert problem == (f"{arg}: rule has no option {arg[5:]} (it resolves to {resolved}; its options: fsdp, "
                        "fsdp_tensor, replicated, tensor); pick one, e.g. rule=replicated")
 
 

@@ -33,8 +33,8 @@ def test_the_checks_refuse_a_dict_entry_exactly_where_hydras_compose_does(arg):
 
 def test_an_entry_of_text_given_a_dict_names_why():
     assert hydra_type_problem(["++hydra.job.env_set.A={b:1}"]) == (
-        "++hydra.job.env_set.A={b:1}: hydra.job.env_set.A cannot take {b:1} (Cannot convert 'dict' to string: "
-        "'{'b': 1}'); give it a value it takes, or leave it out")
+        "++hydra.job.env_set.A={b:1}: an entry of hydra.job.env_set is text (an environment variable's value), not a "
+        "dict; as text: '++hydra.job.env_set.A=\"{b:1}\"', or leave it out")
 
 
 # An entry of a dict of anything (Hydra's logging config: Dict[str, Any]) has no type to check: the one walker read it

@@ -94,11 +94,13 @@ def _composition_problem(err: Exception, picked: list) -> str | None:
 
 def _option_problem(o, value: str, resolved: str, options: list[str]) -> str:
     """``hydra/job_logging=x`` (or ``rule=${mesh}``, which resolves to mesh's choice, dict): the group's options, the
-    nearest, or Hydra's default (the choice left out)."""
+    nearest, or Hydra's default (the choice left out), in one parenthesis."""
     from gensbi_sharding.harness.hints import closest_name
 
-    shown = f"{value} (which resolves to {resolved})" if value != resolved else value
-    said = f"{o.arg}: {o.key} has no option {shown} (its options: {', '.join(options)})"
+    # One parenthesis, each value one word: was "no option ${mesh} (which resolves to dict) (its options: ...)", and
+    # "(which resolves to (a))" or "no option (x) (its options" for a value of its own in parentheses
+    resolves = f"it resolves to {_word(resolved)}; " if value != resolved else ""
+    said = f"{o.arg}: {o.key} has no option {_word(value)} ({resolves}its options: {', '.join(options)})"
     if value == resolved and (near := closest_name(value, options)):
         return Refusal(said, _put(o, value, near), how="; did you mean ", after=f"? Or leave {o.arg} out")
     if not o.key.startswith("hydra/") and options:
@@ -116,6 +118,12 @@ def _interpolation_problem(o, value: str, named: list[str]) -> str:
     if o.key.startswith("hydra/"):
         return f"{said}; pick an option of {o.key}, or leave {o.arg} out"
     return Refusal(said, _put(o, value, _default(o.key, group_options(o.key))), how="; pick an option, e.g. ")
+
+
+def _word(value: str) -> str:
+    """``value`` as one word of a message: quoted where it is empty or holds a parenthesis, a comma, a semicolon or a
+    space, which would read as the message's own punctuation."""
+    return repr(value) if not value or any(c in value for c in "(),; ") else value
 
 
 def _put(o, value: str, option: str) -> str:

@@ -7,6 +7,7 @@ Pure Python: no JAX.
 
 from __future__ import annotations
 
+import enum
 import shlex
 import typing
 from collections.abc import Sequence
@@ -25,6 +26,77 @@ def _hint(key: str) -> typing.Any:
     """The type ``HydraConf`` declares for the dotted ``key`` (``hydra_entries.hydra_type``: a dict's entry is its
     value type, as Hydra converts it); the sweeper's params a dict (``hydra.sweeper`` has no fixed schema)."""
     return dict if key == _SWEEPER_PARAMS else hydra_type(key)
+
+
+def _enum_of(hint: typing.Any) -> type[enum.Enum] | None:
+    """The enum a setting of Hydra's takes by name (``hydra.mode``: ``Optional[RunMode]``); None for another type."""
+    return next((kind for kind in (hint, *typing.get_args(hint)) if isinstance(kind, type)
+                 and issubclass(kind, enum.Enum)), None)
+
+
+def _enum_refusal(o: typing.Any, key: str, kind: type[enum.Enum], value: typing.Any) -> Refusal:
+    """The refusal of an enum setting given a value it cannot take, or several (a sweep): the names it takes and the
+    one that reads as ``value`` (``run``: RUN; ``1``: RUN, its number) or else the first, to write instead. Was, for
+    ``hydra.mode``: OmegaConf's "Invalid value 'run', expected one of [RUN, MULTIRUN]" with "give it a value it
+    takes", or for ``hydra.mode=1,2`` "e.g. hydra.mode=1", Hydra's number for RUN."""
+    names = [member.name for member in kind]
+    member = next((m for m in kind if str(value).upper() == m.name or not isinstance(value, bool | dict | list)
+                   and value == m.value), next(iter(kind)))
+    given = "several (Hydra sweeps none of its own settings)" if o.hydra.is_sweep_override() else o.raw or "''"
+    takes = " or ".join(names) if len(names) == 2 else f"one of {', '.join(names)}"
+    sweep = " (MULTIRUN: a sweep, as -m)" if key == "hydra.mode" else ""
+    return Refusal(f"{o.arg}: {key} takes {takes} by name{sweep}, not {given}", f"{o.typed}={member.name}",
+                   how="; write ", after=", or leave it out")
+
+
+def _written(value: typing.Any) -> str:
+    """``value`` (a dict, list or scalar Hydra's grammar read) as an override types it: ``{b:1}``, ``[1,2]``."""
+    from gensbi_sharding.harness.override_words import override_literal
+
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(map(_written, value)) + "]"
+    return override_literal(value)
+
+
+def _text_entry_problem(o: typing.Any, key: str, value: typing.Any) -> Refusal | None:
+    """An entry of one of Hydra's dict settings of text (``hydra.job.env_set``: an environment variable's value) given
+    a dict or a list, or a key below one (``hydra.job.env_set.A.b=1``); None otherwise. The fix writes the entry as
+    text, with ``++`` (it adds the entry, or overrides a preset's). Was: ``hydra.job.env_set={A:{b:1}}`` offered
+    ``++hydra.job.env_set={A:{b:1}}``, which every check passed and Hydra's job then failed on ("TypeError: str
+    expected, not DictConfig"); ``hydra.job.env_set.A.b=1`` offered ``++`` of itself, "refused too"; ``...A={b:1}``
+    named no value to write."""
+    from gensbi_sharding.harness.override_grammar import hydra_value
+    from gensbi_sharding.harness.paste_command import pasted
+
+    parts = key.split(".")
+    for i in range(2, len(parts) + 1):
+        setting, hint = ".".join(parts[:i]), hydra_type(".".join(parts[:i]))
+        if typing.get_origin(hint) is dict:
+            break
+    else:
+        return None
+    if typing.get_args(hint)[1] is not str or value is None or "${" in str(value):
+        return None  # a dict of anything (a callback's, a logging config's), or null or an interpolation: others'
+    what = f"an entry of {setting} is text (an environment variable's value)" if setting == "hydra.job.env_set" \
+        else f"an entry of {setting} is text"
+    if len(parts) > i + 1:  # hydra.job.env_set.A.b: text holds no keys
+        entry = ".".join(parts[:i + 1])
+        fix = f"++{entry}={hydra_value(_written(value))}"
+        said = f"{o.arg}: {what}, so {entry} holds no {'.'.join(parts[i + 1:])}"
+        return Refusal(said, fix, how="; set the entry itself: ", after=", or leave it out", shown=pasted([fix])[1])
+    if len(parts) == i + 1 and isinstance(value, dict | list):  # hydra.job.env_set.A={b:1}
+        fix = f"++{key}={hydra_value(_written(value))}"
+        said = f"{o.arg}: {what}, not a {type(value).__name__}"
+    elif len(parts) == i and isinstance(value, dict) and (bad := [k for k, v in value.items()
+                                                                    if isinstance(v, dict | list)]):
+        entries = ",".join(f"{k}:{hydra_value(_written(v)) if k in bad else _written(v)}" for k, v in value.items())
+        fix = f"++{key}={{{entries}}}"  # every entry kept, those of a dict or a list as text
+        said = f"{o.arg}: {what}, and {', '.join(f'{key}.{k}' for k in bad)} is a {type(value[bad[0]]).__name__}"
+    else:
+        return None
+    return Refusal(said, fix, how="; as text: ", after=", or leave it out", shown=pasted([fix])[1])
 
 
 def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
@@ -86,6 +158,8 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
         key = o.typed.lstrip("+~")
         if not key.startswith(("hydra.", "hydra/")) or not o.hydra.is_sweep_override():
             continue
+        if kind := _enum_of(_hint(key)):  # hydra.mode=1,2: one of its names, not the first value as typed
+            return _enum_refusal(o, key, kind, (o.values() or [None])[0])
         said = f"{o.arg}: several values are a sweep, and Hydra sweeps none of its own settings (hydra.*)"
         if key == _SWEEPER_PARAMS:  # a preset's sweep: the command line's own is -m with the values
             return f"{said}; to sweep a key from the command line, give its values with -m, e.g. -m seed=0,1"
@@ -160,6 +234,9 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")
         hint, value = (_hint(key), o.hydra.value()) if key.startswith("hydra.") and "=" in o.arg else (None, None)
+        if "=" in o.arg and key.startswith("hydra.") and not o.hydra.is_sweep_override() and (
+                text := _text_entry_problem(o, key, value)):
+            return text
         if hint in (None, typing.Any) or o.hydra.is_sweep_override() or value is None or "${" in str(value) or (
                 dict in (typing.get_origin(hint), hint)) or key.startswith(f"{_SWEEPER_PARAMS}."):
             # no type to check (an entry of a dict of anything: a logging config's, a callback's), a dict's or null
@@ -169,6 +246,8 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
         try:
             OmegaConf.update(node, key.removeprefix("hydra."), value, merge=True)
         except Exception as err:  # noqa: BLE001 (OmegaConf's validation errors: the first line is the reason)
+            if kind := _enum_of(hint):  # its names, and the one to write (hydra.mode=run: RUN)
+                return _enum_refusal(o, key, kind, value)
             reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
             default = OmegaConf.select(schema, key.removeprefix("hydra."), default=None, throw_on_missing=False)
             # Hydra's default, where it has one to show, as its grammar and the shell read it back (',' quoted)

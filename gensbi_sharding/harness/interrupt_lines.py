@@ -15,7 +15,37 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["again_command", "stop_advice", "record_stamp", "interrupted_line"]
+__all__ = ["JOB_OVERRIDES_ENV", "job_overrides", "again_command", "stop_advice", "record_stamp", "job_ended",
+           "interrupted_line"]
+
+#: A ``distributed=local`` job's overrides and whether it is a multirun's (JSON), set by its parent for its processes:
+#: a process's own are its share of the job (``distributed.process_id=0 ... devices.cpu_count=4``), and a command
+#: made of them, pasted, started one process that waited at the coordinator for the others.
+JOB_OVERRIDES_ENV = "GENSBI_SHARDING_JOB_OVERRIDES"
+
+
+def job_overrides() -> tuple[list[str], bool] | None:
+    """The overrides of the job as it was launched and whether it is a multirun's; None outside a Hydra job.
+
+    Returns
+    -------
+    tuple of (list of str, bool) or None
+        ``distributed=local``'s parent's (``JOB_OVERRIDES_ENV``) in one of its processes, else Hydra's
+        ``overrides.task`` and mode.
+    """
+    import json
+    import os
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if given := os.environ.get(JOB_OVERRIDES_ENV):
+        job = json.loads(given)
+        return list(job["overrides"]), bool(job["multirun"])
+    if not HydraConfig.initialized():
+        return None
+    hydra = HydraConfig.get()
+    return list(hydra.overrides.task), hydra.mode == RunMode.MULTIRUN
 
 
 def again_command(run_dir: Any, *, same_folder: bool = False) -> str:
@@ -35,9 +65,6 @@ def again_command(run_dir: Any, *, same_folder: bool = False) -> str:
         ``python launch.py <overrides> [hydra.mode=RUN] hydra.run.dir=<folder>``; outside a Hydra job (``run(cfg)``
         from Python) the sentence that says what to set.
     """
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     from gensbi_sharding.harness.override_grammar import hydra_override
     from gensbi_sharding.harness.paste_command import command_for
     from gensbi_sharding.harness.resume_settings import continue_prefix
@@ -45,12 +72,11 @@ def again_command(run_dir: Any, *, same_folder: bool = False) -> str:
 
     run_dir = Path(run_dir)
     target = run_dir if same_folder else unused_folder(run_dir)
-    if not HydraConfig.initialized():
+    if (job := job_overrides()) is None:
         return f"run(cfg) again with cfg.output_dir={str(target)!r} set in omegaconf.open_dict(cfg)"
-    hydra = HydraConfig.get()
-    multirun = hydra.mode == RunMode.MULTIRUN
+    overrides, multirun = job
     dropped = ("hydra.",) if same_folder else ("hydra.", "train.resume=")
-    kept = [shlex.quote(o) for o in with_search_path(list(hydra.overrides.task))
+    kept = [shlex.quote(o) for o in with_search_path(overrides)
             if o.startswith(SEARCH_PATH) or not o.startswith(dropped)]
     return " ".join([continue_prefix(run_dir) + command_for(), *kept, *(["hydra.mode=RUN"] if multirun else []),
                      hydra_override("hydra.run.dir", target)])
@@ -93,6 +119,33 @@ def record_stamp(run_dir: Any) -> int | None:
         return (Path(run_dir) / "metrics.json").stat().st_mtime_ns
     except OSError:
         return None
+
+
+def job_ended(run_dir: Any, stamp: int | None) -> bool:
+    """Whether the job's run returned before a Ctrl-C: its folder's ``metrics.json`` was written since ``stamp`` and
+    records an end other than a stop by Ctrl-C (a run that a Ctrl-C stops records ``status: interrupted``).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The job's folder.
+    stamp : int or None
+        ``record_stamp`` of the folder as the job started.
+
+    Returns
+    -------
+    bool
+        True: the Ctrl-C came after the job ended (ok, failed or preempted), which its record says.
+    """
+    import json
+
+    if (now := record_stamp(run_dir)) is None or now == stamp:
+        return False
+    try:
+        status = json.loads((Path(run_dir) / "metrics.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):  # unreadable or not a record: not known to have ended
+        return False
+    return status is not None and status != "interrupted"
 
 
 def interrupted_line(run_dir: Any, *, owner: bool | None, stamp: int | None, dry_run: bool = False) -> str:

@@ -221,15 +221,22 @@ def file_stamp(path: Path) -> tuple[int, int, int] | None:
     return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
-def continue_hint(out: Path, *, again: bool = False) -> str:
+def continue_hint(out: Path, *, again: bool = False, dry_run: bool = False) -> str:
     """For processes killed from outside (no error of their own): the checkpoint they left and the command
     that continues from it (a killed job's work is in its checkpoints; its metrics.json named none). Where they
     left none: ``again``, the command that runs it again, as a one-process run's failure says it
-    (``stop_record.failure_error``), so that a rerun is offered where nothing is kept; else "".
+    (``stop_record.failure_error``), so that a rerun is offered where nothing is kept; else "". A dry run
+    (``dry_run``), which saves none and continues nothing, is run again into a new folder
+    (``interrupt_lines.again_command``): its continue command was refused pasted (``dry_run=true with
+    train.resume=auto``).
 
     Read from the folder names (``step_folder_names``), not through Orbax, which would start JAX in this parent.
     """
     if not (steps := step_folder_names(out)):
+        if again and dry_run:
+            from gensbi_sharding.harness.interrupt_lines import again_command
+
+            return f"; a dry run has nothing to continue: run it again with: {again_command(out)}"
         return f"; it saved no checkpoint: run it again with: {continue_command(out)}" if again else ""
     return (f"; its last checkpoint is step {steps[-1]} ({out / 'checkpoints' / str(steps[-1])}): continue "
             f"with: {continue_command(out)}")

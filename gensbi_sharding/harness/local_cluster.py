@@ -34,6 +34,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
 from gensbi_sharding.harness.child_errors import common_refusal, refusals
 from gensbi_sharding.harness.child_wait import DEATH_GRACE_S, STARTUP_DEATHS, STOPPED, failure_line, wait_children
+from gensbi_sharding.harness.interrupt_lines import JOB_OVERRIDES_ENV, stop_advice
 from gensbi_sharding.harness.local_children import (ChildOutput, continue_hint, file_stamp, free_port,
                                                     model_group_problem, watch_parent, without_device_count)
 from gensbi_sharding.harness.override_grammar import hydra_value
@@ -71,6 +72,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         (``local_processes_problem``), a ``mesh=dict`` model group spans processes, or no Hydra job runs.
     """
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     from gensbi_sharding.harness.devices import resolve_cpu_count
     from gensbi_sharding.harness.sweep_check import local_processes_problem
@@ -93,6 +95,8 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     env.update(PYTHONUNBUFFERED="1", XLA_FLAGS=without_device_count(env.get("XLA_FLAGS", "")),
                **{LOCAL_CHILD_ENV: str(lifeline), CONTINUE_ENV: continue_command(out), PARENT_SIGNAL_ENV: received,
+                  JOB_OVERRIDES_ENV: json.dumps({"overrides": list(HydraConfig.get().overrides.task),
+                                                 "multirun": HydraConfig.get().mode == RunMode.MULTIRUN}),
                   CONSOLE_TERMINAL_ENV: "1" if is_terminal(2) else "0"})  # their stderr is passed on to it: its bar
     children, output, signalled, timed_out = [], ChildOutput(out), [], []
     earlier = file_stamp(out / "metrics.json")  # a continued run's folder holds the earlier attempt's record
@@ -157,7 +161,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
             os.unlink(received)
             output.join()
             output.end_line()  # the parent's own lines (the outcome, an error) never continue a child's progress bar
-    metrics_path = out / "metrics.json"
+    metrics_path, dry_run = out / "metrics.json", bool(OmegaConf.select(cfg, "dry_run", default=False))
     # Only what process 0 wrote in this attempt: else an attempt whose processes died before writing took the
     # earlier attempt's steps, figures and error ("process 0 reported: preempted ... at step 231") as its own.
     written = metrics_path.exists() and file_stamp(metrics_path) != earlier
@@ -184,7 +188,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         interrupted, bound = signal.SIGINT in signalled and not timed_out, cfg.distributed.run_timeout_s
         stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
                 if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # the signal, by name
-        hint = continue_hint(out) or f"; continue with: {continue_command(out)}"
+        hint = continue_hint(out) or f"; {stop_advice(out, dry_run)}"  # a dry run's: run it again
         if timed_out:  # the command with a bound they can start within (it repeated the one that stopped them)
             hint = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={max(2 * bound, 120)}", hint)
         metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=None if timed_out else
@@ -209,7 +213,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         metrics.update(status="error", first_failed_process=first_dead,
                        error=failure_line(codes, first_dead, lag, cfg, out)
                        + (f"; process 0 reported: {reported}" if reported else "")
-                       + (continue_hint(out, again=True) if killed or not reported else "")
+                       + (continue_hint(out, again=True, dry_run=dry_run) if killed or not reported else "")
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
     return metrics
 
