@@ -135,7 +135,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
 
     def joined(losses, val_points):  # the whole history: a resumed run's losses after the earlier run's
         return loss_history.joined_loss_history(losses, start_step=ts.start_step, val_points=val_points,
-                                                resume_dir=resume_dir, val_afresh=ts.val_afresh)
+                                                resume_dir=resume_dir, val_afresh=ts.val_afresh,
+                                                restored_val=ts.early_stopping.history if ts.early_stopping else ())
 
     def write_losses(history):  # plotted too
         if run_folder.is_writer():
