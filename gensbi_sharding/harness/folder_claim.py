@@ -31,7 +31,8 @@ from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_pr
 from gensbi_sharding.harness.sweep_hints import (config_flags, moved_jobs_problem, search_path_of,
                                                  shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
-from gensbi_sharding.harness.sweep_subdirs import colliding_subdirs_problem, foreign_runs_problem, unused_folder_problem
+from gensbi_sharding.harness.sweep_subdirs import (colliding_subdirs_problem, foreign_runs_problem,
+                                                   nested_sweep_problem, unused_folder_problem)
 
 __all__ = ["RefuseCompletedRun"]
 
@@ -74,7 +75,7 @@ class RefuseCompletedRun(Callback):
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 folders = job_folders(config, jobs := every_job(config))
                 resumed = OmegaConf.select(config, "train.resume", default=None) == "auto"
-                problem = (shared_folder_problem(raw.get("subdir"), len(jobs), folder)
+                problem = (nested_sweep_problem(folder) or shared_folder_problem(raw.get("subdir"), len(jobs), folder)
                            or foreign_runs_problem(folder, folders)
                            or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder)
                            or resumed and moved_jobs_problem(folder, jobs, folders))

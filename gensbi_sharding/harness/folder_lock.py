@@ -106,10 +106,16 @@ class FolderLock:
 
     def release(self) -> None:
         """Undo one ``acquire``; the last one removes the owner note and frees the folder."""
-        if self._lock.lock_counter == 1:
-            (self.folder / self.OWNER).unlink(missing_ok=True)
-            _NOTES.pop(self.folder / self.OWNER, None)
-        self._lock.release()
+        try:
+            if self._lock.lock_counter == 1:
+                _NOTES.pop(self.folder / self.OWNER, None)
+                # A folder turned read-only (or full) mid-run keeps the note, as ``remove_owner_notes`` does: was a
+                # PermissionError here, out of the job's end, which lost a sweep's summary and held the lock.
+                (self.folder / self.OWNER).unlink(missing_ok=True)
+        except OSError:
+            pass
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> "FolderLock":
         self.acquire()

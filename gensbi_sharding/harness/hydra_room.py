@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.outputs import room_fix
+from gensbi_sharding.harness.outputs import MAKE_ROOM, room_fix
+from gensbi_sharding.write_probe import write_denied
 
 __all__ = ["HYDRA_FILES", "hydra_file_sizes", "room_problem"]
 
@@ -149,7 +150,12 @@ def next_job_room_lines(job_dir: Any, ended: int, argv: list[str]) -> list[str] 
     sizes = {n: (job_dir / hydra.output_subdir / n).stat().st_size for n in HYDRA_FILES
              if (job_dir / hydra.output_subdir / n).is_file()}
     following = job_dir.parent / folder_of(number + 1, job_folders(saved, jobs))
-    if not sizes or (problem := room_problem(following, sizes, str(hydra.output_subdir))) is None:
+    # A sweep folder made read-only (or remounted) while a job ran: Hydra's mkdir of the next job's folder ended the
+    # sweep in its traceback (room_problem reads no room on a disk it cannot write, and leaves that to this check).
+    target = following / str(hydra.output_subdir)
+    if denied := write_denied(existing := _existing(target), target):
+        problem = f"{target} could not be made: {denied}; {MAKE_ROOM}"
+    elif not sizes or (problem := room_problem(following, sizes, str(hydra.output_subdir))) is None:
         return None
     # as a stop between two jobs says it (its summary, the continue command), the disk named as what stopped it
     said = stopped_between_jobs(job_dir, None, ended, argv, made=False)[1:]

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +88,8 @@ class LossHistory:
 
 
 def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list[tuple[int, float]],
-                        resume_dir: Path | None, val_afresh: bool = False) -> LossHistory:
+                        resume_dir: Path | None, val_afresh: bool = False,
+                        restored_val: Sequence[tuple[int, float]] = ()) -> LossHistory:
     """This run's losses (steps ``start_step + 1 ...``) after the earlier run's, when resuming.
 
     The earlier run's ``train_losses.npz`` is looked up in the run folder of the checkpoint
@@ -95,13 +97,17 @@ def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list
     ``train.resume=auto``); only its steps up to ``start_step`` are kept (it may have trained
     past the checkpoint). Without it, the history starts at the resume. ``val_afresh``: this
     attempt validates on other held-out pairs or draws than the earlier one (early stopping
-    started afresh), so its validation losses get a ``val_set`` of their own.
+    started afresh), so its validation losses get a ``val_set`` of their own. ``restored_val``: the validations
+    the checkpoint's early-stopping state holds (steps up to ``start_step``, ``metrics.json``'s ``val_history``);
+    those the earlier file lacks (never written: that attempt was killed, or its folder refused it) join this
+    attempt's set.
     """
     steps = start_step + 1 + np.arange(len(losses), dtype=np.int64)
     val = [(int(s), float(v)) for s, v in val_points if is_number(v)]
     parts = [(steps, np.asarray(losses, np.float32), np.asarray([s for s, _ in val], np.int64),
               np.asarray([v for _, v in val], np.float32), np.asarray([start_step] if start_step else [], np.int64),
               np.zeros(len(val), np.int64))]
+    offset = 0  # this attempt's val_set
     earlier = next((p / "train_losses.npz" for p in (resume_dir.parent.parent, resume_dir.parent)
                     if (p / "train_losses.npz").is_file()), None) if resume_dir is not None else None
     if earlier is not None:
@@ -124,6 +130,16 @@ def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list
             kept = parts[0][5]  # this attempt's losses continue the earlier attempt's last set, or start one after it
             offset = int(kept.max()) + int(val_afresh) if len(kept) else 0
             parts[1] = (*parts[1][:5], parts[1][5] + offset)
+    # Was: after a kill -9 (no train_losses.npz written), the file and losses.png lacked the validations before the
+    # resume that metrics.json's val_history lists, from the same checkpoint.
+    known = set(np.concatenate([part[2] for part in parts]).tolist())
+    lost = [(int(s), float(v)) for s, v in restored_val
+            if int(s) <= start_step and int(s) not in known and is_number(v)]
+    if lost:
+        mine = parts[-1]  # the checkpoint's validations are on the pairs and draws this attempt's are: its set
+        parts[-1] = (*mine[:2], np.concatenate([np.asarray([s for s, _ in lost], np.int64), mine[2]]),
+                     np.concatenate([np.asarray([v for _, v in lost], np.float32), mine[3]]), mine[4],
+                     np.concatenate([np.full(len(lost), offset, np.int64), mine[5]]))
     return LossHistory(*(np.concatenate([part[i] for part in parts]) for i in range(6)))
 
 

@@ -135,7 +135,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
 
     def joined(losses, val_points):  # the whole history: a resumed run's losses after the earlier run's
         return loss_history.joined_loss_history(losses, start_step=ts.start_step, val_points=val_points,
-                                                resume_dir=resume_dir, val_afresh=ts.val_afresh)
+                                                resume_dir=resume_dir, val_afresh=ts.val_afresh,
+                                                restored_val=ts.early_stopping.history if ts.early_stopping else ())
 
     def write_losses(history):  # plotted too
         if run_folder.is_writer():
@@ -191,6 +192,12 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
                  train_loss, window_steps, "s" * (window_steps != 1),
                  val_text, pipe.val_pairs)
+    elif result.stopped_early:  # was "nothing left to train: ... step 75 of train.steps=300", naming no cause
+        after = sum(step > result.best_step for step, _ in result.val_history)
+        log.info("nothing trained: early stopping had ended training at the checkpoint's step %d (%d validations "
+                 "after the best, step %d; train.patience=%d); val loss %s over %d pairs; to train on to "
+                 "train.steps=%d, set train.patience=0 (or above %d)", ts.start_step, after, result.best_step,
+                 cfg.train.patience, val_text, pipe.val_pairs, cfg.train.steps, after)
     else:
         log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",
                  ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)

@@ -15,7 +15,8 @@ from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
 
-__all__ = ["job_subdirs", "colliding_subdirs_problem", "foreign_runs_problem", "unused_folder_problem"]
+__all__ = ["job_subdirs", "colliding_subdirs_problem", "foreign_runs_problem", "nested_sweep_problem",
+           "unused_folder_problem"]
 
 #: Subdirs that name the job's number (or its launcher id): one folder per job whatever the swept values.
 _PER_JOB = ("hydra.job.num", "hydra.job.id")
@@ -168,6 +169,37 @@ def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str |
             f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''}), and no sweep's multirun.yaml: a sweep "
             f"never writes among other runs; choose a new folder, e.g. "
             f"{hydra_override('hydra.sweep.dir', free)}")
+
+
+def nested_sweep_problem(sweep_dir: Any) -> str | None:
+    """The refusal of a sweep folder inside another sweep's folder; None where it lies inside none.
+
+    Was: ``-m ... hydra.sweep.dir=<sweep>/3`` ran there, in the folder that sweep's job 3 would take: that sweep,
+    rerun with a fourth job, was refused offering ``hydra.run.dir=<sweep>/3`` to continue it, which is refused in turn
+    as a sweep's folder.
+
+    Parameters
+    ----------
+    sweep_dir : str or Path
+        The multirun's ``hydra.sweep.dir``, symbolic links resolved (``folder_lock.physical``).
+
+    Returns
+    -------
+    str or None
+        One line naming the sweep it lies in and a folder beside that sweep to choose.
+    """
+    from pathlib import Path
+
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    sweep_dir = Path(sweep_dir).absolute()
+    host = next((p for p in sweep_dir.parents if (p / "multirun.yaml").is_file()), None)
+    if host is None:
+        return None
+    instead = hydra_override("hydra.sweep.dir", f"{host}-{'-'.join(sweep_dir.relative_to(host).parts)}")
+    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} lies inside the folder of the sweep {host}: a sweep "
+            f"never writes into another sweep's folder, whose job folders are that sweep's; choose one outside it, "
+            f"e.g. {instead}")
 
 
 def unused_folder_problem(config: Any, multirun: bool) -> str | None:
