@@ -11,7 +11,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
-from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view, unstacked_rows
 from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import is_array, is_int, leaf_name
@@ -70,6 +70,8 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
         raise TypeError(f"what={shown(what)} must be a str naming the batch in messages, e.g. what='train'")
     size = check_same_rows(batch, f"{what} batch")
     if mesh is not None and size is not None and size % (divisor := batch_size_divisor(mesh)):
+        if unstacked := unstacked_rows(batch, f"{what} batch", divisor):
+            raise ValueError(unstacked)
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
                          f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: "
                          f"{' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}")
@@ -104,6 +106,10 @@ def _count_and_fix(n: Any) -> str:
                  and float(n).is_integer() and float(n) >= 0)
         return f"{n!r}; pass " + ("int(n)" if whole else "the whole row count, e.g. x.shape[0]")
     leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
+    if unstacked_rows(n, "n") and type(n) in (list, tuple):  # rows never stacked: the count is how many
+        return (f"a {type(n).__name__} of {len(n)} arrays of shape {n[0].shape}; pad_for_mesh counts rows, it pads "
+                f"nothing: if they are the rows of one batch, pass len(rows), {len(n)} (and stack them, np.stack(rows))"
+                f", else their leading size, {n[0].shape[0]}")
     return shown(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
                                        f"pass their leading size, {leaves[0].shape[0]}")
 
@@ -199,6 +205,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
 
     def sharding(path, leaf) -> NamedSharding:
         if split and leaf.ndim and leaf.shape[0] % divisor:
+            if unstacked := unstacked_rows(tree, what, divisor, f"{caller}({{}}, mesh)"):  # "use 4 rows" misled
+                raise ValueError(unstacked)
             raise ValueError(f"{what} leaf {leaf_name(path)} (shape {leaf.shape}) has leading "
                              f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; use "
                              f"{' or '.join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))} rows "
