@@ -126,8 +126,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
             if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
                 raise ValueError(f"leaf {path} is already a global array spanning processes; "
                                  "pass this process's rows as a numpy or local jax array")
-            _check_local_shape(path, leaf.shape, spec, mesh, lambda divisor: unstacked_rows(
-                host_arrays, "host_arrays", divisor, call, f"the number of shards process {jax.process_index()} holds"))
+            _check_local_shape(path, leaf.shape, spec, mesh, lambda fix, divisor: unstacked_rows(
+                host_arrays, "host_arrays", fix, divisor, call, f"the number of shards process {jax.process_index()} "
+                "holds"))
             targets[i] = NamedSharding(mesh, spec)
     except (ValueError, TypeError, RuntimeError) as err:  # any of ours: every process must reach the collective
         error = err
@@ -238,9 +239,9 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
 
 
 def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh,
-                       unstacked: Callable[[int], str | None] = lambda divisor: None) -> None:
+                       unstacked: Callable[[str, int], str | None] = lambda fix, divisor: None) -> None:
     """``ValueError`` for a spec ``shape`` cannot take here; a leading size no multiple of this process's shards
-    named by ``unstacked(divisor)`` if it names a list of rows never stacked."""
+    named by ``unstacked(fix, divisor)`` if it names a list of rows never stacked."""
     if any(entry is P.UNCONSTRAINED for entry in spec):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a "
                          "layout to jit's compiler; an input array needs one: give None for that dimension")
@@ -273,10 +274,10 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh,
                              "build the mesh over devices of every process (make_mesh() does)")
         divisor = len({index[0].start for index in held.values()})  # distinct slices this process holds
         if shape[dim] % divisor:  # a dim past the batch's can stay whole
-            if dim == 0 and (said := unstacked(divisor)):
-                raise ValueError(said)
             what = f"leading size {shape[dim]} for" if dim == 0 else f"size {shape[dim]} in dim {dim} of"
             fix = (f"pass a multiple of {divisor} per process" if dim == 0 else f"make dim {dim} a multiple of "
                    f"{divisor}, or leave it unsplit: {P(*(None if i == dim else e for i, e in enumerate(spec)))}")
+            if dim == 0 and (said := unstacked(f"each of {shape[0]} rows: {fix}", divisor)):
+                raise ValueError(said)
             raise ValueError(f"process {jax.process_index()} passes {what} leaf {name} (shape {shape}), not a "
                              f"multiple of {divisor}, the number of shards it holds along mesh axes {names}; {fix}")

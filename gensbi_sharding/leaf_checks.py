@@ -20,15 +20,15 @@ def check_same_rows(batch: Any, what: str) -> int | None:
             jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
     if len(set(sizes)) > 1:
-        if unstacked := unstacked_rows(batch, what):  # its leaves' sizes are each row's, not the batch's
+        same = "every leaf of a batch needs the same number of rows"
+        if unstacked := unstacked_rows(batch, what, same):  # its leaves' sizes are each row's, not the batch's
             raise ValueError(unstacked)
         named = ", ".join(f"{path} {size}" for path, size in rows.items())
-        raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); "
-                         "every leaf of a batch needs the same number of rows")
+        raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); {same}")
     return sizes[0] if sizes else None
 
 
-def unstacked_rows(tree: Any, what: str, divisor: int = 1, call: str = "{}",
+def unstacked_rows(tree: Any, what: str, leaves_fix: str, divisor: int = 1, call: str = "{}",
                    of: str = "the data-parallel size") -> str | None:
     """A refusal's words for a list (or tuple) in ``tree`` of >= 2 arrays of one shape, as a data loader that never
     stacked its rows gives them (``[np.zeros(3)] * 8``): each array then reads as a batch leaf of its own, its rows
@@ -39,6 +39,8 @@ def unstacked_rows(tree: Any, what: str, divisor: int = 1, call: str = "{}",
     tree : pytree
     what : str
         The tree's name in the message, e.g. ``"batch"``.
+    leaves_fix : str
+        The fix if the arrays are leaves of one batch after all, e.g. ``(x, theta)``: the caller's refusal's own.
     divisor : int, default 1
         What the stacked rows must be a multiple of (1: any), named in the message by ``of``.
     call : str, default ``"{}"``
@@ -60,7 +62,8 @@ def unstacked_rows(tree: Any, what: str, divisor: int = 1, call: str = "{}",
             f"each a batch of its own ({shape[0]} rows); if they are the {n} rows of one batch, stack them into one "
             f"array of shape {(n, *shape)}" + (f" and pad it to {padded} rows, a multiple of {of}, {divisor} (mask "
                                                "the padding out of a mean)" if padded != n else "") + ": " +
-            (call.format(stacked) if not path else f"{stacked} in its place"))
+            (call.format(stacked) if not path else f"{stacked} in its place") +
+            f"; if they are {n} leaves of one batch, {leaves_fix}")
 
 
 def _is_rows(node: Any) -> bool:
