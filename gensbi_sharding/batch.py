@@ -11,7 +11,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
-from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view, unstacked_rows
 from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import is_array, is_int, leaf_name
@@ -70,9 +70,11 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
         raise TypeError(f"what={shown(what)} must be a str naming the batch in messages, e.g. what='train'")
     size = check_same_rows(batch, f"{what} batch")
     if mesh is not None and size is not None and size % (divisor := batch_size_divisor(mesh)):
+        nearest = f"nearest valid batch sizes: {' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}"
+        if unstacked := unstacked_rows(batch, f"{what} batch", f"each of {size} rows: {nearest}", divisor):
+            raise ValueError(unstacked)
         raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
-                         f"(mesh axes {batch_axes(mesh)}); nearest valid batch sizes: "
-                         f"{' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}")
+                         f"(mesh axes {batch_axes(mesh)}); {nearest}")
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
@@ -104,6 +106,10 @@ def _count_and_fix(n: Any) -> str:
                  and float(n).is_integer() and float(n) >= 0)
         return f"{n!r}; pass " + ("int(n)" if whole else "the whole row count, e.g. x.shape[0]")
     leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
+    if unstacked_rows(n, "n", "") and type(n) in (list, tuple):  # rows never stacked: the count is how many
+        return (f"a {type(n).__name__} of {len(n)} arrays of shape {n[0].shape}; pad_for_mesh counts rows, it pads "
+                f"nothing: if they are the rows of one batch, pass len(rows), {len(n)} (and stack them, np.stack(rows))"
+                f", else their leading size, {n[0].shape[0]}")
     return shown(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
                                        f"pass their leading size, {leaves[0].shape[0]}")
 
@@ -199,12 +205,15 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
 
     def sharding(path, leaf) -> NamedSharding:
         if split and leaf.ndim and leaf.shape[0] % divisor:
+            fix = (f"use {' or '.join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))} rows "
+                   f"(pad_for_mesh({leaf.shape[0]}, mesh) returns the rows to pad to and the real ones, "
+                   f"{pad_for_mesh(leaf.shape[0], mesh)}: mask the padding out of a mean)")
+            # "use 4 rows" alone misled where the leaves are a list of rows never stacked
+            if unstacked := unstacked_rows(tree, what, f"each of {leaf.shape[0]} rows: {fix}", divisor,
+                                           f"{caller}({{}}, mesh)"):
+                raise ValueError(unstacked)
             raise ValueError(f"{what} leaf {leaf_name(path)} (shape {leaf.shape}) has leading "
-                             f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; use "
-                             f"{' or '.join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))} rows "
-                             f"(pad_for_mesh({leaf.shape[0]}, mesh) returns "
-                             f"the rows to pad to and the real ones, {pad_for_mesh(leaf.shape[0], mesh)}: mask the "
-                             "padding out of a mean)")
+                             f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; {fix}")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
     leaves, treedef = jax.tree_util.tree_flatten_with_path(as_arrays)

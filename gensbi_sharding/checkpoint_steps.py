@@ -11,6 +11,7 @@ from typing import Any
 import orbax.checkpoint as ocp
 import tensorstore as ts
 
+from gensbi_sharding.checkpoint_foreign import foreign_fix, step_metadata, subfolder_fix
 from gensbi_sharding.messages import absl_filtered, clipped, shown
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "committed_steps",
@@ -118,8 +119,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
             raise error
         return folder / str(steps[-1])
     # another writer's steps; one step folder of another writer's is named by its parent
-    if foreign := _foreign_fix(folder) or (_foreign_fix(resolved.parent, resolved.name) if resolved.name.isdigit()
-                                           else None):
+    if foreign := foreign_fix(folder, ITEMS) or (foreign_fix(resolved.parent, ITEMS, resolved.name) if
+                                                  resolved.name.isdigit() else None) or subfolder_fix(folder, ITEMS):
         raise FileNotFoundError(f"no checkpoint in {resolved}: {foreign}")
     cut: dict[str, list[str]] = {}
     for step in (step for step, why in found.items() if why):
@@ -136,56 +137,9 @@ def reasoned(reason: str, fix: str) -> FileNotFoundError:
     return error
 
 
-def _foreign_fix(folder: Path, name: str | None = None) -> str | None:
-    """Orbax step folders of ``folder`` (or its ``name``) another writer saved, named with how Orbax reads one."""
-    paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
-             if name in (None, Path(s.path).name)} if folder.is_dir() else {}
-    if not paths and name is None and folder.is_dir() and not folder.name.isdigit():  # a step's: named by its parent
-        paths = {None: folder}  # one checkpoint in the folder itself, as StandardCheckpointer().save(ckpt / 's', state)
-    saved = {step: metadata.item_handlers for step, path in paths.items() if not any((path / item).exists() for item
-             in ITEMS) and (metadata := _step_metadata(path)) is not None}
-    foreign = {step: dict(sorted(h.items())) if isinstance(h, dict) else {} for step, h in saved.items()}  # {}: unnamed
-    if not foreign:
-        return None
-    (step, items), path = max(foreign.items()), repr(str(folder))
-    # an item of arrays, not a JSON one; a manager's one unnamed item, 'default', is read without Composite
-    arrays = [n for n, h in items.items() if str(h).endswith(("StandardCheckpointHandler", "PyTreeCheckpointHandler"))]
-    composite = f"ocp.args.Composite({(arrays or list(items) or [''])[0]}=ocp.args.StandardRestore(target)))"
-    if step is None:
-        read = (f"ocp.Checkpointer(ocp.CompositeCheckpointHandler()).restore({path}, args={composite}" if items
-                else f"ocp.StandardCheckpointer().restore({path}, target)")
-        listed = f"its item{'s' if len(items) > 1 else ''} {', '.join(map(repr, items))}" if items else \
-            "one unnamed item"
-        said = f"{folder} is an Orbax checkpoint another writer saved in the folder itself ({listed}), not in step " \
-            "folders"
-    else:
-        read = (f"ocp.CheckpointManager({path}).restore({step}, args=" + (
-            "ocp.args.StandardRestore(target))" if list(items) == ["default"] else composite) if items
-            else f"ocp.StandardCheckpointer().restore({str(folder / str(step))!r}, target)")
-        listed = "; ".join(f"step {s}: {', '.join(map(repr, i)) or 'one unnamed item'}" for s, i in
-                           sorted(foreign.items()))
-        said = f"{folder} holds Orbax checkpoints another writer saved ({listed})"
-    return (f"{said}, without the items {', '.join(ITEMS)} that CheckpointWriter saves and restore reads; from Python, "
-            f"read one with Orbax onto the same target: target = abstract_state_for(model, mesh, rule); {read}")
-
-
-def _said_here(record: logging.LogRecord) -> bool:
-    """False for Orbax's "Metadata file does not exist" (the refusal names what a step lacks); True for others."""
-    return not str(record.msg).startswith("Metadata file does not exist")
-
-
 def _warning_up(record: logging.LogRecord) -> bool:
     """True for a warning or worse: Orbax's info lines dropped."""
     return record.levelno >= logging.WARNING
-
-
-def _step_metadata(path: Path) -> Any:
-    """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
-    try:
-        with absl_filtered(_said_here):
-            return ocp.metadata.get_step_metadata(path)
-    except ValueError:  # none written: never committed, or the file lost since
-        return None
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
@@ -195,7 +149,7 @@ def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
         return {}
     found = {}
     for step in ocp.step.standard_name_format().find_all(directory):
-        if (metadata := _step_metadata(Path(step.path))) is None:  # an item's folder still marks it a save's
+        if (metadata := step_metadata(Path(step.path))) is None:  # an item's folder still marks it a save's
             found[step.step] = (None, {item for item in ITEMS if (Path(step.path) / item).is_dir()})
         else:
             items = metadata.item_handlers  # a composite save's names (one unnamed item: its handler's name)

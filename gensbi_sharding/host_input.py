@@ -4,6 +4,7 @@
 import enum
 import hashlib
 import math
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -12,7 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_spec, numpy_scalars_as_arrays
-from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, unstacked_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_flag, is_array, leaf_name
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
@@ -103,6 +104,10 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     flat, treedef = jax.tree_util.tree_flatten_with_path(host_arrays)
     leaves, targets, error = [leaf for _, leaf in flat], {}, None
     paths = [leaf_name(keypath) for keypath, _ in flat]  # as messages name each leaf
+    # a list of rows never stacked is named with the call that stacks them, the partition kept where it is a kind
+    call = f"host_to_global_array({{}}, partition={partition!r}, mesh=mesh)" if type(partition) is str else (
+        f"host_to_global_array({{}}, partition={partition.value!r}, mesh=mesh)" if isinstance(
+            partition, DataPartitionType) else "{}")
     try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
         specs = _specs(partition, host_arrays, mesh)
         check_numeric_leaves(host_arrays, "host_arrays")
@@ -121,7 +126,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
             if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
                 raise ValueError(f"leaf {path} is already a global array spanning processes; "
                                  "pass this process's rows as a numpy or local jax array")
-            _check_local_shape(path, leaf.shape, spec, mesh)
+            _check_local_shape(path, leaf.shape, spec, mesh, lambda fix, divisor: unstacked_rows(
+                host_arrays, "host_arrays", fix, divisor, call, f"the number of shards process {jax.process_index()} "
+                "holds"))
             targets[i] = NamedSharding(mesh, spec)
     except (ValueError, TypeError, RuntimeError) as err:  # any of ours: every process must reach the collective
         error = err
@@ -231,7 +238,10 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
     return jax.tree.leaves(specs, is_leaf=lambda x: isinstance(x, P))
 
 
-def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -> None:
+def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh,
+                       unstacked: Callable[[str, int], str | None] = lambda fix, divisor: None) -> None:
+    """``ValueError`` for a spec ``shape`` cannot take here; a leading size no multiple of this process's shards
+    named by ``unstacked(fix, divisor)`` if it names a list of rows never stacked."""
     if any(entry is P.UNCONSTRAINED for entry in spec):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a "
                          "layout to jit's compiler; an input array needs one: give None for that dimension")
@@ -267,5 +277,7 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh) -
             what = f"leading size {shape[dim]} for" if dim == 0 else f"size {shape[dim]} in dim {dim} of"
             fix = (f"pass a multiple of {divisor} per process" if dim == 0 else f"make dim {dim} a multiple of "
                    f"{divisor}, or leave it unsplit: {P(*(None if i == dim else e for i, e in enumerate(spec)))}")
+            if dim == 0 and (said := unstacked(f"each of {shape[0]} rows: {fix}", divisor)):
+                raise ValueError(said)
             raise ValueError(f"process {jax.process_index()} passes {what} leaf {name} (shape {shape}), not a "
                              f"multiple of {divisor}, the number of shards it holds along mesh axes {names}; {fix}")

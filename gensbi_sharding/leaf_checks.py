@@ -7,10 +7,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from gensbi_sharding.nodes import (array_leaves, check_no_module, check_unmasked, is_array_like, is_prng_key,
-                                   leaf_name, placed_dtype, unheld_dtype_fix, value_of)
+from gensbi_sharding.nodes import (array_leaves, check_no_module, check_unmasked, is_array, is_array_like,
+                                   is_prng_key, leaf_name, placed_dtype, unheld_dtype_fix, value_of)
 
-__all__ = ["check_same_rows", "check_numeric_leaves", "check_values", "check_placeable", "host_view"]
+__all__ = ["check_same_rows", "check_numeric_leaves", "check_values", "check_placeable", "host_view",
+           "unstacked_rows"]
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
@@ -19,10 +20,56 @@ def check_same_rows(batch: Any, what: str) -> int | None:
             jax.tree_util.tree_leaves_with_path(batch) if is_array_like(leaf) and leaf.ndim > 0}
     sizes = list(rows.values())
     if len(set(sizes)) > 1:
+        same = "every leaf of a batch needs the same number of rows"
+        if unstacked := unstacked_rows(batch, what, same):  # its leaves' sizes are each row's, not the batch's
+            raise ValueError(unstacked)
         named = ", ".join(f"{path} {size}" for path, size in rows.items())
-        raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); "
-                         "every leaf of a batch needs the same number of rows")
+        raise ValueError(f"{what} leaves have differing leading sizes {sizes} ({named}); {same}")
     return sizes[0] if sizes else None
+
+
+def unstacked_rows(tree: Any, what: str, leaves_fix: str, divisor: int = 1, call: str = "{}",
+                   of: str = "the data-parallel size") -> str | None:
+    """A refusal's words for a list (or tuple) in ``tree`` of >= 2 arrays of one shape, as a data loader that never
+    stacked its rows gives them (``[np.zeros(3)] * 8``): each array then reads as a batch leaf of its own, its rows
+    the features of one sample. None if ``tree`` holds no such list.
+
+    Parameters
+    ----------
+    tree : pytree
+    what : str
+        The tree's name in the message, e.g. ``"batch"``.
+    leaves_fix : str
+        The fix if the arrays are leaves of one batch after all, e.g. ``(x, theta)``: the caller's refusal's own.
+    divisor : int, default 1
+        What the stacked rows must be a multiple of (1: any), named in the message by ``of``.
+    call : str, default ``"{}"``
+        The caller's call, ``{}`` where the stacked rows go, e.g. ``"shard_batch({}, mesh)"``: the fix when the list
+        is the whole tree.
+    of : str, default ``"the data-parallel size"``
+        What ``divisor`` is, in the message.
+    """
+    listed = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_rows)[0]
+    path, rows = next(((path, node) for path, node in listed if _is_rows(node)), (None, None))
+    if rows is None:
+        return None
+    n, shape = len(rows), rows[0].shape
+    where = what if not path else f"{what} {leaf_name(path)}"
+    stacked, padded = "np.stack(rows)", divisor * -(-n // divisor)
+    if padded != n:  # zero rows added below the real ones: np.pad keeps the dtype
+        stacked = f"np.pad({stacked}, {[(0, padded - n)] + [(0, 0)] * len(shape)})"
+    return (f"{where} is a {type(rows).__name__} of {n} arrays of shape {shape}, read as a pytree of {n} leaves, "
+            f"each a batch of its own ({shape[0]} rows); if they are the {n} rows of one batch, stack them into one "
+            f"array of shape {(n, *shape)}" + (f" and pad it to {padded} rows, a multiple of {of}, {divisor} (mask "
+                                               "the padding out of a mean)" if padded != n else "") + ": " +
+            (call.format(stacked) if not path else f"{stacked} in its place") +
+            f"; if they are {n} leaves of one batch, {leaves_fix}")
+
+
+def _is_rows(node: Any) -> bool:
+    """A plain list or tuple (a NamedTuple names its fields) of >= 2 arrays with ``ndim > 0``, all of one shape."""
+    return (type(node) in (list, tuple) and len(node) > 1 and all(is_array(x) and x.ndim for x in node)
+            and len({x.shape for x in node}) == 1)
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
