@@ -172,11 +172,13 @@ def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str |
 
 
 def nested_sweep_problem(sweep_dir: Any) -> str | None:
-    """The refusal of a sweep folder inside another sweep's folder; None where it lies inside none.
+    """The refusal of a sweep folder that is, or lies inside, another sweep's job folder, or of a checkout's own
+    folder; None where it is neither.
 
     Was: ``-m ... hydra.sweep.dir=<sweep>/3`` ran there, in the folder that sweep's job 3 would take: that sweep,
     rerun with a fourth job, was refused offering ``hydra.run.dir=<sweep>/3`` to continue it, which is refused in turn
-    as a sweep's folder.
+    as a sweep's folder. Only the first part below that sweep matters (``<sweep>/ablation`` can be no job's folder of
+    ``subdir: ${hydra.job.num}``); ``hydra.sweep.dir=.`` in a checkout left a multirun.yaml above every later sweep.
 
     Parameters
     ----------
@@ -186,20 +188,55 @@ def nested_sweep_problem(sweep_dir: Any) -> str | None:
     Returns
     -------
     str or None
-        One line naming the sweep it lies in and a folder beside that sweep to choose.
+        One line naming the sweep it lies in (or the checkout) and a folder to choose instead.
     """
     from pathlib import Path
 
     from gensbi_sharding.harness.override_grammar import hydra_override
 
     sweep_dir = Path(sweep_dir).absolute()
-    host = next((p for p in sweep_dir.parents if (p / "multirun.yaml").is_file()), None)
+    named = hydra_override("hydra.sweep.dir", sweep_dir)
+    if (sweep_dir / "launch.py").is_file() and (sweep_dir / "conf" / "config.yaml").is_file():
+        return (f"{named} is a checkout of the harness (launch.py, conf/): a sweep never writes its multirun.yaml and "
+                "job folders among its files, where every later sweep under multirun/ would lie inside it; choose a "
+                f"new folder, e.g. {hydra_override('hydra.sweep.dir', sweep_dir / 'multirun' / 'new_sweep')}")
+    host = next((p for p in sweep_dir.parents if (p / "multirun.yaml").is_file()
+                 and _job_slot(p, sweep_dir.relative_to(p).parts[0])), None)
     if host is None:
         return None
     instead = hydra_override("hydra.sweep.dir", f"{host}-{'-'.join(sweep_dir.relative_to(host).parts)}")
-    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} lies inside the folder of the sweep {host}: a sweep "
+    return (f"{named} lies inside the folder of the sweep {host}: a sweep "
             f"never writes into another sweep's folder, whose job folders are that sweep's; choose one outside it, "
             f"e.g. {instead}")
+
+
+def _job_slot(host: Any, part: str) -> bool:
+    """Whether ``host/part`` is, or could become, a job folder of the sweep in ``host``: one (``.hydra``,
+    ``metrics.json``), or a name its recorded ``hydra.sweep.subdir`` makes; any name where none is recorded."""
+    import re
+
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+
+    if (host / part / ".hydra").exists() or (host / part / "metrics.json").exists():
+        return True
+    sweep = OmegaConf.select(saved, "hydra.sweep", default=None) if OmegaConf.is_dict(
+        saved := read_record(host / "multirun.yaml")) else None
+    subdir = OmegaConf.to_container(sweep, resolve=False).get("subdir") if OmegaConf.is_dict(sweep) else None
+    if subdir is None:  # no record of the pattern: any name may be a job's
+        return True
+    pattern = ""
+    for piece in re.split(r"(\$\{[^}]*})", str(subdir)):
+        if re.fullmatch(r"\$\{\s*hydra\.job\.num\s*}", piece):
+            pattern += r"\d+"
+        elif piece.startswith("${"):  # any text, a "/" too: the first part may end inside it
+            return re.fullmatch(pattern + ".*", part) is not None
+        elif "/" in piece:  # the first part ends here
+            return re.fullmatch(pattern + re.escape(piece.split("/")[0]), part) is not None
+        else:
+            pattern += re.escape(piece)
+    return re.fullmatch(pattern, part) is not None
 
 
 def unused_folder_problem(config: Any, multirun: bool) -> str | None:
