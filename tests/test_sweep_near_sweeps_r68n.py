@@ -1,19 +1,28 @@
-"""Sweeps beside (not inside the job folders of) another sweep are accepted; a sweep into a checkout is refused.
+"""Sweeps beside (not inside the job folders of) another sweep are accepted; a sweep into a checkout is refused; a
+folder a sweep cannot make is told the fix its errno asks for.
 
 Was: (A) after ``-m ... hydra.sweep.dir=<day>``, ``hydra.sweep.dir=<day>/ablation`` (or ``<day>/16-40-00``,
 ``<day>/notes/lr``) was refused as inside that sweep's folder, though its job folders are ``0``..``N``; (B)
 ``-m ... hydra.sweep.dir=.`` in a checkout ran there, and its multirun.yaml refused every later default sweep
-(``multirun/<date>/<time>``).
+(``multirun/<date>/<time>``); (C) a sweep folder made read-only midway was told "free space there (or make it
+writable)", a full disk the same.
 """
 
+import errno
+import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf, open_dict
 
 from faults_helpers import REPO
+from gensbi_sharding.harness import hydra_room
 from gensbi_sharding.harness.folder_lock import folder_problem
 from gensbi_sharding.harness.sweep_subdirs import nested_sweep_problem
+from test_hydra_room import composed
 
 
 def host_sweep(folder, subdir="${hydra.job.num}"):
@@ -64,6 +73,38 @@ def test_a_sweep_into_a_checkout_is_refused_and_an_old_one_there_blocks_no_defau
     (checkout / "multirun.yaml").write_text("hydra:\n  sweep:\n    subdir: ${hydra.job.num}\n")  # an earlier one's
     (checkout / "0" / ".hydra").mkdir(parents=True)
     assert nested_sweep_problem(checkout / "multirun" / "2026-12-06" / "16-40-00") is None  # was: refused
+
+
+@pytest.mark.parametrize("code, fix", [(errno.EPERM, "make it writable"), (errno.EROFS, "make it writable"),
+                                       (errno.EACCES, "make it writable"), (errno.ENOSPC, "free space there")])
+def test_a_next_job_folder_refused_is_told_the_fix_of_its_errno(tmp_path, monkeypatch, code, fix):
+    sweep = tmp_path / "sw"
+    config = composed("seed=0", f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN")
+    with open_dict(config.hydra.job):
+        config.hydra.job.num = 0
+    (sweep / "0" / ".hydra").mkdir(parents=True)
+    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
+        (sweep / "0" / ".hydra" / name).write_text("- seed=0\n")
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["seed=0,1"], "hydra": []}, "sweeper": {}}}),
+                   sweep / "multirun.yaml")
+    real = tempfile.mkdtemp
+
+    def refused(*args, dir=None, **kwargs):
+        if dir is not None and os.path.samefile(dir, sweep):
+            raise OSError(code, os.strerror(code))
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    before = HydraConfig.instance().cfg
+    HydraConfig.instance().set_config(config)
+    try:
+        lines = hydra_room.next_job_room_lines(sweep / "0", 1, ["launch.py", "-m", "seed=0,1"])
+    finally:
+        HydraConfig.instance().cfg = before
+    # was: "free space there (or make it writable)" for each
+    assert lines[0] == (f"the sweep stops before job 1: {sweep / '1' / '.hydra'} could not be made: cannot write in "
+                        f"{sweep} ({os.strerror(code)}); {fix}; 1 job(s) ended, each recorded in its folder's "
+                        "metrics.json, and no later job started"), lines
 
 
 def launch(*overrides):

@@ -50,7 +50,7 @@ def test_a_sweep_folder_that_turned_read_only_stops_the_sweep_before_its_next_jo
         HydraConfig.instance().cfg = before
     assert lines is not None  # was None: Hydra then failed to make job 1's folder, in its traceback
     assert lines[0] == (f"the sweep stops before job 1: {sweep / '1' / '.hydra'} could not be made: cannot write in "
-                        f"{sweep} (Operation not permitted); free space there (or make it writable); 1 job(s) ended, "
+                        f"{sweep} (Operation not permitted); make it writable; 1 job(s) ended, "
                         "each recorded in its folder's metrics.json, and no later job started"), lines
     assert any("seed=1 train.resume=auto" in line and "seed=2 train.resume=auto" in line for line in lines[1:]), lines
     assert not (sweep / "1").exists()

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.outputs import MAKE_ROOM, room_fix
-from gensbi_sharding.write_probe import write_denied
+from gensbi_sharding.harness.outputs import room_fix
+from gensbi_sharding.write_probe import denied_words
 
 __all__ = ["HYDRA_FILES", "hydra_file_sizes", "room_problem"]
 
@@ -153,11 +153,30 @@ def next_job_room_lines(job_dir: Any, ended: int, argv: list[str]) -> list[str] 
     # A sweep folder made read-only (or remounted) while a job ran: Hydra's mkdir of the next job's folder ended the
     # sweep in its traceback (room_problem reads no room on a disk it cannot write, and leaves that to this check).
     target = following / str(hydra.output_subdir)
-    if denied := write_denied(existing := _existing(target), target):
-        problem = f"{target} could not be made: {denied}; {MAKE_ROOM}"
+    if denied := _write_refused(existing := _existing(target)):
+        problem = f"{target} could not be made: {denied_words(denied, existing, target)}; {_fix_of(denied)}"
     elif not sizes or (problem := room_problem(following, sizes, str(hydra.output_subdir))) is None:
         return None
     # as a stop between two jobs says it (its summary, the continue command), the disk named as what stopped it
     said = stopped_between_jobs(job_dir, None, ended, argv, made=False)[1:]
     return [f"the sweep stops before job {following.name}: {problem}; {ended} job(s) ended, each recorded in its "
             "folder's metrics.json, and no later job started", *said]
+
+
+def _write_refused(folder: Path) -> OSError | None:
+    """What refused an empty folder made in the existing ``folder`` (its errno chooses the fix), or None."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=folder))
+    except OSError as err:
+        return err
+    return None
+
+
+def _fix_of(err: OSError) -> str:
+    """The fix of a refused mkdir by its errno: "free space there" said to a folder made read-only (EPERM, EACCES,
+    EROFS) pointed at the wrong fault, as "make it writable" would to a full disk."""
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "make it writable"
+    return "free space there" if err.errno in (errno.ENOSPC, errno.EDQUOT) else room_fix(err)
