@@ -132,8 +132,8 @@ def test_validation_loss_ignores_padding_rows(mesh):
     got = validation_loss(functions, state, [{**padded, "weight": weight}, full], key)
     key_val = jax.random.fold_in(key, 0x7FFFFFFF)
     # Each row takes its own of 16 draws (its index among both batches' rows), not the same 8 in each batch.
-    a = float(functions.eval_loss(state, {**padded, "weight": weight, "index": np.arange(8)}, key_val, 16)[0])
-    c = float(functions.eval_loss(state, {**full, "index": np.arange(8, 16)}, key_val, 16)[0])
+    a = float(functions.eval_loss(state, {**padded, "weight": weight, "index": np.arange(8)}, key_val)[0])
+    c = float(functions.eval_loss(state, {**full, "index": np.arange(8, 16)}, key_val)[0])
     assert got == pytest.approx((5 * a + 8 * c) / 13, rel=1e-6)
 
 

@@ -61,9 +61,8 @@ def test_every_held_out_pair_of_every_batch_has_its_own_draw():
         seen.append(np.asarray(t))
         return jnp.zeros_like(theta_t)
 
-    def eval_loss(state, b, k, rows=None):  # the real loss, outside jit, as step_programs' eval_loss calls it
-        drawn = () if rows is None else (b["index"], rows)  # by row without rows (a batch of its own)
-        return flow_matching_loss(model, b["theta"], b["x"], k, b["weight"], *drawn), jnp.sum(b["weight"])
+    def eval_loss(state, b, k):  # the real loss, outside jit, as step_programs' eval_loss calls it
+        return flow_matching_loss(model, b["theta"], b["x"], k, b["weight"], b["index"]), jnp.sum(b["weight"])
 
     rng = np.random.default_rng(0)
     batches = [dict(theta=rng.standard_normal((8, 2)).astype(np.float32), x=np.zeros((8, 3), np.float32),
@@ -75,7 +74,7 @@ def test_every_held_out_pair_of_every_batch_has_its_own_draw():
 
 
 def test_one_padded_batch_draws_as_before_so_the_default_jobs_numbers_hold():
-    # two_moons' default validates 1,000 pairs in one batch of 1,024: each pair keeps the draw its row had.
+    # One batch (two_moons' default: 1,000 pairs in one batch of 1,024) is indexed by row: a pair's index is its row.
     functions, state = _functions()
     rng = np.random.default_rng(3)
     weight = np.concatenate([np.ones(50, np.float32), np.zeros(14, np.float32)])
@@ -86,7 +85,7 @@ def test_one_padded_batch_draws_as_before_so_the_default_jobs_numbers_hold():
     stream = jax.random.fold_in(key, 0x7FFFFFFF)
     by_row = [float(functions.eval_loss(state, batch, k)[0]) for k in (stream, jax.random.fold_in(stream, 1))]
     assert got == pytest.approx(np.mean(by_row), rel=1e-6)
-    assert float(functions.eval_loss(state, {**batch, "index": np.arange(64, dtype=np.int32)}, stream, 64)[0]) \
+    assert float(functions.eval_loss(state, {**batch, "index": np.arange(64, dtype=np.int32)}, stream)[0]) \
         == float(functions.eval_loss(state, batch, stream)[0])
 
 
@@ -117,3 +116,49 @@ def test_a_resume_at_another_batch_size_compares_its_losses_with_the_checkpoints
     best_step = min(every, key=every.get)
     assert resumed["best_step"] == best_step and resumed["best_val_loss"] == every[best_step]
     assert json.loads((tmp_path / "b" / "metrics.json").read_text())["best_step"] == best_step
+
+
+def test_under_threefry_partitionable_off_the_loss_is_still_the_same_at_every_batch_size():
+    # Was: a pair took element `index` of one draw of every held-out row, alike at any count only under the
+    # partitionable threefry; with it off, 128 rows' draws (batch 64) and 80's (batch 16) gave a pair other (t, z):
+    # 2.0771 at 64, 1.8442 at 16.
+    functions, state = _functions()
+    losses = []
+    with jax.threefry_partitionable(False):
+        for batch_size in (64, 16):
+            pipe = build_pipeline(compose_tiny(f"data.batch_size={batch_size}").data, seed=0, mesh=None, shards=1)
+            losses.append(validation_loss(functions, state, pipe.val_batches, jax.random.key(0), draws=2))
+    assert losses[1] == pytest.approx(losses[0], rel=1e-6)
+
+
+def _drawn_shapes(jaxpr):
+    """The shapes of every random_bits draw in ``jaxpr`` and the programs inside it."""
+    shapes = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "random_bits":
+            shapes += [tuple(v.aval.shape) for v in eqn.outvars]
+        for param in eqn.params.values():
+            for inner in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(inner, "jaxpr", inner)  # a closed program's own
+                if hasattr(inner, "eqns"):
+                    shapes += _drawn_shapes(inner)
+    return shapes
+
+
+def test_a_held_out_batch_draws_only_its_own_rows():
+    # Was: every batch drew (t, z) for all held-out rows (2 x 16 here; 10^6 simulations at batch 256 added 45 s per
+    # validation) and kept its own 16.
+    functions, state = _functions()
+    shapes = []
+
+    def eval_loss(state, b, k, *rows):  # records the real program's draws, then runs it
+        shapes.extend(_drawn_shapes(jax.make_jaxpr(lambda s, bb, kk: functions.eval_loss(s, bb, kk, *rows))(
+            state, b, k).jaxpr))
+        return functions.eval_loss(state, b, k, *rows)
+
+    rng = np.random.default_rng(1)
+    batches = [dict(theta=rng.standard_normal((16, 2)).astype(np.float32),
+                    x=rng.standard_normal((16, 2)).astype(np.float32), weight=np.ones(16, np.float32))
+               for _ in range(2)]
+    validation_loss(SimpleNamespace(eval_loss=eval_loss), state, batches, jax.random.key(0))
+    assert sorted(set(shapes)) == [(16,), (16, 2)]  # t and z of the batch's 16 pairs, twice

@@ -25,8 +25,7 @@ __all__ = ["flow_matching_loss", "jitted_steps", "say_again", "types_of"]
 
 
 def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax.Array,
-                       weight: jax.Array | None = None, index: jax.Array | None = None,
-                       rows: int | None = None) -> jax.Array:
+                       weight: jax.Array | None = None, index: jax.Array | None = None) -> jax.Array:
     """Mean squared error of the predicted velocity on the straight path.
 
     Parameters
@@ -41,28 +40,33 @@ def flow_matching_loss(model: Callable, theta: jax.Array, x: jax.Array, key: jax
         (B,) float32 row weights (1 for a real pair, 0 for padding): the loss is then
         the weighted mean over rows. None: every row counts.
     index : jax.Array, optional
-        (B,) int32: each row's place among ``rows`` (a held-out pair's global index). With ``rows``, row ``i``
-        takes draw ``index[i]`` of ``rows`` draws: its pair's own, whichever batch it is in. None: draw by row.
-    rows : int, optional
-        The number of draws ``index`` picks from (static); needed with ``index``.
+        (B,) int32, each row's pair (a held-out pair's global index): row ``i`` draws its (t, z) from
+        ``jax.random.fold_in(key, index[i])``, its pair's own whichever batch holds it, in either threefry mode.
+        None: one draw of B values, by row (the train step's).
 
     Returns
     -------
     jax.Array
         Scalar float32 loss.
     """
-    t_key, z_key = jax.random.split(key)
-    n = theta.shape[0] if index is None else rows
-    t = jax.random.uniform(t_key, (n,), theta.dtype)
-    z = jax.random.normal(z_key, (n, *theta.shape[1:]), theta.dtype)
-    if index is not None:  # a held-out pair's (t, z) by its index, not by its row in this batch
-        t, z = t[index], z[index]
+    if index is None:
+        t_key, z_key = jax.random.split(key)
+        t = jax.random.uniform(t_key, (theta.shape[0],), theta.dtype)
+        z = jax.random.normal(z_key, theta.shape, theta.dtype)
+    else:  # only this batch's B rows are drawn: no draw grows with the held-out rows of other batches
+        t, z = jax.vmap(functools.partial(_pair_draw, key, theta.shape[1:], theta.dtype))(index)
     theta_t = (1.0 - t)[:, None] * z + t[:, None] * theta
     velocity = model(theta_t, x, t)
     if weight is None:
         return jnp.mean((velocity - (theta - z)) ** 2)
     per_row = jnp.mean((velocity - (theta - z)) ** 2, axis=-1)
     return jnp.sum(weight * per_row) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+def _pair_draw(key: jax.Array, shape: tuple, dtype: Any, index: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """One pair's (t, z) from its own key: a draw of shape () and ``shape``, alike at any batch size."""
+    t_key, z_key = jax.random.split(jax.random.fold_in(key, index))
+    return jax.random.uniform(t_key, (), dtype), jax.random.normal(z_key, shape, dtype)
 
 
 def said_when_traced(function: Callable, said: dict) -> Callable:
@@ -116,8 +120,8 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
     host work per step for Flux1's 379), which ``harness.train.train``'s loop saves. ``setting_types``:
     ``types_of(graphdef)``, unused but in the key (settings equal in value, not in type, get their own pair).
     ``said``: the warnings their tracing gave so far (``say_again``). The last 8 keys' are kept: each holds the
-    programs JAX compiled for it. ``eval_loss(state, batch, key, rows=None)``: with ``rows`` (static), the batch's
-    ``index`` picks each held-out pair's own (t, z) among ``rows`` draws (``flow_matching_loss``).
+    programs JAX compiled for it. ``eval_loss(state, batch, key)`` draws each row's (t, z) from its own key, by the
+    batch's ``index`` (a held-out pair's) or else its row (``flow_matching_loss``).
     """
     said = {}
 
@@ -143,21 +147,22 @@ def jitted_steps(graphdef: Any, mesh: Mesh | None, leaf_shardings: tuple = (), t
     train_arrays.__name__ = train_arrays.__qualname__ = "train_step"  # its compiles are the train step's
 
     @functools.partial(said_when_traced, said=said)
-    def eval_loss(state, batch, key, rows=None):
+    def eval_loss(state, batch, key):
         model, _, *average = nnx.merge(graphdef, state)
         if average:
             graph, _, rest = nnx.split(model, nnx.Param, ...)
             model = nnx.merge(graph, average[0].param_state(model), rest)
         weight = batch.get("weight")
         count = jnp.sum(weight) if weight is not None else jnp.float32(batch["theta"].shape[0])
-        index = batch.get("index") if rows is not None else None
-        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight, index, rows), count
+        # By pair, not one draw of B values: a pair's (t, z) then does not depend on the rows beside it
+        index = batch["index"] if "index" in batch else jnp.arange(batch["theta"].shape[0], dtype=jnp.int32)
+        return flow_matching_loss(model, batch["theta"], batch["x"], key, weight, index), count
 
     if mesh is None:
-        return (jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss, static_argnames="rows"), said,
+        return (jax.jit(train_step, donate_argnums=0), jax.jit(eval_loss), said,
                 jax.jit(train_arrays, donate_argnums=0))
     scalar = NamedSharding(mesh, P())
     state_shardings = jax.tree.unflatten(treedef, leaf_shardings)
     return (jax.jit(train_step, donate_argnums=0, out_shardings=(state_shardings, scalar)),
-            jax.jit(eval_loss, out_shardings=scalar, static_argnames="rows"), said,
+            jax.jit(eval_loss, out_shardings=scalar), said,
             jax.jit(train_arrays, donate_argnums=0, out_shardings=(nnx.to_pure_dict(state_shardings), scalar)))

@@ -86,7 +86,7 @@ class StepFunctions:
 
     graphdef: Any
     train_step: Callable[[Any, dict, jax.Array], tuple[Any, jax.Array]]
-    eval_loss: Callable[..., tuple[jax.Array, jax.Array]]  # (state, batch, key[, rows]) -> (mean loss, rows counted)
+    eval_loss: Callable[..., tuple[jax.Array, jax.Array]]  # (state, batch, key) -> (mean loss, rows counted)
     has_ema: bool = False
     train_arrays: Callable[[dict, dict, jax.Array], tuple[dict, jax.Array]] | None = None
     state_def: Any = None  # the split state's tree structure, Variables included

@@ -140,13 +140,13 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
 
     Padding rows weigh 0. The draws come from a stream of ``key`` the train steps never
     reach (the first is the stream's key itself), so every call with the same key scores
-    different weights on the very same (t, z). Each pair takes its own (t, z) of a draw by
+    different weights on the very same (t, z). Each pair draws its (t, z) from its own key, by
     its ``index`` (``held_out_indexed``), not by its row in a batch: the loss does not depend
     on ``data.batch_size``, and no two pairs share a draw. Batches are dispatched one ahead of the
     one read back, and ``stop_requested()`` is asked after each: True returns None at
     once (at most one batch still in flight), so a long validation can be cut short.
     """
-    val_batches, rows = held_out_indexed(val_batches)
+    val_batches = held_out_indexed(val_batches)
     stream = jax.random.fold_in(key, _VAL_STREAM)
     # One key per draw as it is used: a list of them all (train.val_draws=100000000) took minutes and gigabytes
     # before the first batch, where no stop request is asked.
@@ -155,8 +155,7 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
     pending = None
     for k in keys:
         for b in val_batches:
-            # rows only with an index: a batch without theta (a test's stand-in) is scored as given
-            current = functions.eval_loss(state, b, k, rows) if "index" in b else functions.eval_loss(state, b, k)
+            current = functions.eval_loss(state, b, k)
             if pending is not None:  # read the previous batch while this one runs
                 total, count = total + float(pending[0]) * float(pending[1]), count + float(pending[1])
                 if stop_requested is not None and stop_requested():
@@ -166,15 +165,14 @@ def validation_loss(functions: StepFunctions, state: Any, val_batches: list[dict
     return total / count
 
 
-def held_out_indexed(val_batches: list[dict]) -> tuple[list[dict], int]:
-    """``val_batches`` with each row's ``index`` among every held-out row, and the count of those rows.
+def held_out_indexed(val_batches: list[dict]) -> list[dict]:
+    """``val_batches`` with each row's ``index`` among every held-out row: the key its (t, z) is drawn from.
 
     The pipeline's batches carry ``index`` (a pair's place in its shard's held-out pairs, after the shards before
-    it; ``pipeline.build_pipeline``); other batches (a benchmark's own) are indexed by their rows' order. The count
-    is every batch's rows, padding included: draws are made for that many and each pair takes its index's, so in
-    one batch (two_moons' default: 1,000 pairs in one batch of 1,024) every pair's draw is the one its row had when
-    draws went by row. JAX's (partitionable, default) threefry draws element ``i`` of ``uniform(key, (n,))`` alike
-    for every ``n > i``: the pairs' draws do not change with the count, which the batch size sets.
+    it; ``pipeline.build_pipeline``); other batches (a benchmark's own) are indexed by their rows' order over all
+    batches. ``eval_loss`` draws row ``i``'s (t, z) from ``jax.random.fold_in(key, index[i])``: a batch draws only
+    its own rows, a pair's draw is the same whichever batch holds it (whatever ``data.batch_size``, in either
+    threefry mode), and no two batches share one.
 
     Parameters
     ----------
@@ -183,8 +181,8 @@ def held_out_indexed(val_batches: list[dict]) -> tuple[list[dict], int]:
 
     Returns
     -------
-    (list of dict, int)
-        The batches, indexed, and the rows over all of them.
+    list of dict
+        The batches, indexed.
     """
     indexed, rows = [], 0
     for b in val_batches:
@@ -193,4 +191,4 @@ def held_out_indexed(val_batches: list[dict]) -> tuple[list[dict], int]:
             b = b if "index" in b else {**b, "index": np.arange(rows, rows + n, dtype=np.int32)}
             rows += n
         indexed.append(b)
-    return indexed, rows
+    return indexed
