@@ -1,5 +1,5 @@
 """Sweeps beside (not inside the job folders of) another sweep are accepted; a sweep into a checkout is refused; a
-folder a sweep cannot make is told the fix its errno asks for.
+folder a sweep cannot make is told the fix its errno asks for; a run into a checkout is refused.
 
 Was: (A) after ``-m ... hydra.sweep.dir=<day>``, ``hydra.sweep.dir=<day>/ablation`` (or ``<day>/16-40-00``,
 ``<day>/notes/lr``) was refused as inside that sweep's folder, though its job folders are ``0``..``N``; (B)
@@ -65,7 +65,7 @@ def fake_checkout(folder):
 def test_a_sweep_into_a_checkout_is_refused_and_an_old_one_there_blocks_no_default_sweep(tmp_path):
     checkout = fake_checkout(tmp_path / "co")
     instead = checkout / "multirun" / "new_sweep"
-    assert nested_sweep_problem(checkout) == (
+    assert folder_problem(checkout, sweep=True) == (
         f"hydra.sweep.dir={checkout} is a checkout of the harness (launch.py, conf/): a sweep never writes its "
         "multirun.yaml and job folders among its files, where every later sweep under multirun/ would lie inside it; "
         f"choose a new folder, e.g. hydra.sweep.dir={instead}")
@@ -125,5 +125,29 @@ def test_a_sweep_into_a_checkout_is_refused_before_it_writes(tmp_path):
     checkout = fake_checkout(tmp_path / "co")
     done = launch(f"hydra.sweep.dir={checkout}")
     assert done.returncode == 1, done.stdout + done.stderr  # was: 0, its multirun.yaml and 0/ among the files
-    assert done.stderr.strip().splitlines()[-1] == nested_sweep_problem(checkout).join(("[ERROR] ", ""))
+    assert done.stderr.strip().splitlines()[-1] == folder_problem(checkout, sweep=True).join(("[ERROR] ", ""))
+    assert sorted(p.name for p in checkout.iterdir()) == ["conf", "launch.py"]
+
+
+def test_a_run_into_a_checkout_is_refused_naming_a_folder_that_is_taken(tmp_path):
+    # hydra.run.dir=. in a checkout ran there: its .hydra/ and metrics.json made the checkout a run's folder, and
+    # every later default run (outputs/<date>/<time>) was refused as lying inside that run.
+    checkout = fake_checkout(tmp_path / "co")
+    instead = checkout / "outputs" / "new_run"
+    assert folder_problem(checkout, sweep=False) == (
+        f"hydra.run.dir={checkout} is a checkout of the harness (launch.py, conf/): a run never writes its outputs "
+        "among its files, where every later run under outputs/ would lie inside it; choose a new folder, e.g. "
+        f"hydra.run.dir={instead}")
+    assert folder_problem(instead, sweep=False) is None  # the advice works
+    assert folder_problem(checkout / "outputs", sweep=False) is None  # beside it, as before
+
+
+@pytest.mark.slow
+def test_a_run_into_a_checkout_is_refused_before_it_writes(tmp_path):
+    checkout = fake_checkout(tmp_path / "co")
+    done = subprocess.run([sys.executable, str(REPO / "launch.py"), "experiment=quick", "train.steps=2",
+                           "eval.enabled=false", "dry_run=true", f"hydra.run.dir={checkout}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == folder_problem(checkout, sweep=False).join(("[ERROR] ", ""))
     assert sorted(p.name for p in checkout.iterdir()) == ["conf", "launch.py"]

@@ -63,10 +63,9 @@ def _written(value: typing.Any) -> str:
 def _text_entry_problem(o: typing.Any, key: str, value: typing.Any) -> Refusal | None:
     """An entry of one of Hydra's dict settings of text (``hydra.job.env_set``: an environment variable's value) given
     a dict or a list, or a key below one (``hydra.job.env_set.A.b=1``); None otherwise. The fix writes the entry as
-    text, with ``++`` (it adds the entry, or overrides a preset's). Was: ``hydra.job.env_set={A:{b:1}}`` offered
-    ``++hydra.job.env_set={A:{b:1}}``, which every check passed and Hydra's job then failed on ("TypeError: str
-    expected, not DictConfig"); ``hydra.job.env_set.A.b=1`` offered ``++`` of itself, "refused too"; ``...A={b:1}``
-    named no value to write."""
+    text, with ``++`` (it adds the entry, or overrides a preset's): Hydra's job sets each entry as an environment
+    variable, so a dict there passes every check of the config and fails only as the job starts ("TypeError: str
+    expected, not DictConfig")."""
     from gensbi_sharding.harness.override_grammar import hydra_value
     from gensbi_sharding.harness.paste_command import pasted
 

@@ -130,8 +130,8 @@ def joined_loss_history(losses: np.ndarray, *, start_step: int, val_points: list
             kept = parts[0][5]  # this attempt's losses continue the earlier attempt's last set, or start one after it
             offset = int(kept.max()) + int(val_afresh) if len(kept) else 0
             parts[1] = (*parts[1][:5], parts[1][5] + offset)
-    # Was: after a kill -9 (no train_losses.npz written), the file and losses.png lacked the validations before the
-    # resume that metrics.json's val_history lists, from the same checkpoint.
+    # An attempt killed before its end (kill -9) wrote no train_losses.npz: its validations up to the resume live in
+    # the checkpoint's history only, which metrics.json's val_history lists, so the file and losses.png take them too.
     known = set(np.concatenate([part[2] for part in parts]).tolist())
     lost = [(int(s), float(v)) for s, v in restored_val
             if int(s) <= start_step and int(s) not in known and is_number(v)]

@@ -172,13 +172,12 @@ def foreign_runs_problem(sweep_dir: Any, folders: Sequence[str] | None) -> str |
 
 
 def nested_sweep_problem(sweep_dir: Any) -> str | None:
-    """The refusal of a sweep folder that is, or lies inside, another sweep's job folder, or of a checkout's own
-    folder; None where it is neither.
+    """The refusal of a sweep folder that is, or lies inside, another sweep's job folder; None where it is not.
 
-    Was: ``-m ... hydra.sweep.dir=<sweep>/3`` ran there, in the folder that sweep's job 3 would take: that sweep,
-    rerun with a fourth job, was refused offering ``hydra.run.dir=<sweep>/3`` to continue it, which is refused in turn
-    as a sweep's folder. Only the first part below that sweep matters (``<sweep>/ablation`` can be no job's folder of
-    ``subdir: ${hydra.job.num}``); ``hydra.sweep.dir=.`` in a checkout left a multirun.yaml above every later sweep.
+    A sweep in ``<sweep>/3`` would take the folder that sweep's job 3 writes, and the advice continuing that sweep
+    with a fourth job would name a folder refused as a sweep's. Only the first part below that sweep matters
+    (``<sweep>/ablation`` can be no job's folder of ``subdir: ${hydra.job.num}``); a checkout's own folder is refused
+    by ``paste_command.checkout_folder_problem``.
 
     Parameters
     ----------
@@ -188,7 +187,7 @@ def nested_sweep_problem(sweep_dir: Any) -> str | None:
     Returns
     -------
     str or None
-        One line naming the sweep it lies in (or the checkout) and a folder to choose instead.
+        One line naming the sweep it lies in and a folder to choose instead.
     """
     from pathlib import Path
 
@@ -196,10 +195,6 @@ def nested_sweep_problem(sweep_dir: Any) -> str | None:
 
     sweep_dir = Path(sweep_dir).absolute()
     named = hydra_override("hydra.sweep.dir", sweep_dir)
-    if (sweep_dir / "launch.py").is_file() and (sweep_dir / "conf" / "config.yaml").is_file():
-        return (f"{named} is a checkout of the harness (launch.py, conf/): a sweep never writes its multirun.yaml and "
-                "job folders among its files, where every later sweep under multirun/ would lie inside it; choose a "
-                f"new folder, e.g. {hydra_override('hydra.sweep.dir', sweep_dir / 'multirun' / 'new_sweep')}")
     host = next((p for p in sweep_dir.parents if (p / "multirun.yaml").is_file()
                  and _job_slot(p, sweep_dir.relative_to(p).parts[0])), None)
     if host is None:
