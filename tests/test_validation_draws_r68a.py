@@ -73,7 +73,7 @@ def test_every_held_out_pair_of_every_batch_has_its_own_draw():
     assert len(np.unique(np.concatenate(seen))) == 64
 
 
-def test_one_padded_batch_draws_as_before_so_the_default_jobs_numbers_hold():
+def test_one_padded_batch_without_an_index_draws_by_row_as_one_with_its_rows_as_index():
     # One batch (two_moons' default: 1,000 pairs in one batch of 1,024) is indexed by row: a pair's index is its row.
     functions, state = _functions()
     rng = np.random.default_rng(3)
