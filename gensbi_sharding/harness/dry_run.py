@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from omegaconf import DictConfig
@@ -22,8 +23,12 @@ log = logging.getLogger("gensbi_sharding")
 
 
 def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_theta: int,
-            dim_x: int, partition_axis: Any) -> dict[str, Any]:
+            dim_x: int, partition_axis: Any, stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
     """Compile one train step for ``mesh`` and the rule; returns memory and collectives.
+
+    ``stop_check`` (the run's ``PreemptionWatch.check``) is called between the stages (trace, build, lower, compile,
+    report): a Ctrl-C or preemption signal heard during one (XLA's compile holds the main thread) stops the dry run
+    at the stage's end, where it raises ``Preempted``; a dry run has no training steps to stop at.
 
     Raises
     ------
@@ -44,10 +49,12 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from gensbi_sharding.harness.step_check import check_step_keeps_state
     from gensbi_sharding.harness.train import make_step_functions
 
+    check = stop_check or (lambda: None)
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
     plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=bool(cfg.strict))
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
+    check()
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)
     ema = (abstract_sharded(lambda: EMA(build()[0], cfg.train.ema_decay), mesh, rule, warn=False)
            if cfg.train.ema_decay > 0 else None)  # placed as run.py places it: by the plan of the same rule
@@ -59,12 +66,15 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     key = jax.eval_shape(lambda: jax.random.key(0))
     if mesh is not None:
         key = jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=NamedSharding(mesh, P()))
+    check()
     start = time.perf_counter()
     lowered = functions.train_step.lower(state, batch, key)
     # A step whose output state has other types than its input compiles, yet fails at its second
     # call: the dry run must refuse it as training would.
     check_step_keeps_state(state, lowered.out_info[0])
+    check()
     compiled = lowered.compile()
+    check()  # heard during XLA's compile: its report is not the run's to print
     report = compiled_report(compiled)
     report.update(compile_s=time.perf_counter() - start, fallbacks=fallbacks)
     # The state per device as a training run reports it, from the abstract shapes at their shardings:
@@ -137,10 +147,12 @@ def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
     return sims.dim_theta, sims.dim_x
 
 
-def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> dict[str, Any]:
+def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict,
+                    stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
     """The ``dry_run=true`` step of a run: compile the step for the mesh and rule; report memory and collectives.
 
     Checks the model and data names and the batch size first, then calls ``dry_run``; trains nothing.
+    ``stop_check``: as ``dry_run`` takes it (a stop asked for during the dry run ends it, ``Preempted``).
 
     Returns
     -------
@@ -178,12 +190,14 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> 
     if hint:
         log.info("%s", hint)
     report = dry_run(cfg, mesh=mesh, rule_name=rule_name, table=table, dim_theta=dim_theta, dim_x=dim_x,
-                     partition_axis=partition_axis)
+                     partition_axis=partition_axis, stop_check=stop_check)
     idle = idle_model_axis_hint(shape, table, rule_name, spec, activation_axes_read(cfg, partition_axis),
                                 report["placed_on_model"], report["model_axes_that_split"])  # known once planned
     if idle and not hint:
         log.info("%s", idle)
     _real_run_fits(cfg, mesh, rule_name, table)
+    if stop_check is not None:  # heard while the report was made: stopped, not "dry run done"
+        stop_check()
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),

@@ -94,7 +94,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
 
     if cfg.dry_run:
         watch.check()
-        return dry_run_metrics(cfg, mesh, rule_name, table)
+        return dry_run_metrics(cfg, mesh, rule_name, table, stop_check=watch.check)
     check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
     watch.check()
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
