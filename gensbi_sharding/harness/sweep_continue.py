@@ -17,7 +17,8 @@ from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
-__all__ = ["whole_sweep_hint", "sweep_again", "stopped_between_jobs", "mark_not_started", "current_job_dir"]
+__all__ = ["whole_sweep_hint", "dry_run_sweep", "dry_run_sweep_again", "sweep_again", "stopped_between_jobs",
+           "mark_not_started", "current_job_dir"]
 
 
 def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True) -> str:
@@ -30,7 +31,8 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     than three: ``bash <sweep>/continue_unfinished.sh``), as the refusal names them; with one job left, that
     command alone, and when that job is this one, whose command the line before names, no command again. Those
     commands too where the sweep named a run to continue (``train.resume=<run>``): each job's own keeps it until
-    its folder holds a checkpoint, after which ``auto``.
+    its folder holds a checkpoint, after which ``auto``. A sweep of dry runs continues nothing: "a dry-run sweep has
+    nothing to continue: run it again with: python launch.py -m ... hydra.sweep.dir=<sweep>-again" (``dry_run_sweep``).
 
     Parameters
     ----------
@@ -52,6 +54,8 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     if (started and not hydra_job_overrides()[1]) or not argv or Path(argv[0]).name != "launch.py":
         return ""
     run_dir = Path(run_dir).absolute()
+    if dry_run_sweep(run_dir.parent):  # its jobs continue nothing: train.resume=auto is refused with dry_run=true
+        return dry_run_sweep_again(run_dir.parent, argv)
     # -m train.resume=<run a>,<run b>: every job's own command (resume_command.BY_JOB)
     if rest := _rest_of_sweep(run_dir, started, BY_JOB if named_resume(argv[1:]) else None):
         return rest
@@ -62,6 +66,53 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
     return f"to continue the whole sweep, {which}: " + " ".join(
         [continue_prefix(run_dir) + command_for(), *map(shlex.quote, kept), "train.resume=auto",
          hydra_override("hydra.sweep.dir", run_dir.parent)])
+
+
+def dry_run_sweep(sweep_dir: Any) -> bool:
+    """Whether the sweep in ``sweep_dir`` is one of dry runs (``dry_run: true`` in its ``multirun.yaml``).
+
+    Parameters
+    ----------
+    sweep_dir : path-like
+        ``hydra.sweep.dir``.
+
+    Returns
+    -------
+    bool
+    """
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+
+    saved = read_record(Path(sweep_dir) / "multirun.yaml")
+    return OmegaConf.is_dict(saved) and OmegaConf.select(saved, "dry_run", default=False) is True
+
+
+def dry_run_sweep_again(sweep_dir: Any, argv: Sequence[str]) -> str:
+    """"a dry-run sweep has nothing to continue: run it again with: <the sweep's command into a new sweep folder>"
+    (``argv``, launch.py's, its ``train.resume`` and ``hydra.sweep.dir`` left out): a dry run writes only into a
+    fresh folder, and with ``train.resume`` it is refused.
+
+    Parameters
+    ----------
+    sweep_dir : path-like
+        ``hydra.sweep.dir`` of the stopped sweep.
+    argv : sequence of str
+        ``sys.argv`` of the command that started the sweep.
+
+    Returns
+    -------
+    str
+    """
+    from gensbi_sharding.harness.interrupt_lines import unused_folder
+    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.resume_settings import continue_prefix
+
+    sweep_dir = Path(sweep_dir).absolute()
+    kept = [a for a in argv[1:] if not a.startswith(("train.resume=", "hydra.sweep.dir="))]
+    return "a dry-run sweep has nothing to continue: run it again with: " + " ".join(
+        [continue_prefix(sweep_dir) + command_for(), *map(shlex.quote, kept),
+         hydra_override("hydra.sweep.dir", unused_folder(sweep_dir))])
 
 
 def sweep_again(sweep_dir: Any, argv: Sequence[str], env: str) -> str:
