@@ -46,10 +46,13 @@ def holds_checkpoint(run_dir: Any) -> bool:
     """Whether ``run_dir/checkpoints`` holds a complete checkpoint, which ``train.resume=auto`` would continue;
     ``fresh_folder.ensure_fresh`` lets ``train.resume=<another run>`` retry a stopped job's folder only without one.
     (Not anything there: a first save cut short, only Orbax's temporary folder, would make the command ``auto``,
-    which trains from step 0.)"""
+    which trains from step 0.) Orbax's info line "Read Metadata={...}" left out: asked before a run quiets the
+    loggers (a folder's refusal from Hydra's callback), it stood above the refusal's one line."""
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+    from gensbi_sharding.harness.launch_record import quiet_absl
 
-    return bool(committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR))
+    with quiet_absl():
+        return bool(committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR))
 
 
 def launch_dir() -> Path:
@@ -87,8 +90,10 @@ def requeued_step(run_dir: Any, resume: Any) -> int | None:
     int or None
     """
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
+    from gensbi_sharding.harness.launch_record import quiet_absl
 
-    steps = committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR)
+    with quiet_absl():  # asked before a run quiets the loggers (holds_checkpoint): Orbax's read stays unsaid
+        steps = committed_steps(Path(run_dir) / CHECKPOINT_SUBDIR)
     if not steps or resume in (None, "", "auto"):
         return None
     saved = next((s for s in (saved_resume(run_dir, step) for step in reversed(steps)) if s != "auto"), None)
