@@ -72,8 +72,8 @@ def test_a_folder_refusal_of_a_run_started_from_python_names_the_settings_it_set
     python = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
     for out, said in [
         (done, "which are never overwritten; choose another cfg.output_dir" + python),
-        (stopped, "rerun with cfg.train.resume='auto' to continue it in this folder, or choose another cfg.output_dir"
-                  + python),
+        (stopped, "rerun with cfg.train.resume='auto' to start it again in this folder (it saved no complete "
+                  "checkpoint: it trains from step 0), or choose another cfg.output_dir" + python),
         (killed, f"continue it here by the same call with cfg.train.resume='auto', or in a new folder with "
                  f"cfg.train.resume={str(killed)!r} and cfg.output_dir='<new folder>'" + python),
     ]:
@@ -94,7 +94,8 @@ def test_a_folder_refusal_of_a_run_started_from_python_names_the_settings_it_set
     hydra.hydra.runtime.output_dir, hydra.hydra.overrides.task = str(stopped), []
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     HydraConfig.instance().set_config(hydra)
-    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder, or choose "
+    with pytest.raises(FileExistsError, match=r"rerun with train.resume=auto to start it again in this folder \(it "
+                                              r"saved no complete checkpoint: it trains from step 0\), or choose "
                                               "another hydra.run.dir$"):
         run_folder.RunFolder(stopped, compose_tiny()).claim()
 

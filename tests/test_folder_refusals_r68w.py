@@ -1,7 +1,11 @@
-"""A refused run folder's line stands alone (round 68, wave 2A).
+"""A stopped run's folder refusal says what a rerun does and stands alone (round 68, wave 2A).
 
-``train.resume=never`` on a preempted run's folder printed Orbax's info line "Read Metadata={...}" above the one-line
-refusal (the folder's claim asks for its complete steps before the run quiets the loggers): now only the refusal.
+1. A folder whose run was stopped before any complete checkpoint (e.g. a double Ctrl-C in its first compile) was
+   refused with "rerun with train.resume=auto to continue it in this folder", though that trains from step 0: it now
+   says "to start it again in this folder (it saved no complete checkpoint: it trains from step 0)"; with a complete
+   checkpoint it still says "continue it".
+2. ``train.resume=never`` on a preempted run's folder printed Orbax's info line "Read Metadata={...}" above the one-line
+   refusal (the folder's claim asks for its complete steps before the run quiets the loggers): now only the refusal.
 """
 
 from __future__ import annotations
@@ -9,8 +13,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from faults_helpers import save_step
 from gensbi_sharding.harness import outputs
+from gensbi_sharding.harness.fresh_folder import ensure_fresh
+
+OVERRIDES = ["experiment=quick", "train.steps=8"]
 
 
 def _stopped(run, status, step=None):
@@ -19,6 +28,29 @@ def _stopped(run, status, step=None):
     else:
         run.mkdir(parents=True)
     outputs.write_json(run / "metrics.json", {"status": status, "stopped_at_step": None})
+
+
+@pytest.mark.parametrize("status", ["interrupted", "preempted"])
+def test_a_run_stopped_before_a_complete_checkpoint_is_told_a_rerun_starts_it_again(tmp_path, status):
+    run = tmp_path / "run"
+    _stopped(run, status)
+    (run / "checkpoints" / "4.orbax-checkpoint-tmp-1").mkdir(parents=True)  # its first save, cut short
+    with pytest.raises(FileExistsError) as refused:
+        ensure_fresh(run, overrides=OVERRIDES)
+    said = str(refused.value)
+    assert said.endswith(f"(status {status}): this folder holds an earlier run's outputs, which are never "
+                         "overwritten; rerun with train.resume=auto to start it again in this folder (it saved no "
+                         "complete checkpoint: it trains from step 0), or choose another hydra.run.dir"), said
+    assert "continue it" not in said  # was: "to continue it in this folder"
+    assert ensure_fresh(run, resume="auto", overrides=[*OVERRIDES, "train.resume=auto"])["status"] == status
+
+
+def test_a_run_stopped_with_a_complete_checkpoint_is_still_told_to_continue_it(tmp_path):
+    run = tmp_path / "run"
+    _stopped(run, "preempted", step=4)
+    with pytest.raises(FileExistsError, match="rerun with train.resume=auto to continue it in this folder, or choose "
+                                              "another hydra.run.dir$"):
+        ensure_fresh(run, overrides=OVERRIDES)
 
 
 def test_a_preempted_folders_refusal_is_its_one_line_without_orbaxs_read_of_its_steps(tmp_path):

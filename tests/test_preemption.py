@@ -699,7 +699,8 @@ def test_a_local_process_words_its_stop_by_the_signal_its_parent_received(tmp_pa
     ("ok", True, "(status ok): this folder holds an earlier run's outputs, which are never overwritten; "
                  "choose another hydra.run.dir"),
     ("preempted", False, "(status preempted): this folder holds an earlier run's outputs, which are never "
-                         "overwritten; rerun with train.resume=auto to continue it in this folder"),
+                         "overwritten; rerun with train.resume=auto to start it again in this folder (it saved no "
+                         "complete checkpoint: it trains from step 0)"),
 ])
 def test_only_an_unfinished_run_may_be_continued_in_its_folder(tmp_path, status, resume_auto, refused):
     outputs.write_json(tmp_path / "metrics.json", {"status": status})

@@ -174,7 +174,8 @@ def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(
     write_json(run / "metrics.json", {"status": "interrupted", "final_step": 10})
     with pytest.raises(FileExistsError) as err:
         ensure_fresh(run, overrides=["experiment=quick", "seed=1"])
-    printed = str(err.value).split("continue it in this folder with the settings it was launched with: ")[1]
+    printed = str(err.value).split("start it again in this folder (it saved no complete checkpoint: it trains from "
+                                   "step 0) with the settings it was launched with: ")[1]
     printed = printed.removesuffix(", or choose another hydra.run.dir")
     assert printed == f"python launch.py experiment=quick seed=0 train.resume=auto hydra.run.dir={run}"
     args, cfg = _passing_command(printed)
@@ -182,8 +183,8 @@ def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(
     assert under_command(args, job_problem) is None
     with pytest.raises(FileExistsError) as err:  # the same settings, more steps: the command plus train.resume=auto
         ensure_fresh(run, steps=40, overrides=["seed=0", "experiment=quick", "train.steps=40"])
-    assert str(err.value).endswith("; rerun with train.resume=auto to continue it in this folder, or choose another "
-                                   "hydra.run.dir")
+    assert str(err.value).endswith("; rerun with train.resume=auto to start it again in this folder (it saved no "
+                                   "complete checkpoint: it trains from step 0), or choose another hydra.run.dir")
 
 
 def test_continuing_a_killed_runs_checkpoints_carries_its_settings_not_the_refused_commands(tmp_path):
@@ -231,7 +232,8 @@ def test_continuing_a_stopped_run_of_ones_own_preset_carries_its_search_path(tmp
     write_json(run / "metrics.json", {"status": "interrupted", "final_step": 10})
     with pytest.raises(FileExistsError) as err:
         ensure_fresh(run, overrides=["experiment=quick", "seed=1"])
-    printed = str(err.value).split("continue it in this folder with the settings it was launched with: ")[1]
+    printed = str(err.value).split("start it again in this folder (it saved no complete checkpoint: it trains from "
+                                   "step 0) with the settings it was launched with: ")[1]
     printed = printed.removesuffix(", or choose another hydra.run.dir")
     assert printed == (f"python launch.py 'hydra.searchpath=[file://{tmp_path / 'my_conf'}]' experiment=quick "
                        f"model=small seed=0 train.resume=auto hydra.run.dir={run}"), printed

@@ -8,7 +8,7 @@ from pathlib import Path
 from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
 from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics
-from gensbi_sharding.harness.resume_command import holds_checkpoint, requeued_step
+from gensbi_sharding.harness.resume_command import AUTO, folder_resume, holds_checkpoint, requeued_step
 
 __all__ = ["ensure_fresh", "RESUMABLE"]
 
@@ -53,7 +53,7 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     if previous is not None and not (resume_auto and status in RESUMABLE) and not retry and not (
             status == "error" and not dry_run and not _holds_complete_step(out_dir, has_checkpoints)):
         hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
-                 rerun_hint(out_dir, "continue it", overrides, multirun))
+                 rerun_hint(out_dir, *_again(out_dir), overrides, multirun))
                 + f", or choose another {_DIR[multirun]}"
                 if status in RESUMABLE and not dry_run else "choose another "
                 + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
@@ -73,6 +73,16 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                               f"could not be written); {stopped_hint(out_dir, overrides, multirun)}, or in a "
                               f"new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
     return previous
+
+
+def _again(out_dir: Path) -> tuple[str, str]:
+    """What rerunning a stopped run in ``out_dir`` with ``train.resume=auto`` does, as ``rerun_hint``'s ``again`` and
+    ``why``: it continues a complete checkpoint; with none (stopped before its first save completed) it starts from
+    step 0, which "continue it" would not say. One that named a run to continue (``train.resume=<run>``, which the
+    rerun keeps: ``folder_resume``) continues that run's checkpoint."""
+    if holds_checkpoint(out_dir) or folder_resume(out_dir) != AUTO:
+        return "continue it", ""
+    return "start it again", " (it saved no complete checkpoint: it trains from step 0)"
 
 
 def _holds_complete_step(out_dir: Path, has_checkpoints: bool) -> bool:

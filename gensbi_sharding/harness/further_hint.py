@@ -95,8 +95,9 @@ def saved_overrides(run_dir: Path, step: int, overrides: Sequence[str] | None) -
     return [*(o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))), *map(str, saved)]
 
 
-def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multirun: bool) -> str:
-    """"rerun with <its train.resume> to <again> in this folder" (``resume_command.folder_resume``): the command's own
+def rerun_hint(run_dir: Any, again: str, why: str, overrides: Sequence[str] | None, multirun: bool) -> str:
+    """"rerun with <its train.resume> to <again> in this folder<why>" (``resume_command.folder_resume``; ``why``: ""
+    or e.g. " (it saved no complete checkpoint: it trains from step 0)", said after "in this folder"): the command's own
     plus that override; where the command's settings are not those of the launch the folder's record holds (but
     ``train.steps``, ``train.resume``, ``hydra.*``), "<again> in this folder with the settings it was launched with:
     <its command>" (``sweep_hints.job_command``): pasted, 'launch.py seed=1 hydra.run.dir=<a stopped seed=0 run>'
@@ -108,15 +109,15 @@ def rerun_hint(run_dir: Any, again: str, overrides: Sequence[str] | None, multir
     from gensbi_sharding.harness.resume_command import folder_resume
     from gensbi_sharding.harness.sweep_hints import job_command
 
-    said = f"rerun with {folder_resume(run_dir)} to {again} in this folder"
+    said = f"rerun with {folder_resume(run_dir)} to {again} in this folder{why}"
     own, env = _own_command(run_dir, overrides, multirun), continue_prefix(run_dir, overrides)
     if own is None and env:  # a sweep's job: the whole sweep's command, as the user typed it, led by the setting
         from gensbi_sharding.harness.sweep_continue import sweep_again
 
         if whole := sweep_again(Path(run_dir).parent, sys.argv, env) if multirun else "":
-            return f"{again} with the rest of the sweep in its folder: {whole}"
-        return f"{again} in this folder: {job_command(overrides or (), run_dir, multirun=multirun)}"
-    return said if own is None else f"{again} in this folder with the settings it was launched with: {own}"
+            return f"{again} with the rest of the sweep in its folder{why}: {whole}"
+        return f"{again} in this folder{why}: {job_command(overrides or (), run_dir, multirun=multirun)}"
+    return said if own is None else f"{again} in this folder{why} with the settings it was launched with: {own}"
 
 
 def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) -> str:
