@@ -91,7 +91,12 @@ report = gensbi_sharding.compiled_report
 def parent_ctrl_c_in_compile(compiled):
     if "distributed.process_id=0" in sys.argv:  # one Ctrl-C: two would stop the parent at once
         os.kill(os.getppid(), signal.SIGINT)
-    time.sleep(3)  # the parent's stop reaches this process while its compile lasts
+    told = os.environ["GENSBI_SHARDING_PARENT_SIGNAL_FILE"]  # parent_signal.PARENT_SIGNAL_ENV: written, then sent on
+    for _ in range(600):
+        if open(told).read().strip():
+            break
+        time.sleep(0.1)
+    time.sleep(3)  # the parent's stop (SIGTERM) reaches this process, and JAX's service, while its compile lasts
     return report(compiled)
 gensbi_sharding.compiled_report = parent_ctrl_c_in_compile
 sys.argv = sys.argv[1:]
