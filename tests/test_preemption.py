@@ -191,8 +191,8 @@ def test_a_signal_while_an_observation_is_sampled_stops_between_its_ode_steps(tm
 
 
 # Validation every 2 steps, patience 3, no EMA, a constant learning rate that makes the validation loss
-# go up and down: the uninterrupted run finds its best at step 10 and stops at step 16.
-# A run that stops early at step 16 (best 10); its theta space pinned, as two_moons' default moved to none.
+# go up and down: the uninterrupted run finds its best at step 16 and stops at step 22.
+# A run that stops early at step 22 (best 16); its theta space pinned, as two_moons' default moved to none.
 EARLY_STOPPING = ("train.steps=24", "train.val_every=2", "train.patience=3", "train.ema_decay=0",
                   "train.learning_rate=0.05", "train.schedule=constant", "train.val_draws=2", "train.resume=auto",
                   "data.theta_transform=support")
@@ -222,21 +222,21 @@ def early_stopped(tmp_path_factory, devices):
     out = tmp_path_factory.mktemp("early") / "run"
     metrics, weights = _run_capturing_weights(out, *EARLY_STOPPING)
     assert metrics["status"] == "ok" and metrics["stopped_early"]
-    assert (metrics["best_step"], metrics["final_step"]) == (10, 16)
-    # Round 45: final_val_loss was the best validation's (step 10), named like final_train_loss, the last window's.
-    assert metrics["final_val_loss"] == dict(metrics["val_history"])[16] != metrics["best_val_loss"]
-    assert metrics["best_val_loss"] == dict(metrics["val_history"])[10] == min(v for _, v in metrics["val_history"])
+    assert (metrics["best_step"], metrics["final_step"]) == (16, 22)
+    # Round 45: final_val_loss was the best validation's (step 16), named like final_train_loss, the last window's.
+    assert metrics["final_val_loss"] == dict(metrics["val_history"])[22] != metrics["best_val_loss"]
+    assert metrics["best_val_loss"] == dict(metrics["val_history"])[16] == min(v for _, v in metrics["val_history"])
     return metrics, weights, out
 
 
 @pytest.mark.slow  # end-to-end runs
-@pytest.mark.parametrize("stop_at", [13, 12, 16])
+@pytest.mark.parametrize("stop_at", [19, 18, 22])
 def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_one(
         tmp_path, monkeypatch, early_stopped, stop_at):
     # Was: the best weights, the patience count and the validations before the preemption were lost:
     # preempted at 13 and resumed, the run went on to step 24 and returned its best of steps 14..24.
-    # 13: between validations, the best (10) found; 12: the validation of the checkpointed step is still
-    # due (it runs first on resume); 16: the step early stopping ends at (resumed, it trains nothing).
+    # 19: between validations, the best (16) found; 18: the validation of the checkpointed step is still
+    # due (it runs first on resume); 22: the step early stopping ends at (resumed, it trains nothing).
     reference, reference_weights, _ = early_stopped
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
@@ -247,7 +247,7 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == stop_at
     for name in ("final_step", "best_step", "stopped_early"):
         assert resumed[name] == reference[name], name
-    assert [s for s, _ in resumed["val_history"]] == [s for s, _ in reference["val_history"]] == list(range(2, 17, 2))
+    assert [s for s, _ in resumed["val_history"]] == [s for s, _ in reference["val_history"]] == list(range(2, 23, 2))
     np.testing.assert_allclose([v for _, v in resumed["val_history"]], [v for _, v in reference["val_history"]],
                                rtol=1e-6, atol=0)
     for name in ("final_val_loss", "best_val_loss"):
@@ -256,14 +256,14 @@ def test_a_resumed_run_keeps_its_early_stopping_and_ends_as_the_uninterrupted_on
     for got, want in zip(weights, reference_weights):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     with np.load(out / "train_losses.npz") as saved:  # losses.png's validation points: each once
-        assert saved["val_step"].tolist() == list(range(2, 17, 2))
+        assert saved["val_step"].tolist() == list(range(2, 23, 2))
 
 
 @pytest.mark.slow  # end-to-end runs
 @pytest.mark.parametrize("overrides, best, final", [
     (("train.val_every=2", "train.checkpoint_every=4"), 8, 8),  # the last step is due: saved before its validation
-    ((*EARLY_STOPPING, "train.checkpoint_every=8"), 10, 16),  # early stopping ends at a due step
-    (EARLY_STOPPING, 10, 16)])  # the final save alone, after the loop
+    ((*EARLY_STOPPING, "train.checkpoint_every=11"), 16, 22),  # early stopping ends at a due step
+    (EARLY_STOPPING, 16, 22)])  # the final save alone, after the loop
 def test_the_final_checkpoint_tells_the_best_step_metrics_json_does(tmp_path, caplog, request, overrides, best, final):
     # Was: a due last step was checkpointed before its validation: resumed from it, the run logged "best step 6,
     # 3 validation(s)" while metrics.json (both runs') said best_step 8.
