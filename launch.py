@@ -150,7 +150,9 @@ def main(cfg: DictConfig) -> float | None:
     except KeyboardInterrupt:  # what is true for this process: its run may not have written metrics.json yet, and a
         # process other than 0 writes none
         ran[jobs:] = [output_dir(cfg)]  # one slice store: whichever mark the Ctrl-C came before
-        if job_ended(ran[-1], stamp):  # the run returned, its record written: a Ctrl-C after the job ended
+        # The run returned, its record written: a Ctrl-C after the job ended. Only the folder's owner writes that
+        # record: another process of the job reads process 0's, written whenever process 0 ended, not its own end.
+        if folder_owner(cfg) and job_ended(ran[-1], stamp):
             running.clear()
             raise
         running[:] = [True]
