@@ -22,6 +22,27 @@ def composed(*overrides):
         return compose("config", overrides=["experiment=quick", *overrides], return_hydra_config=True)
 
 
+SMALL_HYDRA_FILES = tuple((name, "- seed=0\n") for name in ("config.yaml", "hydra.yaml", "overrides.yaml"))
+
+
+def sweep_at_job_zero(sweep, task="seed=0,1,2", files=SMALL_HYDRA_FILES, ended=True):
+    """Job 0's config of the sweep ``-m <task>`` in ``sweep`` (``hydra.job.num`` 0, as Hydra's launcher sets it) and
+    its folder, with its ``.hydra`` ``files`` and the sweep's multirun.yaml written; its metrics.json too if ``ended``
+    (status ok). Returns ``(config, job folder)``."""
+    config = composed("seed=0", f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN")
+    with open_dict(config.hydra.job):
+        config.hydra.job.num = 0
+    job = sweep / "0"
+    (job / ".hydra").mkdir(parents=True)
+    for name, text in files:
+        (job / ".hydra" / name).write_text(text)
+    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": [task], "hydra": []}, "sweeper": {}}}),
+                   sweep / "multirun.yaml")
+    if ended:
+        (job / "metrics.json").write_text('{"status": "ok"}')
+    return config, job
+
+
 def full_disk(monkeypatch, free_blocks):
     real = os.statvfs
 
@@ -71,17 +92,8 @@ def test_a_sweep_whose_disk_filled_stops_before_the_next_job_with_its_continue_c
     # Was (a 352 KB tmpfs, -m experiment=quick seed=0,1,2): job 2 died in Hydra's _save_config traceback, with no
     # sweep summary, no stop line and no continue command.
     sweep = tmp_path / "sw"
-    config = composed("seed=0", f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN")
-    with open_dict(config.hydra.job):
-        config.hydra.job.num = 0  # as Hydra's launcher sets it for job 0
-    job = sweep / "0"
-    (job / ".hydra").mkdir(parents=True)
-    for name, text in (("config.yaml", "seed: 0\n" * 300), ("hydra.yaml", "x: 1\n" * 1500),
-                       ("overrides.yaml", "- seed=0\n")):
-        (job / ".hydra" / name).write_text(text)
-    saved = OmegaConf.create({"hydra": {"overrides": {"task": ["seed=0,1,2"], "hydra": []}, "sweeper": {}}})
-    OmegaConf.save(saved, sweep / "multirun.yaml")
-    (job / "metrics.json").write_text('{"status": "ok"}')
+    config, job = sweep_at_job_zero(sweep, files=(("config.yaml", "seed: 0\n" * 300), ("hydra.yaml", "x: 1\n" * 1500),
+                                                  ("overrides.yaml", "- seed=0\n")))
     before = HydraConfig.instance().cfg
     HydraConfig.instance().set_config(config)
     try:

@@ -16,13 +16,12 @@ import tempfile
 
 import pytest
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import OmegaConf, open_dict
 
 from faults_helpers import REPO
 from gensbi_sharding.harness import hydra_room
 from gensbi_sharding.harness.folder_lock import folder_problem
 from gensbi_sharding.harness.sweep_subdirs import nested_sweep_problem
-from test_hydra_room import composed
+from test_hydra_room import sweep_at_job_zero
 
 
 def host_sweep(folder, subdir="${hydra.job.num}"):
@@ -79,14 +78,7 @@ def test_a_sweep_into_a_checkout_is_refused_and_an_old_one_there_blocks_no_defau
                                        (errno.EACCES, "make it writable"), (errno.ENOSPC, "free space there")])
 def test_a_next_job_folder_refused_is_told_the_fix_of_its_errno(tmp_path, monkeypatch, code, fix):
     sweep = tmp_path / "sw"
-    config = composed("seed=0", f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN")
-    with open_dict(config.hydra.job):
-        config.hydra.job.num = 0
-    (sweep / "0" / ".hydra").mkdir(parents=True)
-    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
-        (sweep / "0" / ".hydra" / name).write_text("- seed=0\n")
-    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["seed=0,1"], "hydra": []}, "sweeper": {}}}),
-                   sweep / "multirun.yaml")
+    config, _ = sweep_at_job_zero(sweep, task="seed=0,1", ended=False)
     real = tempfile.mkdtemp
 
     def refused(*args, dir=None, **kwargs):

@@ -14,25 +14,15 @@ import tempfile
 
 import pytest
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import OmegaConf, open_dict
 
 from faults_helpers import REPO
 from gensbi_sharding.harness import hydra_room
-from test_hydra_room import composed
+from test_hydra_room import sweep_at_job_zero
 
 
 def test_a_sweep_folder_that_turned_read_only_stops_the_sweep_before_its_next_job(tmp_path, monkeypatch):
     sweep = tmp_path / "sw"
-    config = composed("seed=0", f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN")
-    with open_dict(config.hydra.job):
-        config.hydra.job.num = 0  # as Hydra's launcher sets it for job 0
-    job = sweep / "0"
-    (job / ".hydra").mkdir(parents=True)
-    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
-        (job / ".hydra" / name).write_text("- seed=0\n")
-    OmegaConf.save(OmegaConf.create({"hydra": {"overrides": {"task": ["seed=0,1,2"], "hydra": []}, "sweeper": {}}}),
-                   sweep / "multirun.yaml")
-    (job / "metrics.json").write_text('{"status": "ok"}')
+    config, job = sweep_at_job_zero(sweep)
     real = tempfile.mkdtemp
 
     def read_only_sweep(*args, dir=None, **kwargs):  # as chattr +i (or a read-only remount) refuses a new entry
