@@ -11,8 +11,26 @@ __all__ = ["compiled_report", "collectives_in_hlo", "hlo_shape_bytes"]
 COLLECTIVES: tuple[str, ...] = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "ragged-all-to-all",
                                 "collective-permute", "collective-broadcast")
 
+#: Bytes one device sends per byte of the op's result, in a group of ``n`` devices, by the ring algorithms whose
+#: "bus bandwidth" factors NCCL's tests document (github.com/NVIDIA/nccl-tests, doc/PERFORMANCE.md): an all-reduce
+#: sends 2(n-1)/n of its result, an all-gather (n-1)/n of the whole it gathers, a reduce-scatter (n-1) times the
+#: share it keeps, an all-to-all what it does not keep; a permute or broadcast sends its result once.
+_SENT_PER_RESULT_BYTE = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
+                         "reduce-scatter": lambda n: n - 1, "all-to-all": lambda n: (n - 1) / n,
+                         "ragged-all-to-all": lambda n: (n - 1) / n, "collective-permute": lambda n: 1.0,
+                         "collective-broadcast": lambda n: (n - 1) / n}
+
 # "%name = <result shape> <op>(", synchronous or an async pair's "-done" ("-start"'s result holds the operands).
-_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?:-done)?\(")
+_OP = re.compile(r"=\s*(?P<shape>\S.*?)\s+(?P<op>" + "|".join(COLLECTIVES) + r")(?P<done>-done)?\((?P<args>.*)")
+_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=")
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*\(.*\{\s*$")
+_CALLS = re.compile(r"\b(?P<how>body|condition|to_apply|calls|true_computation|false_computation)=%?(?P<name>[\w.\-]+)"
+                    r"|\bbranch_computations=\{(?P<names>[^}]*)\}")
+_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+# A replica group as XLA prints it: explicit ({{0,1},{2,3}}), iota ([groups,size]<=[...]) or by mesh axes
+# (mesh['axis_0'=4,'axis_1'=2] {'axis_0'}); ``{}`` is every device of the program.
+_GROUPS = re.compile(r"replica_groups=(?:\{\{(?P<first>[\d,]*)\}|\[\d+,(?P<size>\d+)\]<="
+                     r"|mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<over>[^}]*)\}|(?P<all>\{\}))")
 _ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,<=?]*)\]")  # f32[<=8]: dynamic
 _BITS = re.compile(r"^(?:bf|f|s|u|c)(\d+)")
 
@@ -32,16 +50,79 @@ def hlo_shape_bytes(shape: str) -> int:
     return total
 
 
+def _runs_per_step(lines: list[str]) -> list[int]:
+    """How many times each line runs per call of the entry computation: a while loop's body as often as XLA's
+    ``known_trip_count`` says (once where it knows none), called computations as often as their callers."""
+    owner, calls, current = [], {}, None  # calls: callee -> [(caller, times)]
+    for line in lines:
+        if (head := _COMPUTATION.match(line)) and not line[:1].isspace():
+            current = head["name"]
+            calls.setdefault(current, [])
+        owner.append(current)
+        for ref in _CALLS.finditer(line):
+            trips = _TRIPS.search(line) if ref["how"] == "body" else None
+            for name in [ref["name"]] if ref["name"] else re.findall(r"%?([\w.\-]+)", ref["names"]):
+                calls.setdefault(name, []).append((current, int(trips[1]) if trips else 1))
+    memo: dict[str | None, int] = {}
+
+    def runs(name: str | None, seen: frozenset = frozenset()) -> int:
+        if name not in memo:  # the entry, and text outside computations, run once
+            callers = [(c, t) for c, t in calls.get(name, []) if c not in seen and c != name]
+            memo[name] = sum(runs(c, seen | {name}) * t for c, t in callers) if callers else 1
+        return memo[name]
+    return [runs(name) for name in owner]
+
+
+def _group_size(line: str, devices: int) -> int:
+    found = _GROUPS.search(line)
+    if found is None or found["all"]:
+        return devices
+    if found["first"] is not None:
+        return len([d for d in found["first"].split(",") if d])
+    if found["size"]:
+        return int(found["size"])
+    sizes = dict(re.findall(r"'([^']+)'=(\d+)", found["axes"]))
+    return math.prod(int(sizes.get(axis, 1)) for axis in re.findall(r"'([^']+)'", found["over"]))
+
+
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """``{op: {"count": n, "bytes": b}}`` per device for each op of ``COLLECTIVES`` in HLO text, counted statically:
-    a result of dynamic shape (``f32[<=8]``, ``ragged-all-to-all``'s buffers) at its bound, so an upper bound."""
+    """Count the collectives of one step in HLO text, per device.
+
+    Parameters
+    ----------
+    text : str
+        ``compiled.as_text()``: the per-device (SPMD-partitioned) program.
+
+    Returns
+    -------
+    dict
+        ``{op: {"count": n, "bytes": b}}`` for each op of ``COLLECTIVES``: ``n`` executions per step (an op in a
+        loop's body times XLA's ``known_trip_count``; a loop whose count XLA does not know, once) and ``b`` the bytes
+        one device sends in them, estimated from the op's result and its replica group's size by the ring algorithms
+        of NCCL's tests (an all-reduce of S bytes over n devices sends 2(n-1)/n S; ``_SENT_PER_RESULT_BYTE``). A
+        dynamic shape (``f32[<=8]``) counts at its bound. A group XLA leaves empty is every device of the program
+        (the header's ``num_partitions`` x ``replica_count``).
+
+    Raises
+    ------
+    ValueError
+        An unknown HLO element type or an unbounded dynamic dimension in a collective's result.
+    """
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
-    for match in filter(None, map(_OP.search, text.splitlines())):
-        out[match["op"]]["count"] += 1
-        out[match["op"]]["bytes"] += hlo_shape_bytes(match["shape"])
+    lines = text.splitlines()
+    header = lines[0] if lines else ""
+    devices = math.prod(int(m[1]) if (m := re.search(rf"\b{key}=(\d+)", header)) else 1
+                        for key in ("num_partitions", "replica_count"))
+    by_name = {m["name"]: line for line in lines if (m := _NAME.match(line))}
+    for line, runs in zip(lines, _runs_per_step(lines)):
+        if (match := _OP.search(line)) is None:
+            continue
+        start = next((by_name[n] for n in re.findall(r"%?([\w.\-]+)", match["args"]) if n in by_name), line)
+        n = _group_size(start if match["done"] else line, devices)
+        out[match["op"]]["count"] += runs
+        sent = hlo_shape_bytes(match["shape"]) * _SENT_PER_RESULT_BYTE[match["op"]](n)
+        out[match["op"]]["bytes"] += round(runs * sent)
     return out
-
-
 def compiled_report(compiled: Any) -> dict[str, Any]:
     """Report the per-device memory and the collectives of a compiled program.
 

@@ -270,7 +270,8 @@ def test_a_dry_run_says_when_a_real_run_on_this_host_would_be_refused_for_memory
         metrics = dry_run_metrics(cfg, make_mesh(model_axis=cfg.mesh.model_axis), name, table)
     assert metrics["param_count"] > 0  # the report as before
     # Was "| collective | count | bytes |": not said whether per device or summed over the mesh (per device).
-    assert any("| collective | count | bytes per device |" in m for m in caplog.messages), caplog.messages
+    # Assertion changed ("bytes per device" -> "bytes sent per device") with the bytes' meaning (r69 review).
+    assert any("| collective | count | bytes sent per device |" in m for m in caplog.messages), caplog.messages
     said = [m for m in caplog.messages if m.startswith("a real run on this host would be refused")]
     assert said == ["a real run on this host would be refused by its memory check (memory_check.check_fits): the "
                     "training state cannot fit: model=mlp under rule 'replicated' needs at least 59.8 MB (8 simulated "

@@ -127,17 +127,22 @@ def test_mesh_init_simulate_bad_input(args, match):
 def test_hlo_shapes_and_collectives_are_parsed():
     assert hlo_shape_bytes("f32[8,16]{1,0}") == 512
     assert hlo_shape_bytes("(bf16[4]{0}, pred[3]{0}, s4[3]{0}, token[])") == 8 + 3 + 2
+    # Bytes are those one device sends (assertions changed with the count from result bytes, 256/256/16, when the
+    # review found them adding unlike numbers): a group of 4 here, of the header's 8 where XLA names none.
     text = "\n".join([
-        "  %all-reduce.1 = f32[16,4]{1,0} all-reduce(f32[16,4]{1,0} %p), channel_id=1, to_apply=%add",
-        "  %ags = (f32[2,4]{1,0}, f32[16,4]{1,0}) all-gather-start(f32[2,4]{1,0} %q), dimensions={0}",
+        "HloModule jit_f, entry_computation_layout={()->f32[]}, num_partitions=8",
+        "  %all-reduce.1 = f32[16,4]{1,0} all-reduce(f32[16,4]{1,0} %p), channel_id=1, "
+        "replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add",
+        "  %ags = (f32[2,4]{1,0}, f32[16,4]{1,0}) all-gather-start(f32[2,4]{1,0} %q), replica_groups=[2,4]<=[8], "
+        "dimensions={0}",
         "  %agd = f32[16,4]{1,0} all-gather-done((f32[2,4]{1,0}, f32[16,4]{1,0}) %ags)",
         "  ROOT %t = (f32[2]{0}, f32[2]{0}) all-to-all(f32[2]{0} %a, f32[2]{0} %b), dimensions={0}",
         "  %add.3 = f32[16,4]{1,0} add(f32[16,4]{1,0} %all-reduce.1, f32[16,4]{1,0} %agd)",
     ])
     found = collectives_in_hlo(text)
-    assert found["all-reduce"] == {"count": 1, "bytes": 256}
-    assert found["all-gather"] == {"count": 1, "bytes": 256}
-    assert found["all-to-all"] == {"count": 1, "bytes": 16}
+    assert found["all-reduce"] == {"count": 1, "bytes": 2 * 3 * 256 // 4}
+    assert found["all-gather"] == {"count": 1, "bytes": 3 * 256 // 4}
+    assert found["all-to-all"] == {"count": 1, "bytes": 7 * 16 // 8}
     assert found["reduce-scatter"] == found["collective-permute"] == {"count": 0, "bytes": 0}
 
 
@@ -150,9 +155,11 @@ def test_ragged_and_broadcast_collectives_and_dynamic_shapes_are_counted():
         "  %cb = bf16[4,2]{1,0} collective-broadcast(bf16[4,2]{1,0} %p), replica_groups={{0,1}}",
         "  %ar = f32[<=8,2]{1,0} all-reduce(f32[<=8,2]{1,0} %x), to_apply=%add",
     ])
+    text = "HloModule jit_f, num_partitions=2\n" + text  # groups of 2: each device sends half, an all-reduce all
     found = collectives_in_hlo(text)
-    assert found["ragged-all-to-all"] == {"count": 1, "bytes": 16} and found["all-to-all"]["count"] == 0
-    assert found["collective-broadcast"] == {"count": 1, "bytes": 16}
+    # Assertions changed from result bytes (16, 16), as above: a group of 2 sends half its result.
+    assert found["ragged-all-to-all"] == {"count": 1, "bytes": 8} and found["all-to-all"]["count"] == 0
+    assert found["collective-broadcast"] == {"count": 1, "bytes": 8}
     assert found["all-reduce"] == {"count": 1, "bytes": 64}
     assert hlo_shape_bytes("(f32[<=8]{0}, s32[])") == 32 + 4
     with pytest.raises(ValueError, match=r"unbounded dynamic dimension in HLO shape 'f32\[\?,2\]'"):
@@ -208,7 +215,7 @@ def test_unknown_hlo_types_and_backends_without_memory_analysis():
 
     class NoMemoryAnalysis:
         def as_text(self):
-            return "  %r = f32[4]{0} all-reduce(f32[4]{0} %p), to_apply=%add"
+            return "  %r = f32[4]{0} all-reduce(f32[4]{0} %p), replica_groups={{0,1}}, to_apply=%add"
 
         def memory_analysis(self):
             raise NotImplementedError

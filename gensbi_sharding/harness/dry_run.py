@@ -101,8 +101,8 @@ def _log(report: dict[str, Any]) -> None:
              "dry run: one train step, per device (the best weights not included)",
              "| memory | bytes |", "|---|---|"]
     lines += [f"| {name.removesuffix('_bytes')} | {value} |" for name, value in memory.items()]
-    # Each op's result shape in the per-device (SPMD) program: the bytes one device sends or receives, not the mesh's.
-    lines += ["", "| collective | count | bytes per device |", "|---|---|---|"]
+    # What one device sends per step (collectives_in_hlo's ring estimate), not the mesh's sum nor each op's result.
+    lines += ["", "| collective | count | bytes sent per device |", "|---|---|---|"]
     lines += [f"| {op} | {c['count']} | {c['bytes']} |" for op, c in report["collectives"].items()]
     lines += [f"| total | {sum(c['count'] for c in report['collectives'].values())} | "
               f"{report['collective_bytes']} |", "", f"compile {report['compile_s']:.2f} s"]
