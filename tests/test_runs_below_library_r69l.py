@@ -45,3 +45,18 @@ def test_more_than_three_runs_are_counted(tmp_path):
     runs = tmp_path / "runs"
     assert (f"it holds 5 run folder(s) with a checkpoint, the newest first: {runs / 'r4'}, {runs / 'r3'}, "
             f"{runs / 'r2'} and 2 more: pass one of them, e.g. {runs / 'r4'}") in str(err.value)
+
+
+def test_train_resume_names_the_runs_once_as_overrides(tmp_path):
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.config import ConfigError
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    run = tmp_path / "runs" / "a"
+    _save(run, 1_000_000)
+    with pytest.raises(ConfigError) as err:  # the library's paths not repeated beside the harness's override
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(tmp_path / "runs")}}))
+    assert str(err.value) == (f"train.resume={tmp_path / 'runs'}: no checkpoint in {tmp_path / 'runs'}: looked for "
+                              f"complete Orbax step folders <step>/ in it; it holds 1 run folder(s) with a checkpoint, "
+                              f"the newest: train.resume={run}; or leave train.resume out to start fresh")
