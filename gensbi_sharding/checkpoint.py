@@ -130,8 +130,10 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
+        kinds = {path_key(p): type(v) for p, v in jax.tree_util.tree_leaves_with_path(
+            abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable)) if isinstance(v, nnx.Variable)}
         check_against({name: m for name, m in saved.items() if name not in sown}, target, step_dir,
-                      lambda: bool(_json_item("config", step_dir)))
+                      lambda: bool(_json_item("config", step_dir)), kinds)
         target.update({name: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=_replicated_like(target)) for name, m in
                        saved.items() if name in sown})  # older checkpoints saved them: read (Orbax reads all), dropped
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(nest_by_path(target)),

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from flax import nnx
+
 from gensbi_sharding.nodes import placed_dtype, prefixes_holding
 
 __all__ = ["check_against"]
@@ -151,8 +153,27 @@ def _beside_submodules(name: str, target: Mapping[str, Any]) -> bool:
     return bool(own) and all("/" in t for t in own)
 
 
+def filtered_fix(saved: Mapping[str, Any], target: Mapping[str, Any], kinds: Mapping[str, type]) -> str | None:
+    """The fix where the checkpoint holds exactly the target's variables of some types (``kinds``: each variable's
+    path, its type), a state filtered as saved (``nnx.state(model, nnx.Param)``): the target filtered alike."""
+    def kind(name: str) -> type | None:
+        return next((k for p, k in kinds.items() if name == f"state/{p}" or name.startswith(f"state/{p}/")), None)
+
+    held, lacked = ({kind(n) for n in target if n.startswith("state/") and (n in saved) == inside}
+                    for inside in (True, False))
+    if not (held and lacked) or None in held | lacked or held & lacked or any(n not in target for n in saved) or any(
+            tuple(saved[n].shape) != tuple(target[n].shape) for n in target if n in saved):
+        return None  # a type on both sides (a layer more), or another width: hyperparameters, not a filter
+    names = [f"nnx.{k.__name__}" if getattr(nnx, k.__name__, None) is k else k.__name__ for k in held]
+    kept = names[0] if len(names) == 1 else f"nnx.Any({', '.join(sorted(names))})"
+    return (f"The checkpoint holds only the target's {' and '.join(sorted(names))} variables (a filtered state saved, "
+            f"e.g. nnx.state(model, {kept})): restore into the target filtered alike, nnx.filter_state("
+            f"abstract_state_for(model, mesh, rule), {kept}), then nnx.update(model, restored.state); or save the "
+            "whole nnx.state(model)")
+
+
 def check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir: Path,
-                  has_config: Callable[[], bool]) -> None:
+                  has_config: Callable[[], bool], kinds: Mapping[str, type]) -> None:
     """``ValueError`` listing the variables missing, extra, or of another shape or dtype than saved."""
     problems = [f"{n}: missing from the checkpoint" for n in target if n not in saved]
     extra = [n for n in saved if n not in target]
@@ -173,8 +194,8 @@ def check_against(saved: Mapping[str, Any], target: Mapping[str, Any], step_dir:
                f"{f': {config}' if config else ''}), or, where a train step changed them (optax.inject_hyperparams "
                "makes a bfloat16 parameter's moments float32), the target from such a state (abstract_state_for after "
                "a step)" if dtypes_only else nesting_fix(saved, target, whole_target(saved), step_dir)
-               or renamed_fix(saved, target) or extra_fix(extra, target, whole_target(saved), config,
-                                                          len(extra) == len(problems)))
+               or renamed_fix(saved, target) or filtered_fix(saved, target, kinds)
+               or extra_fix(extra, target, whole_target(saved), config, len(extra) == len(problems)))
         raise ValueError(f"checkpoint {step_dir} does not fit the current model, {len(problems)} variable(s) "
                          f"differ: {listed}. {fix}")
 

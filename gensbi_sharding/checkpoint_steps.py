@@ -15,7 +15,8 @@ from gensbi_sharding.checkpoint_foreign import foreign_fix, step_metadata, subfo
 from gensbi_sharding.messages import absl_filtered, clipped, shown
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "committed_steps",
-           "damage_behind", "find_checkpoint", "read_json", "reasoned", "step_damage", "unconfirmed_steps"]
+           "damage_behind", "find_checkpoint", "read_json", "reasoned", "runs_below", "step_damage",
+           "unconfirmed_steps"]
 
 #: Folder of a run directory that holds its checkpoints.
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -79,7 +80,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     TypeError, ValueError, FileNotFoundError
         ``path`` or ``base_dir`` not a str or ``os.PathLike``, or ``""``; ``path`` missing, a file, one item of a step
         dir (the folder to pass named), a step dir cut short or without its Orbax step metadata, or holding no complete
-        checkpoint; a folder whose step newer than its newest complete one lost only that metadata (both named).
+        checkpoint (the run folders below it with one named, newest first); a folder whose step newer than its newest
+        complete one lost only that metadata (both named).
     """
     given = as_path(path, "path", "outputs/run")
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -126,8 +128,34 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     for step in (step for step, why in found.items() if why):
         cut.setdefault(found[step], []).append(str(step))
     listed = " (" + "; ".join(f"step {', '.join(s)}: {w}" for w, s in cut.items()) + ")" if cut else ""
-    raise FileNotFoundError(f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in "
-                            f"{'it' if folder == resolved else folder}{listed}; pass {_PASS}")
+    said = f"no checkpoint in {resolved}: looked for complete Orbax step folders <step>/ in " \
+        f"{'it' if folder == resolved else folder}{listed}"
+    if below := runs_below(resolved):  # outputs/, a date's or a sweep's folder: the runs it holds, named
+        named = ", ".join(map(str, below[:3])) + (f" and {len(below) - 3} more" if len(below) > 3 else "")
+        raise reasoned(said, f"; it holds {len(below)} run folder(s) with a checkpoint, the newest first: {named}: "
+                             f"pass one of them, e.g. {below[0]}")
+    raise FileNotFoundError(f"{said}; pass {_PASS}")
+
+
+def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
+    """The run folders under ``folder`` (``outputs``, a sweep's), ``depth`` levels at most, holding a complete
+    checkpoint, newest step first; ``[]`` if none. A run's ``checkpoints/`` and ``.hydra/`` are not entered."""
+    found: list[tuple[float, Path]] = []
+    level = [Path(folder)]
+    for _ in range(depth):
+        below = []
+        for parent in level:
+            try:
+                children = [c for c in parent.iterdir() if c.is_dir() and not c.name.startswith(".")]
+            except OSError:  # unreadable, or gone meanwhile: it holds no run to name
+                continue
+            for child in children:
+                if steps := committed_steps(child / CHECKPOINT_SUBDIR):
+                    found.append(((child / CHECKPOINT_SUBDIR / str(steps[-1])).stat().st_mtime, child))
+                elif child.name != CHECKPOINT_SUBDIR:
+                    below.append(child)
+        level = below
+    return [run for _, run in sorted(found, key=lambda pair: (-pair[0], str(pair[1])))]
 
 
 def reasoned(reason: str, fix: str) -> FileNotFoundError:

@@ -13,6 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.activations import entered_mesh
 from gensbi_sharding.batch import batch_spec, numpy_scalars_as_arrays
+from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, unstacked_rows
 from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory, under_transform
 from gensbi_sharding.nodes import check_flag, is_array, leaf_name
@@ -275,7 +276,8 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh,
         divisor = len({index[0].start for index in held.values()})  # distinct slices this process holds
         if shape[dim] % divisor:  # a dim past the batch's can stay whole
             what = f"leading size {shape[dim]} for" if dim == 0 else f"size {shape[dim]} in dim {dim} of"
-            fix = (f"pass a multiple of {divisor} per process" if dim == 0 else f"make dim {dim} a multiple of "
+            fix = (f"pass {' or '.join(map(str, sorted(nearest_batch_sizes(shape[0], divisor))))} rows per process"
+                   if dim == 0 else f"make dim {dim} a multiple of "
                    f"{divisor}, or leave it unsplit: {P(*(None if i == dim else e for i, e in enumerate(spec)))}")
             if dim == 0 and (said := unstacked(f"each of {shape[0]} rows: {fix}", divisor)):
                 raise ValueError(said)

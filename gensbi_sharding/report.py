@@ -12,6 +12,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.factory import UNDER_TRANSFORM
+from gensbi_sharding.leaf_checks import check_placeable
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key,
                                    stored_bytes)
@@ -244,7 +245,7 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
 
 def _check_not_typeof(value: Any, path: str) -> None:
     """Refuse ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes, misstating the bytes;
-    and traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0."""
+    traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0; and deleted ones."""
     for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
         if isinstance(leaf, jax.core.Tracer):
             raise TypeError(f"{path_key(keys, path)} is a traced array {UNDER_TRANSFORM}, placed nowhere yet: "
@@ -254,6 +255,8 @@ def _check_not_typeof(value: Any, path: str) -> None:
             raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
                             "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "
                             "abstract_sharded's)")
+        if isinstance(leaf, jax.Array):  # deleted (donated): its bytes were counted, freed on every device
+            check_placeable(leaf, f"{path_key(keys, path)} (shape {leaf.shape})")
 
 
 def _same_layout(a: Any, b: Mesh) -> bool:

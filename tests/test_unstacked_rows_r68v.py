@@ -49,7 +49,7 @@ def test_host_to_global_array_names_a_list_of_rows_with_its_partition(mesh):
     said = str(refused.value)
     assert said.startswith("host_arrays is a list of 8 arrays of shape (3,), read as a pytree of 8 leaves")
     assert said.endswith(": host_to_global_array(np.stack(rows), partition='data', mesh=mesh); if they are 8 leaves "
-                         "of one batch, each of 3 rows: pass a multiple of 4 per process")
+                         "of one batch, each of 3 rows: pass 4 rows per process")
     placed = _pasted(said, rows, mesh)
     assert placed.shape == (8, 3) and placed.sharding.spec == P(("data",))
     np.testing.assert_array_equal(np.asarray(placed)[:, 0], np.arange(8))

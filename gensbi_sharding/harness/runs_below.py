@@ -10,44 +10,9 @@ import os
 import re
 from pathlib import Path
 
+from gensbi_sharding.checkpoint_steps import runs_below  # the library names them too: one scan, both
+
 __all__ = ["runs_below", "runs_note", "sweep_jobs"]
-
-
-def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
-    """The folders under ``folder``, ``depth`` levels at most, holding a complete checkpoint; the newest first.
-
-    Parameters
-    ----------
-    folder : str or os.PathLike
-        A folder that is no run's (none of its own checkpoints).
-    depth : int
-        How many levels below it are looked at (``outputs/<date>/<time>``: 2; a sweep's jobs under it: 3).
-
-    Returns
-    -------
-    list of Path
-        Each run's folder, by its newest complete step's modification time, newest first; ``[]`` when none
-        (or ``folder`` is none); a run's own folders (``checkpoints/``, ``.hydra/``) are not looked into.
-    """
-    from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
-
-    found: list[tuple[float, Path]] = []
-    level = [Path(folder)]
-    for _ in range(depth):
-        below = []
-        for parent in level:
-            try:
-                children = [c for c in parent.iterdir() if c.is_dir() and not c.name.startswith(".")]
-            except OSError:  # unreadable, or gone meanwhile: it holds no run to name
-                continue
-            for child in children:
-                steps = committed_steps(child / CHECKPOINT_SUBDIR)
-                if steps:
-                    found.append(((child / CHECKPOINT_SUBDIR / str(steps[-1])).stat().st_mtime, child))
-                elif child.name != CHECKPOINT_SUBDIR:
-                    below.append(child)
-        level = below
-    return [run for _, run in sorted(found, key=lambda pair: (-pair[0], str(pair[1])))]
 
 
 def runs_note(folder: str | os.PathLike, key: str | None = None) -> str:
