@@ -131,6 +131,13 @@ def _ended(code: Any, *_: Any) -> None:
         _finish_at_exit(writer)
 
 
+def unwatch_if_idle() -> None:
+    """Stop watching for the script's end once no writer is open: while armed, every exception unwinding any frame
+    runs a callback (a review measured exception-heavy code 15-40 % slower); the next writer arms it again."""
+    if not any(not w._closed for w in _OPEN):
+        _disarm()
+
+
 def _disarm() -> None:
     """Stop watching: no callback left to run while Python tears modules down."""
     if _SCRIPT.get("tool") is not None:

@@ -19,7 +19,7 @@ from gensbi_sharding.checkpoint_items import checked_json, flat_by_path, item_ha
 from gensbi_sharding.checkpoint_steps import as_path, committed_steps
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, continued,
                                              failed_save, finish_and_unlock, lock_directory, unlock,
-                                             warn_beside_earlier, watch_exit)
+                                             unwatch_if_idle, warn_beside_earlier, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_node, is_prng_key, node_state,
@@ -264,6 +264,7 @@ class CheckpointWriter:
             self._named(self._unlock)
         finally:
             self._closed = True
+            unwatch_if_idle()
 
     def _named(self, call: Any, step: int | None = None, errors: type = Exception) -> None:
         """Call ``call`` (a wait for the save under way, or the save of ``step``); raise its failure naming the fix."""
