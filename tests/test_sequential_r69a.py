@@ -76,3 +76,24 @@ def test_a_sequential_job_without_scores_is_still_started_again_in_place(rounds_
     sequential_job(job, "stopped", [])  # stopped before its first score: nothing to lose
     with pytest.raises(AssertionError, match="started its rounds"):
         load_sequential().main(["--job", str(job), "--task", "two_moons", "--budget", "1000"])
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.5])
+def test_a_box_holds_its_samples_when_one_lies_on_the_priors_face(margin):
+    # Was: with --margin 0 a sample on the box prior's face (1.0: +inf in the support bijection's coordinates) made
+    # that side of the box 0 * inf = nan, so the box held nothing, not even its own samples: 10^8 prior draws, then
+    # "only 0 of 100000000 prior draws fell in the box [nan, ...]; raise --margin".
+    import numpy as np
+
+    from gensbi_sharding.harness import tasks
+
+    sys.path.append(str(REPO / "benchmarks"))
+    import sequential_rounds
+
+    task = tasks.get_task("gaussian_linear_uniform")  # the prior: uniform on [-1, 1]^10
+    samples = np.random.default_rng(0).uniform(-0.5, 0.5, (100, 10)).astype(np.float32)
+    samples[0, 0] = 1.0
+    inside, name = sequential_rounds.region_test(task, samples, margin)
+    assert inside(samples).all() and "nan" not in name
+    if margin == 0.0:  # no widening: the other dimensions stay at the samples' range
+        assert not inside(np.full((1, 10), 0.9, np.float32)).any()
