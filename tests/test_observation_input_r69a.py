@@ -24,3 +24,15 @@ def test_a_text_file_with_numbers_still_gets_its_command(tmp_path):
     (tmp_path / "x.csv").write_text("x1,x2\n0.5,-0.25\n")
     with pytest.raises(ValueError, match=r"np.loadtxt\('.*x.csv', delimiter=',', skiprows=1\)\)"):
         load_observation(tmp_path / "x.csv")
+
+
+def test_an_npz_archive_holding_no_array_gets_no_command_that_fails(tmp_path):
+    # Was: "(its arrays: none) ... np.load('x_o.npz')['x_o']", a KeyError when pasted.
+    import numpy as np
+
+    np.savez(tmp_path / "x_o.npz")
+    with pytest.raises(ValueError) as refused:
+        load_observation(tmp_path / "x_o.npz")
+    saved = tmp_path / "x_o_x_o.npy"
+    assert str(refused.value) == (f"observation file {tmp_path / 'x_o.npz'} is a .npz archive holding no array; save "
+                                  f"your observation with numpy.save('{saved}', x_o) and pass {saved}")

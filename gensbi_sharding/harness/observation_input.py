@@ -120,11 +120,14 @@ def load_observation(x_o: Any) -> np.ndarray:
         if not isinstance(x_o, np.ndarray):  # a .npz archive: its arrays named, even just one
             names = x_o.files
             x_o.close()
-            # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
-            name = next((n for n in ("observation", "x_o", "x") if n in names), names[0] if names else "x_o")
             saved = _saved_beside(path)
+            if not names:  # was: the command saving its 'x_o' array, a KeyError when pasted
+                raise ValueError(f"observation file {path} is a .npz archive holding no array; save your observation "
+                                 f"with numpy.save({os.fspath(saved)!r}, x_o) and pass {shlex.quote(str(saved))}")
+            # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
+            name = next((n for n in ("observation", "x_o", "x") if n in names), names[0])
             save = f"import numpy as np; np.save({os.fspath(saved)!r}, np.load({os.fspath(path)!r})[{name!r}])"
-            raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names) or 'none'}), "
+            raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names)}), "
                              f"not a .npy file; save the observation once: python -c {_shell_word(save)} and pass "
                              f"{shlex.quote(str(saved))}")
     try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently
