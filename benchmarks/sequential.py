@@ -13,7 +13,8 @@ an amortised job leaves there for ``run`` and ``table``: ``.hydra/config.yaml`` 
 with why) and, its own, ``sequential.json`` (rounds, region, margin), which marks it as sequential (written first, so
 a job stopped or killed while it writes the rest is started again in place). It holds
 the folder's lock while it runs. A stopped job saved no checkpoint: ``run`` starts it again. A ``--job`` that is a
-``launch.py`` run's folder, or lies inside one, is refused before anything there is touched.
+``launch.py`` run's folder, or lies inside one, is refused before anything there is touched, as is a sequential
+job's folder holding scores (finished, or stopped after some: ``scores_problem``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,30 @@ def amortised_scores(task: str, budget: int, results: Path = RESULTS) -> dict[in
         return {}
     return {int(r["observation"]): float(r["c2st"]) for r in read_results(results)
             if r["task"] == task and int(r["num_simulations"]) == budget and r["method"] == "amortised"}
+
+
+def scores_problem(job: Path) -> str | None:
+    """Why ``job``, a sequential job's own folder, is not started again in place: it holds scores (its
+    ``metrics.json``: finished, or stopped or failed after scoring some), which starting again deletes first; None if
+    it holds none (a new job's, or one killed or stopped before its first score, which ``run`` starts again so).
+
+    Was: ``sequential.py --job <a finished job>`` (a rerun by hand, or one with another ``--margin``) deleted its
+    c2st.csv and metrics.json and rewrote its sequential.json before its first round, losing every score; ``run``
+    skips such a job, or moves a stopped one aside before starting it again.
+    """
+    import json
+
+    try:
+        metrics = json.loads((job / "metrics.json").read_text())
+    except (OSError, ValueError):  # none, or damaged: no score to keep
+        return None
+    rows = metrics.get("c2st_observations") if isinstance(metrics, dict) else None
+    rows = [r for r in rows if isinstance(r, dict) and "observation" in r] if isinstance(rows, list) else []
+    if not rows:
+        return None
+    return (f"--job {job} holds a sequential job ({metrics.get('method', 'sequential')}, status "
+            f"{metrics.get('status')}) with the scores of observations {[r['observation'] for r in rows]}, which "
+            f"starting it again would delete; pass a new --job, or move {job} aside to run it again")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -75,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
                  if host == args.job.absolute()
                  else "lies inside the folder of the run {}, which is never written into")
         parser.error(f"--job {args.job} {where.format(host)}; pass a new folder, e.g. --job {host}-sequential")
+    if host is not None and (problem := scores_problem(args.job)):  # a sequential job's own folder, with scores
+        parser.error(problem)
     from gensbi_sharding.harness.outputs import write_atomic, write_json
     from sbibm_checks import extra_problem
     from sbibm_method import sequential_problem

@@ -163,7 +163,10 @@ def region_test(task, samples: np.ndarray, margin: float, region: str = "box"):
     bijection = prior_bijection(task)
     u = to_unconstrained(bijection, samples)
     lo, hi = u.min(0), u.max(0)
-    lo, hi = lo - margin * (hi - lo), hi + margin * (hi - lo)
+    # A sample on the prior box's face maps to +-inf: with --margin 0, 0 * inf made that side nan and the box empty
+    # (10^8 prior draws, then "raise --margin"); no margin widens nothing.
+    pad = margin * (hi - lo) if margin else np.zeros_like(lo)
+    lo, hi = lo - pad, hi + pad
 
     def inside(theta):
         with np.errstate(all="ignore"):

@@ -26,8 +26,10 @@ def _shell_word(code: str) -> str:
     return f'"{code}"' if not set(code) & set('"$`\\!') else shlex.quote(code)
 
 
-def _text_keywords(path: Path) -> str:
-    """The ``numpy.loadtxt`` keywords reading the text file ``path`` (its first 64 KiB looked at): ``delimiter`` where
+def _text_keywords(path: Path) -> str | None:
+    """The ``numpy.loadtxt`` keywords reading the text file ``path`` (its first 64 KiB looked at), or None where no
+    row of numbers is there (an empty file, column names alone, a binary file: the command would fail or save an
+    empty array, which sample.py refuses): ``delimiter`` where
     its first row of numbers is split by ``,`` or ``;`` (not whitespace), ``skiprows`` past rows of column names
     before it (sbibm's observation.csv: ``data_1,data_2``), ``encoding`` past a UTF-8 byte order mark (a
     spreadsheet's "CSV UTF-8", else "could not convert string '\\ufeff0.5' to float64") or bytes UTF-8 cannot
@@ -54,7 +56,7 @@ def _text_keywords(path: Path) -> str:
         if delimiter != "?":
             return (f"{'' if delimiter is None else f', delimiter={delimiter!r}'}{f', skiprows={at}' * any(lines[:at])}"
                     f"{bom}")
-    return (", delimiter=','" if path.suffix.lower() == ".csv" else "") + bom  # no row of numbers: as numpy reads
+    return None
 
 
 def _saved_beside(path: Path) -> Path:
@@ -101,8 +103,13 @@ def load_observation(x_o: Any) -> np.ndarray:
         if head != b"\x93NUMPY" and head[:2] != b"PK":  # numpy's own error for text: 'pickled data', misleading
             # The path as Python and the shell read it back: a quote or $ in it must not break the command
             saved = _saved_beside(path)
+            keywords = _text_keywords(path)
+            if keywords is None:  # was: "convert it once: ... np.loadtxt(...)", which failed or saved no values
+                what = "is empty (0 bytes)" if not head else "is neither a .npy file nor text holding a row of numbers"
+                raise ValueError(f"observation file {path} {what}; save your observation with "
+                                 f"numpy.save({os.fspath(saved)!r}, x_o) and pass {shlex.quote(str(saved))}")
             convert = (f"import numpy as np; np.save({os.fspath(saved)!r}, np.loadtxt({os.fspath(path)!r}"
-                       f"{_text_keywords(path)}))")
+                       f"{keywords}))")
             raise ValueError(f"observation file {path} is not a .npy file (text? a .npy starts with \\x93NUMPY); "
                              f"convert it once: python -c {_shell_word(convert)} and pass {shlex.quote(str(saved))}")
         try:
@@ -113,11 +120,14 @@ def load_observation(x_o: Any) -> np.ndarray:
         if not isinstance(x_o, np.ndarray):  # a .npz archive: its arrays named, even just one
             names = x_o.files
             x_o.close()
-            # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
-            name = next((n for n in ("observation", "x_o", "x") if n in names), names[0] if names else "x_o")
             saved = _saved_beside(path)
+            if not names:  # was: the command saving its 'x_o' array, a KeyError when pasted
+                raise ValueError(f"observation file {path} is a .npz archive holding no array; save your observation "
+                                 f"with numpy.save({os.fspath(saved)!r}, x_o) and pass {shlex.quote(str(saved))}")
+            # a run's posterior_samples.npz or sample.py's output holds the observation it was drawn at
+            name = next((n for n in ("observation", "x_o", "x") if n in names), names[0])
             save = f"import numpy as np; np.save({os.fspath(saved)!r}, np.load({os.fspath(path)!r})[{name!r}])"
-            raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names) or 'none'}), "
+            raise ValueError(f"observation file {path} is a .npz archive (its arrays: {', '.join(names)}), "
                              f"not a .npy file; save the observation once: python -c {_shell_word(save)} and pass "
                              f"{shlex.quote(str(saved))}")
     try:  # complex: float64 would drop the imaginary part (a warning only); text would be parsed silently

@@ -10,6 +10,7 @@ import argparse
 import math
 import numbers
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -21,6 +22,10 @@ from typing import Any
 __all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberParser", "named", "count_problems",
            "tried"]
 
+#: The .npz names a run writes in its folder (earlier_attempts' copies of them included), which a later run there would
+#: take for its own: refused as sample.py's output. Only these: ``posterior_samples_x_o_posterior.npz``, the default
+#: output of the observation the refusal of a run's ``posterior_samples.npz`` saves, is no run's.
+RUN_NPZ_NAMES = re.compile(r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|train_losses\.npz")
 SEED_MAX = 2**63 - 1  # saved in the .npz as int64: beyond it numpy writes an object array np.load refuses
 BOUNDS = {"seed": " (the .npz stores it as a 64-bit integer)",
           "ode_steps": " (as a run's eval.ode_steps; flow-matching samplers use 10-1,000)"}
@@ -167,8 +172,10 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     if given is not None and not given.strip():  # --out '' must not write the default output silently
         return (f"--out {shlex.quote(given)} names no file; pass --out <a file>.npz, or drop --out to write the "
                 f"default beside the observation file, {out}")
-    # A run's own names: a stopped run's folder holding one it did not write is refused when continued.
-    if out.name.startswith("posterior_samples") or out.name == "train_losses.npz":
+    # A run's own names: a stopped run's folder holding one it did not write is refused when continued. Was any name
+    # starting posterior_samples: the observation saved as observation_input advises, posterior_samples_x_o.npy,
+    # then had its default output refused, naming an --out never typed.
+    if RUN_NPZ_NAMES.fullmatch(out.name):
         return (f"--out {out}: {out.name} is a name a run writes its outputs under; choose another "
                 "(a later run in that folder would take it for its own)")
     if _file_type(out) and out.suffix.lower() != ".npz":  # an .npy holds one array; the record would be lost
