@@ -18,7 +18,7 @@ from gensbi_sharding.harness.summary import Summary, sweep_end_written
 __all__ = ["summary_stop_lines"]
 
 
-def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str]) -> list[str]:
+def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str], *, rewrite: bool = False) -> list[str]:
     """What a sweep stopped by ``signum`` at its end says: that every job ended, whether the summary is complete
     (or not written, and why), and what is left to run with its command (nothing, when every job completed).
 
@@ -30,6 +30,8 @@ def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str]) -> list
         The signal held (``signal.SIGINT`` for a Ctrl-C).
     argv : sequence of str
         ``sys.argv`` of the command that started the sweep.
+    rewrite : bool, optional
+        Write the summary again first: a Ctrl-C (``KeyboardInterrupt``) cut its writing short, the plot say.
 
     Returns
     -------
@@ -42,13 +44,24 @@ def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str]) -> list
     sweep = Path(last_job).absolute().parent
     stop = "interrupted by Ctrl-C" if signum == signal.SIGINT else f"preempted by {signal.Signals(signum).name}"
     written = (sweep_end_written() or [None])[0]
+    if rewrite:
+        from gensbi_sharding.harness.summary import refresh_sweep_summary
+
+        try:
+            written = refresh_sweep_summary(Path(last_job))
+        except KeyboardInterrupt:  # Ctrl-C again: what is there is named as such
+            written = "cut short"
+        except OSError as err:
+            written = err
     if isinstance(written, Summary):
         files = "sweep_summary.csv/.md" + ("/.png" if written.png_path is not None else "")
         summary = f"the sweep's summary is complete ({files} in {sweep})"
         statuses = [row["metrics"].get("status") for row in written.rows]
     else:
         summary = ("the sweep's summary is not written (the error above says why and the command that writes it)"
-                   if isinstance(written, OSError) else f"no sweep summary was written in {sweep}")
+                   if isinstance(written, OSError) and not rewrite else
+                   f"the sweep's summary is not rewritten ({written}); {rewrite_command(sweep)}"
+                   if rewrite and written is not None else f"no sweep summary was written in {sweep}")
         statuses = []
         for record in sorted(sweep.glob("*/metrics.json")):
             try:
@@ -63,3 +76,14 @@ def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str]) -> list
     if not done and (hint := whole_sweep_hint(Path(last_job).absolute(), argv, started=False)):
         lines.append(hint)
     return lines
+
+
+def rewrite_command(sweep: Path) -> str:
+    """"write it with: python -c '...'": the command that writes the summary of the sweep in ``sweep`` again."""
+    import json
+    import shlex
+
+    jobs = sorted(Path(sweep).glob("*/metrics.json"))
+    code = ("from gensbi_sharding.harness.summary import refresh_sweep_summary as again; "
+            f"again({json.dumps(str(jobs[0].parent) if jobs else str(sweep), ensure_ascii=False)})")
+    return f"write it with: python -c {shlex.quote(code)}"
