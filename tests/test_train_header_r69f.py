@@ -3,7 +3,8 @@ LEFT69 item 3).
 
 Was: a run resumed from a checkpoint whose early stopping had ended training printed "[5/7] train: steps 10200..20000,
 ..." and then "nothing trained: early stopping had ended training at the checkpoint's step 10200 ..."; one resumed at
-its train.steps, "[5/7] train: steps 3000..3000". Now the header says nothing is trained, and why.
+its train.steps, "[5/7] train: steps 3000..3000", and, with eval.enabled=false, "train.resume: step 3000 is train.steps:
+nothing to train, evaluating its weights" before "[6/7] sample + C2ST: skipped". Now each says what will be done.
 """
 
 import logging
@@ -43,6 +44,10 @@ def test_a_resumed_run_that_trains_nothing_says_so_in_its_header(tmp_path, devic
     assert at_end["steps"] == 0
     assert _headers(caplog) == [f"[5/7] train: nothing to train, resumed from step {stop} ({step_dir}): "
                                 f"train.steps={stop} is reached"]  # was: f"steps {stop}..{stop}, ..."
+    # eval.enabled=false (TINY): was "..., evaluating its weights", then "[6/7] sample + C2ST: skipped"
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("train.resume: step")] == [
+        f"train.resume: step {stop} is train.steps: nothing to train, and eval.enabled=false: only its validation "
+        "loss is measured (set eval.enabled=true to score it)"]
 
 
 def test_the_header_of_a_resumed_run_that_trains_names_its_steps_and_checkpoint():

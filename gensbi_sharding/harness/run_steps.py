@@ -106,7 +106,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
     if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
-        log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
+        log.info("train.resume: step %d is train.steps: nothing to train, %s", start_step, "evaluating its weights"
+                 if cfg.eval.enabled else "and eval.enabled=false: only its validation loss is measured (set "
+                 "eval.enabled=true to score it)")  # was "evaluating its weights", then "[6/7] ...: skipped"
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
     registry.get_data(cfg.data.name)
     observations, note = scored_observations(cfg)
