@@ -86,6 +86,8 @@ try:
     from gensbi_sharding.harness.log_file import console_fits, drop_late_callbacks
     from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
+    from gensbi_sharding.harness.summary import sweep_end_written
+    from gensbi_sharding.harness.summary_stop import summary_stop_lines
     from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
     from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
     from gensbi_sharding.harness.sweep_verdict import next_job_verdict
@@ -193,6 +195,12 @@ if __name__ == "__main__":
     console_fits()  # a console without UTF-8 gets +/- for a C2ST's ±, never an UnicodeEncodeError
     try:
         main()
+        # A stop after a sweep's last job ended, as its summary was written: held until the summary was whole, then
+        # forgotten (exit 0, no word). Answered as a preemption (75) or a Ctrl-C (130) is, the summary kept.
+        if in_sweep == [True] and (held := take_held()):
+            ignore_preemption_signals()  # answered: a second SIGTERM must not turn 75 into 143
+            print(*summary_stop_lines(ran[-1], held[0], sys.argv), sep="\n", file=sys.stderr, flush=True)
+            sys.exit(EXIT_INTERRUPTED if held[0] == signal.SIGINT else EXIT_PREEMPTED)
         # Hydra's --info left the root logger at DEBUG on stdout: composing the config again to check it printed
         # Hydra's own debug line ('Setting JobRuntime:name=app') after the info shown
         logging.disable(logging.INFO if not ran else logging.NOTSET)
@@ -208,6 +216,9 @@ if __name__ == "__main__":
         if not running and not ran:  # Hydra composing: no run to record it
             mark_not_started(current_job_dir(), "interrupted by Ctrl-C before it started")  # a folder Hydra made
             interrupted_before_run()
+        if not running and sweep_end_written():  # as the sweep's summary was written: written again, whole
+            print(*summary_stop_lines(ran[-1], signal.SIGINT, sys.argv, rewrite=True), sep="\n", file=sys.stderr)
+            sys.exit(EXIT_INTERRUPTED)
         if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
             # The next job's folder, if Hydra made it, says so (an empty launch.log reads like a run that failed)
             mark_not_started(job_dir := current_job_dir(), f"interrupted by Ctrl-C after {len(ran)} job(s) of the "

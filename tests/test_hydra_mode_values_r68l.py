@@ -44,6 +44,6 @@ def test_an_odd_hydra_mode_names_the_value_and_a_fix_that_passes_when_pasted(arg
         assert compose("config", overrides=pasted, return_hydra_config=True).hydra.mode.name == fix.split("=")[1]
 
 
-@pytest.mark.parametrize("arg", ["hydra.mode=RUN", "hydra.mode=MULTIRUN", "hydra.mode=1", "hydra.mode=null"])
+@pytest.mark.parametrize("arg", ["hydra.mode=RUN", "hydra.mode=MULTIRUN", "hydra.mode=null"])
 def test_a_mode_hydra_takes_passes(arg):
     assert command_problem([arg]) is None

@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-import atexit
-import json
 import os
 import re
 import shlex
-import socket
-import sys
-import time
 from pathlib import Path
 
-from gensbi_sharding.harness.outputs import read_metrics, write_json
+from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
+                                                 write_owner_note)
+from gensbi_sharding.harness.outputs import read_metrics
 from gensbi_sharding.harness.paste_command import config_folder_problem
 from gensbi_sharding.write_probe import write_denied  # named here too: tests patch it here
 
@@ -29,30 +26,6 @@ _RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st(\.atte
                           r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|process_\d+(\.attempt\d+)?\.log)")
 _SWEEP_OUTPUTS = re.compile(r"(sweep_summary\.(csv|md|png)|continue_unfinished\.sh|\d+)")
 _MARKS = {False: (".run.lock", ".hydra", "metrics.json", "checkpoints"), True: (".run.lock", "multirun.yaml")}
-
-
-#: The owner notes this process wrote and still holds, each with the pid that wrote it: ``remove_owner_notes``.
-_NOTES: dict[Path, int] = {}
-
-
-def remove_owner_notes() -> None:
-    """Remove the owner notes of the folder locks this process still holds, as it ends (the system frees its locks).
-
-    Run at the interpreter's exit (``atexit``), and before an ``os._exit``, which runs no exit hooks. A run stopped
-    by a preemption (exit 75) or Ctrl-C leaves its folder (and a sweep's) without Hydra's end-of-run callback, which
-    releases the lock: was a ``.run.owner.json`` naming a process long gone beside a free lock, read as the holder
-    of the next run that took the lock before writing its own note. A note another process wrote is never removed.
-    """
-    for note, pid in list(_NOTES.items()):
-        if pid == os.getpid():  # not one a forked child inherited the record of
-            _NOTES.pop(note, None)
-            try:
-                note.unlink(missing_ok=True)
-            except OSError:  # a folder turned read-only: the note stays, as before
-                pass
-
-
-atexit.register(remove_owner_notes)
 
 
 class FolderInUseError(RuntimeError):
@@ -75,7 +48,7 @@ class FolderLock:
     #: this reason). It also marks the folder as a run's or a sweep's (``_MARKS``: another's files are refused) and is
     #: how a checkpoint path finds its run's folder (``resume``, ``own_observation``). The owner note goes with the
     #: lock.
-    LOCK, OWNER = ".run.lock", ".run.owner.json"
+    LOCK, OWNER = ".run.lock", OWNER_NOTE
 
     def __init__(self, folder: Path):
         from filelock import FileLock
@@ -99,21 +72,13 @@ class FolderLock:
             refused.holder = holder
             raise refused from None
         if self._lock.lock_counter == 1:
-            write_json(self.folder / self.OWNER, {
-                "pid": os.getpid(), "host": socket.gethostname(),
-                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)})
-            _NOTES[self.folder / self.OWNER] = os.getpid()
+            write_owner_note(self.folder)
 
     def release(self) -> None:
         """Undo one ``acquire``; the last one removes the owner note and frees the folder."""
         try:
             if self._lock.lock_counter == 1:
-                _NOTES.pop(self.folder / self.OWNER, None)
-                # A folder turned read-only (or full) mid-run keeps the note, as ``remove_owner_notes`` does: was a
-                # PermissionError here, out of the job's end, which lost a sweep's summary and held the lock.
-                (self.folder / self.OWNER).unlink(missing_ok=True)
-        except OSError:
-            pass
+                drop_owner_note(self.folder)  # kept where the folder turned read-only: never an error here
         finally:
             self._lock.release()
 
@@ -125,12 +90,9 @@ class FolderLock:
         self.release()
 
     def holder(self) -> str:
-        """Who holds the lock, from its owner note: "pid 123 on node7, started ...: launch.py ..."."""
-        try:
-            owner = json.loads((self.folder / self.OWNER).read_text())
-            return f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: {owner['command']}"
-        except (OSError, ValueError, KeyError):
-            return "its owner note is not written yet"
+        """Who holds the lock, from its owner note: "pid 123 on node7, started ...: launch.py ..." (``owner_line``:
+        a note of a process that has ended is said to be an earlier run's)."""
+        return owner_line(self.folder)
 
 
 def physical(path: str | os.PathLike) -> Path:

@@ -40,8 +40,8 @@ def _enum_refusal(o: typing.Any, key: str, kind: type[enum.Enum], value: typing.
     ``hydra.mode``: OmegaConf's "Invalid value 'run', expected one of [RUN, MULTIRUN]" with "give it a value it
     takes", or for ``hydra.mode=1,2`` "e.g. hydra.mode=1", Hydra's number for RUN."""
     names = [member.name for member in kind]
-    member = next((m for m in kind if str(value).upper() == m.name or not isinstance(value, bool | dict | list)
-                   and value == m.value), next(iter(kind)))
+    member = next((m for m in kind if str(value).upper().removeprefix(f"{kind.__name__.upper()}.") == m.name
+                   or not isinstance(value, bool | dict | list) and value == m.value), next(iter(kind)))
     given = "several (Hydra sweeps none of its own settings)" if o.hydra.is_sweep_override() else o.raw or "''"
     takes = " or ".join(names) if len(names) == 2 else f"one of {', '.join(names)}"
     sweep = " (MULTIRUN: a sweep, as -m)" if key == "hydra.mode" else ""
@@ -240,6 +240,11 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
                 dict in (typing.get_origin(hint), hint)) or key.startswith(f"{_SWEEPER_PARAMS}."):
             # no type to check (an entry of a dict of anything: a logging config's, a callback's), a dict's or null
             continue
+        if (kind := _enum_of(hint)) and not (isinstance(value, str) and value in kind.__members__):
+            # by name only: OmegaConf also takes the enum's number (hydra.mode=2: MULTIRUN, then refused for
+            # hydra.run.dir, "a multirun (-m, or a preset) writes into hydra.sweep.dir", naming neither) and
+            # "RunMode.MULTIRUN", which the checks reading the command line as typed do not know as a mode
+            return _enum_refusal(o, key, kind, value)
         schema = schema or OmegaConf.structured(HydraConf)
         node = schema.copy()
         try:

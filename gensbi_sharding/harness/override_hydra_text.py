@@ -109,7 +109,8 @@ def _as_text(value: object) -> str:
 
 def preset_sweep_problem(params: list[str], options=None) -> str | None:
     """The refusal of a preset's ``hydra.sweeper.params``: a sweep the basic sweeper cannot run or with no value
-    (``sweep_values.sweep_values_problem``), else a yes/no its sweep gives a text setting of Hydra's.
+    (``sweep_values.sweep_values_problem``), of dry runs and training together (``dry_run_mix_problem``), else a
+    yes/no its sweep gives a text setting of Hydra's.
 
     Parameters
     ----------
@@ -124,9 +125,10 @@ def preset_sweep_problem(params: list[str], options=None) -> str | None:
         One line naming the param, "(in the preset's hydra.sweeper.params)", and the fix.
     """
     from gensbi_sharding.harness.override_grammar import parse
-    from gensbi_sharding.harness.sweep_values import sweep_values_problem
+    from gensbi_sharding.harness.sweep_values import dry_run_mix_problem, sweep_values_problem
 
-    return (sweep_values_problem(params, options, " (in the preset's hydra.sweeper.params)")
+    where = " (in the preset's hydra.sweeper.params)"
+    return (sweep_values_problem(params, options, where) or dry_run_mix_problem(params, where)
             or hydra_text_problem(parse(params), preset=True))
 
 

@@ -20,6 +20,7 @@ from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.memory_check import check_fits
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+from gensbi_sharding.harness.progress import train_header
 from gensbi_sharding.harness.rule_config import as_rule, rule_table
 from gensbi_sharding.harness.run_mesh import run_mesh
 from gensbi_sharding.harness.units import format_bytes
@@ -105,7 +106,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     if resume_dir is not None:
         check_resume_settings(resume_dir, cfg)
     if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
-        log.info("train.resume: step %d is train.steps: nothing to train, evaluating its weights", start_step)
+        log.info("train.resume: step %d is train.steps: nothing to train, %s", start_step, "evaluating its weights"
+                 if cfg.eval.enabled else "and eval.enabled=false: only its validation loss is measured (set "
+                 "eval.enabled=true to score it)")  # was "evaluating its weights", then "[6/7] ...: skipped"
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
     registry.get_data(cfg.data.name)
     observations, note = scored_observations(cfg)
@@ -152,12 +155,11 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     try:
         # From this line on a signal stops the run at the first step boundary, after a checkpoint.
         with watch.at_step_boundaries():
-            log.info("[5/7] train: steps %d..%d, global batch %d%s", ts.start_step, cfg.train.steps,
-                     cfg.data.batch_size, f", resumed from step {ts.start_step} ({resume_dir})" if resume_dir else "")
             result, preempted = train_with_checkpoints(
                 functions, state, pipe.train_batches, ts=ts, cfg=cfg, mesh=mesh, out=out, config=metrics["config"],
                 watch=watch, val_batches=pipe.val_batches, progress=jax.process_index() == 0,
-                statistics=sims.statistics(), window_head=earlier.losses[earlier.step > window_start])
+                statistics=sims.statistics(), window_head=earlier.losses[earlier.step > window_start],
+                announce=lambda trains, why: log.info("%s", train_header(cfg, ts.start_step, resume_dir, trains, why)))
     except KeyboardInterrupt as interrupt:  # Ctrl-C: the curve so far, for the run that continues this one
         if getattr(interrupt, "losses", None) is not None:
             write_losses(joined(interrupt.losses, interrupt.val_history))

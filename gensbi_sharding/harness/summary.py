@@ -41,9 +41,11 @@ from gensbi_sharding.harness.sweep_rows import (NO_RECORD, declared_sweeps, not_
 from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "key_cell", "markdown_table", "write_summary",
-           "refresh_sweep_summary", "SweepSummary", "continued_sweep_job", "refresh_job_sweep_summary"]
+           "refresh_sweep_summary", "SweepSummary", "continued_sweep_job", "refresh_job_sweep_summary",
+           "sweep_end_written"]
 
 log = logging.getLogger(__name__)
+_END: list = []  # what this process's last SweepSummary.on_multirun_end wrote: a Summary, the OSError, or None
 
 
 def markdown_table(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
@@ -168,6 +170,7 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # process 0 prints and writes it (not each process, on a shared disk)
             return
+        _END[:] = [None]
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
         declared = declared_sweeps(*command_overrides(config))
         # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
@@ -178,8 +181,10 @@ class SweepSummary(Callback):
             summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
                                     folders=job_folders(config, jobs))
         except OSError as err:  # a full or read-only disk: named, each job's outcome kept, no Hydra warning
+            _END[:] = [err]
             summary_refused_line(sweep_dir, err)
             return
+        _END[:] = [summary]
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
@@ -189,6 +194,18 @@ class SweepSummary(Callback):
         print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n"
               f"{summary.text}\n" + sweep_end_line(statuses, None if started is None else time.monotonic() - started,
                                                    sweep_dir, summary.png_path is not None), flush=True)
+
+
+def sweep_end_written() -> list:
+    """What this process's sweep wrote at its end (``SweepSummary.on_multirun_end``): ``[]`` where it did not write
+    (no sweep ended here, or another process writes it), else one item: the ``Summary``, the ``OSError`` that
+    refused it (its line printed) or None (no job left a record).
+
+    Returns
+    -------
+    list
+    """
+    return list(_END)
 
 
 def continued_sweep_job() -> bool:

@@ -17,7 +17,10 @@ from hydra.core.override_parser.types import ValueType
 
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 
-__all__ = ["sweep_values_problem", "command_sweep_problem"]
+__all__ = ["sweep_values_problem", "command_sweep_problem", "dry_run_mix_problem"]
+
+#: Words OmegaConf reads as true for a bool setting (``dry_run=yes``).
+_TRUE = ("true", "yes", "on", "y", "1")
 
 
 def _interval_fix(start: float, end: float) -> str:
@@ -114,4 +117,49 @@ def command_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
     command = parse(args)
     if any(o.key == "hydra/sweeper" for o in command.parsed):
         return None
-    return sweep_values_problem(command, lambda group: options(group, command.search_paths))
+    return sweep_values_problem(command, lambda group: options(group, command.search_paths)) or dry_run_mix_problem(
+        command)
+
+
+def dry_run_mix_problem(args: Sequence[str] | CommandLine, where: str = "") -> str | None:
+    """The refusal of a sweep of dry runs and training together (``-m dry_run=true,false``); None otherwise.
+
+    Such a sweep ran, and its summary gave the dry run's job a training row, status ok, its step time, losses and
+    score blank as if it had trained and measured nothing (the dry-run table, ranked by memory and communication, was
+    not written); and a stopped one's continue command (``train.resume=auto``) is refused for its dry runs. Each kind
+    runs as a sweep of its own; on the command line the two commands are named, the dry runs' into a folder of their
+    own where the sweep names one.
+
+    Parameters
+    ----------
+    args : sequence of str or CommandLine
+        The command line after the program name, or a preset's ``hydra.sweeper.params`` as ``key=value``.
+    where : str, optional
+        Where the override was written (``" (in the preset's hydra.sweeper.params)"``): no commands are named then.
+
+    Returns
+    -------
+    str or None
+    """
+    import shlex
+
+    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.paste_command import command_for
+
+    command = parse(args)
+    mixed = next((o for o in command.parsed if o.key == "dry_run" and o.hydra.is_sweep_override()
+                  and len({str(v).lower() in _TRUE for v in o.values()}) > 1), None)
+    if mixed is None:
+        return None
+    said = (f"{mixed.arg}{where}: a sweep runs dry runs or training, not both (its summary would show a dry run's "
+            "job as a trained one that measured nothing, and a dry run continues nothing); run each as a sweep of "
+            "its own")
+    if where:
+        return f"{said}: give dry_run one value"
+    words = [a for a in command.args if a != mixed.arg]
+    folder = next((o for o in command.parsed if o.key == "hydra.sweep.dir" and not o.hydra.is_sweep_override()), None)
+    dry = [w for w in words if folder is None or w != folder.arg] + ["dry_run=true"]
+    if folder is not None:
+        dry.append(hydra_override("hydra.sweep.dir", f"{folder.hydra.value()}-dry_run"))
+    return (f"{said}: {command_for()} {shlex.join(dry)} (the dry runs), then {command_for()} "
+            f"{shlex.join([*words, 'dry_run=false'])} (training)")

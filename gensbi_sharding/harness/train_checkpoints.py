@@ -24,7 +24,7 @@ __all__ = ["train_with_checkpoints"]
 def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
                            out: Any, config: dict, watch: PreemptionWatch, val_batches: list,
                            progress: bool, statistics: dict | None = None,
-                           window_head: Any = ()) -> tuple[Any, bool]:
+                           window_head: Any = (), announce: Any = None) -> tuple[Any, bool]:
     """The training phase of a run: ``train.train`` with its checkpoint cadence and preemption.
 
     Saves every ``train.checkpoint_every`` steps and at the end (a non-finite state is never saved:
@@ -38,6 +38,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     over (``training_done``): a signal during evaluation stops the run at once, naming the final checkpoint.
     ``statistics``, the data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
     ``window_head``: ``train.train``'s (the earlier attempt's losses in the resumed step's logging window).
+    ``announce``: called with whether any step will run, and why not (``"early stopping"``, ``"train.steps"``), once
+    that is known (after a resumed run's pending validation, which may end its early stopping), before training.
 
     Returns
     -------
@@ -67,7 +69,10 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     # The checkpoint of this step may have been saved before its validation (a stop before or inside it).
     validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
                                 last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)
-    if start >= cfg.train.steps or stopper.exhausted:  # an earlier attempt finished training
+    done = "train.steps" if start >= cfg.train.steps else "early stopping" if stopper.exhausted else None
+    if announce is not None:  # the phase's header: was "steps 10200..20000" before "nothing trained (early stopping)"
+        announce(done is None, done)
+    if done:  # an earlier attempt finished training
         watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
         if stopper.history:
             state, val_loss = stopper.with_best(functions, state, start), stopper.best_loss
