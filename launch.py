@@ -196,11 +196,13 @@ if __name__ == "__main__":
     try:
         main()
         # A stop after a sweep's last job ended, as its summary was written: held until the summary was whole, then
-        # forgotten (exit 0, no word). Answered as a preemption (75) or a Ctrl-C (130) is, the summary kept.
+        # forgotten (exit 0, no word). Answered as a preemption (75; 0 where nothing is left: every job and the
+        # summary complete, so a requeue would be refused) or a Ctrl-C (130) is, the summary kept.
         if in_sweep == [True] and (held := take_held()):
             ignore_preemption_signals()  # answered: a second SIGTERM must not turn 75 into 143
-            print(*summary_stop_lines(ran[-1], held[0], sys.argv), sep="\n", file=sys.stderr, flush=True)
-            sys.exit(EXIT_INTERRUPTED if held[0] == signal.SIGINT else EXIT_PREEMPTED)
+            lines, finished = summary_stop_lines(ran[-1], held[0], sys.argv)
+            print(*lines, sep="\n", file=sys.stderr, flush=True)
+            sys.exit(EXIT_INTERRUPTED if held[0] == signal.SIGINT else 0 if finished else EXIT_PREEMPTED)
         # Hydra's --info left the root logger at DEBUG on stdout: composing the config again to check it printed
         # Hydra's own debug line ('Setting JobRuntime:name=app') after the info shown
         logging.disable(logging.INFO if not ran else logging.NOTSET)
@@ -217,7 +219,7 @@ if __name__ == "__main__":
             mark_not_started(current_job_dir(), "interrupted by Ctrl-C before it started")  # a folder Hydra made
             interrupted_before_run()
         if not running and sweep_end_written():  # as the sweep's summary was written: written again, whole
-            print(*summary_stop_lines(ran[-1], signal.SIGINT, sys.argv, rewrite=True), sep="\n", file=sys.stderr)
+            print(*summary_stop_lines(ran[-1], signal.SIGINT, sys.argv, rewrite=True)[0], sep="\n", file=sys.stderr)
             sys.exit(EXIT_INTERRUPTED)
         if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
             # The next job's folder, if Hydra made it, says so (an empty launch.log reads like a run that failed)

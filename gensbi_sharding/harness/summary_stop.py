@@ -4,7 +4,8 @@
 job ended, while Hydra's ``SweepSummary`` callback writes the summary table and plot, is held until the summary is
 written (each file whole, under a temporary name then renamed) and was then forgotten: the sweep exited 0 with no
 word, as if no notice had come. It is now answered as a preemption is: these lines, then exit 75 (130 for a Ctrl-C
-the last job finished before answering, ``signal_hold.stop_after_run``).
+the last job finished before answering, ``signal_hold.stop_after_run``); 0 where every job completed and the summary
+is complete, as a completed run's exit is: a requeue would only be refused.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from gensbi_sharding.harness.summary import Summary, sweep_end_written
 __all__ = ["summary_stop_lines"]
 
 
-def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str], *, rewrite: bool = False) -> list[str]:
+def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str], *,
+                       rewrite: bool = False) -> tuple[list[str], bool]:
     """What a sweep stopped by ``signum`` at its end says: that every job ended, whether the summary is complete
     (or not written, and why), and what is left to run with its command (nothing, when every job completed).
 
@@ -35,8 +37,11 @@ def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str], *, rewr
 
     Returns
     -------
-    list of str
+    lines : list of str
         The stop line, then the command that continues the sweep's unfinished jobs, if any.
+    finished : bool
+        Every job completed and the summary is complete: nothing is left for a requeue to do (which would be
+        refused: "all jobs complete"), so a preemption notice ends it 0, as a completed run's does.
     """
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.sweep_continue import whole_sweep_hint
@@ -75,7 +80,7 @@ def summary_stop_lines(last_job: Path, signum: int, argv: Sequence[str], *, rewr
              + ("every job completed, so nothing is left to run" if done else "not every job completed")]
     if not done and (hint := whole_sweep_hint(Path(last_job).absolute(), argv, started=False)):
         lines.append(hint)
-    return lines
+    return lines, done and isinstance(written, Summary)
 
 
 def rewrite_command(sweep: Path) -> str:
