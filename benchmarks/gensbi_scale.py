@@ -5,7 +5,7 @@ model=flux1 ...`` under every rule and ``mesh.model_axis`` 1, 2, 4, 8 on 8 simul
 devices), reads each job's ``metrics.json`` and prints one table ranked by per-device
 memory of the compiled step: the parameter + AdamW state bytes each device holds (from
 the plan the job used), XLA's compiled memory analysis (arguments, temporaries) and the
-bytes of collectives one step runs.
+bytes each device sends in one step's collectives.
 
 ``init``: peak resident memory of building that Flux1 with ``init_sharded`` (fsdp, (8, 1)
 mesh), each way in its own fresh process (``ru_maxrss``), against the process after JAX
@@ -82,7 +82,7 @@ def table(args) -> None:
     print(f"\nFlux1 {GPU_SIZED} on two_moons, batch {jobs[0]['config']['data']['batch_size']}, "
           f"{count_params()} parameters; per device, ranked by compiled step memory\n")
     print("| rank | rule | mesh (data, model) | params + AdamW (MB) | arguments (MB) | temporaries (MB) "
-          "| step total (MB) | collectives / step (MB) | fallbacks | compile (s) |")
+          "| step total (MB) | collectives sent / step (MB) | fallbacks | compile (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     mb = lambda b: f"{b / 1e6:,.1f}"
     for rank, (total, rule, mesh, state, argument, temp, coll, fallbacks, compile_s) in enumerate(sorted(rows), 1):
