@@ -48,3 +48,14 @@ def test_every_spelling_of_the_mix_is_refused_and_one_kind_passes(values):
 def test_a_presets_sweep_of_both_is_refused():
     assert preset_sweep_problem(["dry_run=true,false"]) == (
         f"dry_run=true,false (in the preset's hydra.sweeper.params): {SAID}: give dry_run one value")
+
+
+@pytest.mark.parametrize("folder", ["sw/${now:%H}", "my sweeps/a"])
+def test_a_sweep_folder_that_needs_quoting_gives_commands_that_pass_as_printed(tmp_path, folder):
+    # Was (a review of the merged work): the dry runs' folder, already one quoted shell word, was quoted again
+    # (''"'"'hydra.sweep.dir=...'"'"''), read back by Hydra as the key "'hydra.sweep.dir".
+    problem = command_problem(["-m", "experiment=quick", "dry_run=true,false", f"hydra.sweep.dir={tmp_path}/{folder}"])
+    dry, train = _commands(problem)
+    assert dry[-1].startswith("hydra.sweep.dir=") and dry[-1].endswith("-dry_run"), dry
+    for pasted in (dry, train):
+        assert command_problem(pasted) is None, pasted

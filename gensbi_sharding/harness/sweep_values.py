@@ -158,8 +158,8 @@ def dry_run_mix_problem(args: Sequence[str] | CommandLine, where: str = "") -> s
         return f"{said}: give dry_run one value"
     words = [a for a in command.args if a != mixed.arg]
     folder = next((o for o in command.parsed if o.key == "hydra.sweep.dir" and not o.hydra.is_sweep_override()), None)
-    dry = [w for w in words if folder is None or w != folder.arg] + ["dry_run=true"]
-    if folder is not None:
-        dry.append(hydra_override("hydra.sweep.dir", f"{folder.hydra.value()}-dry_run"))
-    return (f"{said}: {command_for()} {shlex.join(dry)} (the dry runs), then {command_for()} "
+    dry = shlex.join([w for w in words if folder is None or w != folder.arg] + ["dry_run=true"])
+    if folder is not None:  # one shell word already (hydra_override quotes it): not quoted again
+        dry += " " + hydra_override("hydra.sweep.dir", f"{folder.hydra.value()}-dry_run")
+    return (f"{said}: {command_for()} {dry} (the dry runs), then {command_for()} "
             f"{shlex.join([*words, 'dry_run=false'])} (training)")
