@@ -28,7 +28,7 @@ _CALLS = re.compile(r"\b(?P<how>body|condition|to_apply|calls|true_computation|f
                     r"|\bbranch_computations=\{(?P<names>[^}]*)\}")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 # A replica group as XLA prints it: explicit ({{0,1},{2,3}}), iota ([groups,size]<=[...]) or by mesh axes
-# (mesh['axis_0'=4,'axis_1'=2] {'axis_0'}); ``{}`` is every device of the program.
+# (mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, a part of an axis as {'axis_0':(1)2}); ``{}`` is every device.
 _GROUPS = re.compile(r"replica_groups=(?:\{\{(?P<first>[\d,]*)\}|\[\d+,(?P<size>\d+)\]<="
                      r"|mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<over>[^}]*)\}|(?P<all>\{\}))")
 _ARRAY = re.compile(r"\b(?P<dtype>pred|token|[a-z]+\d+[a-z0-9]*)\[(?P<dims>[\d,<=?]*)\]")  # f32[<=8]: dynamic
@@ -81,8 +81,9 @@ def _group_size(line: str, devices: int) -> int:
         return len([d for d in found["first"].split(",") if d])
     if found["size"]:
         return int(found["size"])
-    sizes = dict(re.findall(r"'([^']+)'=(\d+)", found["axes"]))
-    return math.prod(int(sizes.get(axis, 1)) for axis in re.findall(r"'([^']+)'", found["over"]))
+    sizes = dict(re.findall(r"'([^']+)'=(\d+)", found["axes"]))  # {'x':(1)4}: a sub-axis of x of size 4
+    return math.prod(int(part or sizes.get(axis, 1)) for axis, part in re.findall(r"'([^']+)'(?::\(\d+\)(\d+))?",
+                                                                                    found["over"]))
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
@@ -97,7 +98,8 @@ def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
     -------
     dict
         ``{op: {"count": n, "bytes": b}}`` for each op of ``COLLECTIVES``: ``n`` executions per step (an op in a
-        loop's body times XLA's ``known_trip_count``; a loop whose count XLA does not know, once) and ``b`` the bytes
+        loop's body times XLA's ``known_trip_count``; a loop whose count XLA does not know, once; every branch of a
+        conditional, though one runs: an upper bound there) and ``b`` the bytes
         one device sends in them, estimated from the op's result and its replica group's size by the ring algorithms
         of NCCL's tests (an all-reduce of S bytes over n devices sends 2(n-1)/n S; ``_SENT_PER_RESULT_BYTE``). A
         dynamic shape (``f32[<=8]``) counts at its bound. A group XLA leaves empty is every device of the program

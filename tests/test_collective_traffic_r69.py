@@ -6,6 +6,7 @@ what it moves, an all-reduce's half), so a dry-run sweep ranked rules by numbers
 """
 
 import jax
+import numpy as np
 import jax.numpy as jnp
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -58,3 +59,14 @@ def test_a_gradient_all_reduce_over_the_data_axis_of_a_real_program():
     grad = jax.jit(jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w)))).lower(w, x).compile()
     reduced = gs.compiled_report(grad)["collectives"]["all-reduce"]
     assert reduced["count"] >= 1 and reduced["bytes"] == reduced["count"] * 2 * 3 * 128 * 128 * 4 // 4
+
+
+def test_a_group_over_part_of_a_mesh_axis_counts_that_part():
+    # JAX 0.12 prints a group over a sub-axis as {'x':(1)4}; it was read as all of x (896 bytes for both ops below).
+    mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(8), ("x",))
+    a = jax.device_put(jnp.ones((64, 16)), NamedSharding(mesh, P("x")))
+    found = gs.compiled_report(jax.jit(lambda a: a.reshape(4, 16, 16).sum(0)).lower(a).compile())["collectives"]
+    # each device's 8 x 16 float32 partial sum all-reduced over the 4 devices of its block (f32[8,16] in the HLO,
+    # {'x':(1)4}), then the 16 x 16 sum gathered over the 2 blocks ({'x':(4)2})
+    assert found["all-reduce"] == {"count": 1, "bytes": 2 * 3 * 512 // 4}
+    assert found["all-gather"] == {"count": 1, "bytes": 1024 // 2}
