@@ -150,9 +150,13 @@ def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
             except OSError:  # unreadable, or gone meanwhile: it holds no run to name
                 continue
             for child in children:
-                if steps := committed_steps(child / CHECKPOINT_SUBDIR):
-                    found.append(((child / CHECKPOINT_SUBDIR / str(steps[-1])).stat().st_mtime, child))
-                elif child.name != CHECKPOINT_SUBDIR:
+                try:  # a folder this user may not enter (another's 0700 run, lost+found): no run to name
+                    if steps := committed_steps(child / CHECKPOINT_SUBDIR):
+                        found.append(((child / CHECKPOINT_SUBDIR / str(steps[-1])).stat().st_mtime, child))
+                        continue
+                except OSError:
+                    continue
+                if child.name != CHECKPOINT_SUBDIR:
                     below.append(child)
         level = below
     return [run for _, run in sorted(found, key=lambda pair: (-pair[0], str(pair[1])))]
