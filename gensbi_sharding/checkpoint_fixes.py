@@ -156,8 +156,12 @@ def _beside_submodules(name: str, target: Mapping[str, Any]) -> bool:
 def filtered_fix(saved: Mapping[str, Any], target: Mapping[str, Any], kinds: Mapping[str, type]) -> str | None:
     """The fix where the checkpoint holds exactly the target's variables of some types (``kinds``: each variable's
     path, its type), a state filtered as saved (``nnx.state(model, nnx.Param)``): the target filtered alike."""
-    def kind(name: str) -> type | None:
-        return next((k for p, k in kinds.items() if name == f"state/{p}" or name.startswith(f"state/{p}/")), None)
+    by_path = {f"state/{p}": k for p, k in kinds.items()}
+
+    def kind(name: str) -> type | None:  # the variable's path is the name or one of its prefixes (a dict lookup each)
+        parts = name.split("/")
+        return next((by_path[p] for p in ("/".join(parts[:i]) for i in range(len(parts), 1, -1)) if p in by_path),
+                    None)
 
     held, lacked = ({kind(n) for n in target if n.startswith("state/") and (n in saved) == inside}
                     for inside in (True, False))
