@@ -272,7 +272,9 @@ def main() -> None:
         gensbi, pipeline = run_gensbi(cfg, args, out_dir)
         report = profile_gensbi(pipeline, args.profile_steps) if args.profile else None
 
-    print(f"\nFlux1 {dict(cfg.model)} ({gensbi['params']} parameters, float32), two_moons, "
+    # The dtypes the run used (model.dtype=bfloat16 was reported as float32)
+    print(f"\nFlux1 {dict(cfg.model)} ({gensbi['params']} parameters in {cfg.model.param_dtype}, computing in "
+          f"{cfg.model.dtype}), two_moons, "
           f"10,000 simulations, batch {args.batch_size}, {args.steps} step{'s' * (args.steps != 1)}, one CPU device; "
           f"C2ST: {args.num_samples} samples, {args.folds} folds\n")
     print("| pipeline | s/step (median) | C2ST, EMA weights | C2ST, last weights |\n|---|---|---|---|")

@@ -45,3 +45,25 @@ def test_gensbis_side_builds_the_harness_sides_flux1(monkeypatch, overrides):
     theirs = _shapes(Flux1(params))
     assert theirs == {k.removeprefix("flux/"): v for k, v in _shapes(harness).items()}
     assert len(theirs) > 10
+
+
+@pytest.mark.parametrize("dtypes, said", [
+    ((), "parameters in float32, computing in float32)"),
+    # Was: "(1000 parameters, float32)" whatever model.dtype / model.param_dtype the run trained in
+    (("model.dtype=bfloat16",), "parameters in float32, computing in bfloat16)"),
+    (("model.param_dtype=bfloat16", "model.dtype=bfloat16"), "parameters in bfloat16, computing in bfloat16)")])
+def test_the_report_names_the_dtypes_the_run_used(monkeypatch, capsys, dtypes, said):
+    import sys
+
+    import gensbi_sharding.harness.run as harness_run
+
+    script = _script(monkeypatch)
+    monkeypatch.setattr(harness_run, "run", lambda cfg: {"status": "ok", "median_step_s": 0.05, "c2st": 0.9,
+                                                         "compile_s": 1.0})
+    monkeypatch.setattr(script, "run_gensbi", lambda cfg, args, out: ({
+        "step_s": 0.09, "mean_step_s": 0.093, "wall_s": 20.0, "val_every": 100, "validations": 0,
+        "c2st": 0.95, "c2st_last": 0.93, "params": 1000}, None))
+    monkeypatch.setattr(sys, "argv", ["gensbi_pipeline.py", "--steps", "30", *dtypes])
+    script.main()
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Flux1 {"))
+    assert f"(1000 {said}, two_moons" in header, header
