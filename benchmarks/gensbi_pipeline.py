@@ -151,18 +151,16 @@ class TimedBatches:
 
 
 def gensbi_params(cfg, dim_theta: int, dim_x: int):
-    """GenSBI's Flux1Params from the harness's model config (the fields map one to one)."""
-    import jax.numpy as jnp
+    """GenSBI's Flux1Params from the harness's model config, by the harness's own mapping (``flux1_params``): every
+    ``model.*`` field, so an override the harness's side takes reaches GenSBI's alike (``model.id_merge_mode=concat``'s
+    ``val_emb_dim`` / ``id_emb_dim`` were left out: GenSBI's side refused them after the harness's side had trained)."""
     from flax import nnx
-    from gensbi.models import Flux1Params
+    from omegaconf import OmegaConf
 
-    m = cfg.model
-    return Flux1Params(
-        in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=m.mlp_ratio, num_heads=m.num_heads,
-        depth=m.depth, depth_single_blocks=m.depth_single_blocks, qkv_bias=m.qkv_bias,
-        rngs=nnx.Rngs(cfg.seed), dim_obs=dim_theta, dim_cond=dim_x, axes_dim=list(m.axes_dim),
-        id_merge_mode=m.id_merge_mode, theta=m.theta, id_embedding_strategy=tuple(m.id_embedding_strategy),
-        param_dtype=jnp.dtype(m.param_dtype), dtype=jnp.dtype(m.dtype))
+    from gensbi_sharding.harness.models.flux1 import flux1_params
+
+    fields = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+    return flux1_params(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), **fields)
 
 
 def validations_in(steps: int, val_every: int) -> int:
@@ -274,7 +272,9 @@ def main() -> None:
         gensbi, pipeline = run_gensbi(cfg, args, out_dir)
         report = profile_gensbi(pipeline, args.profile_steps) if args.profile else None
 
-    print(f"\nFlux1 {dict(cfg.model)} ({gensbi['params']} parameters, float32), two_moons, "
+    # The dtypes the run used (model.dtype=bfloat16 was reported as float32)
+    print(f"\nFlux1 {dict(cfg.model)} ({gensbi['params']} parameters in {cfg.model.param_dtype}, computing in "
+          f"{cfg.model.dtype}), two_moons, "
           f"10,000 simulations, batch {args.batch_size}, {args.steps} step{'s' * (args.steps != 1)}, one CPU device; "
           f"C2ST: {args.num_samples} samples, {args.folds} folds\n")
     print("| pipeline | s/step (median) | C2ST, EMA weights | C2ST, last weights |\n|---|---|---|---|")

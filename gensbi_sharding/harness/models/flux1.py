@@ -27,7 +27,7 @@ from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_p
 from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
-__all__ = ["Flux1Velocity", "make_flux1", "compute_dtype", "ID_STRATEGIES_1D"]
+__all__ = ["Flux1Velocity", "make_flux1", "flux1_params", "compute_dtype", "ID_STRATEGIES_1D"]
 
 # pos2d / rope2d need image-shaped data: the harness passes vectors (ID_STRATEGIES_1D).
 # Activation names at the wrapper's boundary; GenSBI's blocks carry no constraints of their own.
@@ -118,11 +118,51 @@ def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float =
                dtype: str = "float32", partition_axis: PartitionAxis | None = None) -> Flux1Velocity:
     """Build GenSBI's ``Flux1`` from ``Flux1Params`` fields and wrap it as a velocity field.
 
-    Every keyword but ``partition_axis`` is the ``Flux1Params`` field of the same name, with
-    GenSBI's default (``gensbi.recipes.flux1.get_default_flux1_params``) except ``dtype``:
-    GenSBI computes in bfloat16 by default, the harness in float32 (pass ``dtype="bfloat16"``
-    for GenSBI's). The hidden size is ``sum(axes_dim) * num_heads`` ("sum" merge) or
-    ``(val_emb_dim + id_emb_dim) * num_heads`` ("concat").
+    Every keyword but ``partition_axis`` is the ``Flux1Params`` field of the same name (``flux1_params``
+    builds them, with GenSBI's defaults but ``dtype``: float32 here, bfloat16 in GenSBI).
+
+    Parameters
+    ----------
+    dim_theta, dim_x : int
+        Parameter and observation sizes: ``dim_obs`` and ``dim_cond`` tokens of one channel.
+    rngs : nnx.Rngs
+        Needs a ``params`` stream.
+    partition_axis : PartitionAxis, optional
+        The activation layout under a mesh; None: unconstrained.
+
+    Returns
+    -------
+    Flux1Velocity
+
+    Raises
+    ------
+    ModuleNotFoundError
+        If GenSBI is not installed (the message names the ``gensbi`` extra).
+    ValueError
+        For a value GenSBI rejects, naming the ``model.<field>`` override.
+    """
+    params = flux1_params(
+        dim_theta=dim_theta, dim_x=dim_x, rngs=rngs, mlp_ratio=mlp_ratio, num_heads=num_heads, depth=depth,
+        depth_single_blocks=depth_single_blocks, qkv_bias=qkv_bias, axes_dim=axes_dim, val_emb_dim=val_emb_dim,
+        id_emb_dim=id_emb_dim, id_merge_mode=id_merge_mode, theta=theta, id_embedding_strategy=id_embedding_strategy,
+        param_dtype=param_dtype, dtype=dtype)
+    model_mod = import_required("gensbi.models.flux1.model", "flux1", GENSBI)  # imported by flux1_params
+    return Flux1Velocity(model_mod.Flux1(params), partition_axis=partition_axis)
+
+
+def flux1_params(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float = 4.0, num_heads: int = 6,
+                 depth: int = 8, depth_single_blocks: int = 16, qkv_bias: bool = True, axes_dim=(6, 0),
+                 val_emb_dim: int | None = None, id_emb_dim: int | None = None, id_merge_mode: str = "sum",
+                 theta: int | None = None, id_embedding_strategy=("absolute", "absolute"),
+                 param_dtype: str = "float32", dtype: str = "float32"):
+    """GenSBI's ``Flux1Params`` of ``model=flux1``'s fields: the one mapping of them (``make_flux1`` and
+    ``benchmarks/gensbi_pipeline.py``, whose GenSBI side must build the very model the harness trains).
+
+    Every keyword is the ``Flux1Params`` field of the same name, with GenSBI's default
+    (``gensbi.recipes.flux1.get_default_flux1_params``) except ``dtype``: GenSBI computes in bfloat16 by
+    default, the harness in float32 (pass ``dtype="bfloat16"`` for GenSBI's). The hidden size is
+    ``sum(axes_dim) * num_heads`` ("sum" merge) or ``(val_emb_dim + id_emb_dim) * num_heads`` ("concat").
+    The harness fixes the rest: one channel per token, no vector input, no guidance embedding.
 
     Parameters
     ----------
@@ -133,7 +173,7 @@ def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float =
 
     Returns
     -------
-    Flux1Velocity
+    gensbi.models.Flux1Params
 
     Raises
     ------
@@ -173,4 +213,4 @@ def make_flux1(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float =
             params = model_mod.Flux1Params(**fields)
         except AssertionError as err:  # GenSBI checks some fields with assert
             raise ValueError(f"Flux1Params rejected model.* fields: {err}") from None
-    return Flux1Velocity(model_mod.Flux1(params), partition_axis=partition_axis)
+    return params
