@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from faults_helpers import run_tiny
 
-from gensbi_sharding.harness.progress import train_header
+from gensbi_sharding.harness.train_header import train_header
 
 STOPPING = ("train.val_every=1", "train.patience=1", "train.ema_decay=0", "train.learning_rate=0.3")
 

@@ -20,7 +20,7 @@ from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.memory_check import check_fits
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
-from gensbi_sharding.harness.progress import train_header
+from gensbi_sharding.harness.train_header import train_header
 from gensbi_sharding.harness.rule_config import as_rule, rule_table
 from gensbi_sharding.harness.run_mesh import run_mesh
 from gensbi_sharding.harness.units import format_bytes
