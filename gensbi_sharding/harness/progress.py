@@ -56,4 +56,3 @@ def progress_bar(**kwargs: Any) -> tqdm:
     if is_terminal(2) or "notebook" in tqdm.__module__:
         return tqdm(**kwargs)
     return LineBar(**{**kwargs, "miniters": 1, "mininterval": 0})
-
