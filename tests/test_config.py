@@ -16,6 +16,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf, open_dict
 
+from checkout_files import shipped_files
 from gensbi_sharding.harness.config import (
     ConfigError, Flux1Config, MLPConfig, SimformerConfig, TransformerConfig)
 from gensbi_sharding.harness.config_checks import validate
@@ -118,7 +119,8 @@ OPTION_CASES = [(group, option) for group, options in GROUP_OPTIONS.items() for 
 
 def test_every_option_on_disk_is_covered():
     for group, options in GROUP_OPTIONS.items():
-        on_disk = {p.stem for p in (CONF / group).glob("*.yaml")}
+        # the shipped files (git's): a user's own (the README's conf/rule/my_rule.yaml) is no option this suite covers
+        on_disk = {p.stem for p in shipped_files(CONF / group)}
         assert on_disk == set(options), f"conf/{group}: files {sorted(on_disk)}, tested {sorted(options)}"
 
 
@@ -575,11 +577,11 @@ def test_a_rule_files_table_changed_on_the_command_line_is_reported_as_overridde
     from faults_helpers import under_command
 
     (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    (tmp_path / "rule" / "r69rule.yaml").write_text("name: r69rule\nembed: data\nmlp: model\n")
     searched = f"hydra.searchpath=[file://{tmp_path}]"
-    for typed, name in ((["++rule.heads=model"], "my_rule+overrides"), (["rule.mlp=null"], "my_rule+overrides"),
-                        ([], "my_rule"), (["rule.mlp=model"], "my_rule"), (["++rule.heads=null"], "my_rule")):
-        got, table = under_command([searched, "rule=my_rule", *typed], lambda cfg: rule_table(cfg.rule))
+    for typed, name in ((["++rule.heads=model"], "r69rule+overrides"), (["rule.mlp=null"], "r69rule+overrides"),
+                        ([], "r69rule"), (["rule.mlp=model"], "r69rule"), (["++rule.heads=null"], "r69rule")):
+        got, table = under_command([searched, "rule=r69rule", *typed], lambda cfg: rule_table(cfg.rule))
         assert got == name, typed  # the file's values typed again: its own table, its own name
     assert table["heads"] is None and table["mlp"] == "model"
 

@@ -9,9 +9,12 @@ import shlex
 
 import pytest
 
+from checkout_files import options_on_disk, shipped_options
 from gensbi_sharding.harness.command_checks import command_problem
 
-RULES = "fsdp, fsdp_tensor, replicated, tensor"
+# Hydra lists every rule on disk, a user's too (the README's conf/rule/my_rule.yaml), and the shipped ones are these
+RULES = ", ".join(options_on_disk("rule"))
+SHIPPED_RULES = ["fsdp", "fsdp_tensor", "replicated", "tensor"]
 LOGS = "default, disabled, gensbi, none, stdout"
 
 
@@ -27,6 +30,7 @@ LOGS = "default, disabled, gensbi, none, stdout"
 ])
 def test_a_choice_of_no_option_is_said_in_one_parenthesis(typed, said):
     problem = command_problem([typed])
+    assert shipped_options("rule") == SHIPPED_RULES and set(SHIPPED_RULES) <= set(RULES.split(", "))
     assert problem == f"{typed}: {said}"
     assert "((" not in problem and "))" not in problem and ") (" not in problem
     if "e.g. " in problem:  # the fix, pasted

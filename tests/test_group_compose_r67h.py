@@ -10,6 +10,7 @@ import shlex
 
 import pytest
 
+from checkout_files import options_on_disk, shipped_options
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.group_compose import group_choice_problem, hydra_groups
 
@@ -56,8 +57,10 @@ def test_an_interpolation_hydra_cannot_resolve_as_a_choice_is_refused_and_the_fi
 @pytest.mark.parametrize("arg, resolved", [("rule=${mesh}", "dict"), ("rule=${distributed}", "none")])
 def test_an_interpolation_that_resolves_to_no_option_names_what_it_resolves_to(arg, resolved):
     problem = command_problem([arg])
-    assert problem == (f"{arg}: rule has no option {arg[5:]} (it resolves to {resolved}; its options: fsdp, "
-                       "fsdp_tensor, replicated, tensor); pick one, e.g. rule=replicated")
+    # every rule on disk, a user's too (the README's conf/rule/my_rule.yaml); the shipped ones are these four
+    assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]
+    assert problem == (f"{arg}: rule has no option {arg[5:]} (it resolves to {resolved}; its options: "
+                       f"{', '.join(options_on_disk('rule'))}); pick one, e.g. rule=replicated")
 
 
 def test_an_interpolation_hydra_resolves_to_an_option_runs():

@@ -87,13 +87,16 @@ def test_launch_refuses_it_in_one_line_writing_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("folder", ODD_FOLDERS)
-def test_printed_commands_give_hydra_the_folder_back(folder):
+def test_printed_commands_give_hydra_the_folder_back(folder, tmp_path, monkeypatch):
     assert parsed(f"hydra.run.dir={hydra_value(folder)}") == folder
     assert parsed(shlex.split(hydra_override("train.resume", folder))[0]) == folder
     continued = shlex.split(job_command(["rule=fsdp", 'eval.observations=[1]'], folder, multirun=True))
     assert continued[:2] == ["python", "launch.py"] and grammar_problem(continued[2:]) is None
     assert {o.split("=")[0]: parsed(o) for o in continued[2:]} == {
         "rule": "fsdp", "eval.observations": [1], "train.resume": "auto", "hydra.mode": "RUN", "hydra.run.dir": folder}
+    # The hint reads the run's folder: a relative one resolves in an empty cwd, not in the checkout, where runs/a may be
+    # the README's checkpoint example, a finished run whose saved overrides would be read in place of these.
+    monkeypatch.chdir(tmp_path)
     further = train_further_hint(folder, 20, 40, ["rule=fsdp"]).split("into a new folder: ")[1]
     words = shlex.split(further)[2:]
     assert grammar_problem(words) is None

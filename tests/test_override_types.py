@@ -13,11 +13,14 @@ import os
 
 import pytest
 
+from checkout_files import options_on_disk, shipped_options
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.groups import preset_is_multirun
 from gensbi_sharding.harness.override_types import override_problem
 
 INT = "could not be converted to Integer"
+# Hydra lists every rule on disk, a user's too (the README's conf/rule/my_rule.yaml): the shipped ones and the others
+RULES = ", ".join(options_on_disk("rule"))
 
 CASES = [
     # wrong type for a scalar setting: null, empty, a list, a fraction, a word; the fix is one that composes
@@ -85,10 +88,9 @@ CASES = [
     # an option no group has, alone or in a sweep: the nearest one
     ("model=mlpp", "model=mlpp: Could not find 'model/mlpp' (model options: flux1, mlp, simformer, transformer); "
                    "did you mean model=mlp?"),
-    ("rule=fdsp", "rule=fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, replicated, tensor); "
-                  "did you mean rule=fsdp?"),
-    ("-m rule=replicated,fdsp", "rule=replicated,fdsp: Could not find 'rule/fdsp' (rule options: fsdp, fsdp_tensor, "
-                             "replicated, tensor); did you mean rule=replicated,fsdp?"),  # the sweep, fixed
+    ("rule=fdsp", f"rule=fdsp: Could not find 'rule/fdsp' (rule options: {RULES}); did you mean rule=fsdp?"),
+    ("-m rule=replicated,fdsp", f"rule=replicated,fdsp: Could not find 'rule/fdsp' (rule options: {RULES}); did you "
+                                "mean rule=replicated,fsdp?"),  # the sweep, fixed
 ]
 
 
@@ -126,6 +128,12 @@ def test_a_preset_turns_multirun_on_only_where_its_file_says_so(group, option, m
     (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\ndefaults:\n  - /experiment/sbibm\n")
     assert preset_is_multirun("experiment", "mine", [f"file://{tmp_path}"])  # another preset's file: the safe side
     assert preset_is_multirun("experiment", "quick", ["pkg://elsewhere"])  # a package path may hold it
+
+
+def test_the_rule_options_said_are_the_shipped_four_and_the_users_own():
+    # The cases' rule options come from the disk (a user's rule file is an option too); the shipped ones stay pinned.
+    assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]
+    assert set(shipped_options("rule")) <= set(RULES.split(", "))
 
 
 @pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])

@@ -10,6 +10,7 @@ from flax import nnx
 from hydra import compose, initialize_config_dir
 from jax.sharding import NamedSharding, PartitionSpec as P
 
+from checkout_files import shipped_files
 from gensbi_sharding.harness.config import ConfigError, register_configs
 from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.models.mlp import make_mlp
@@ -18,6 +19,9 @@ from gensbi_sharding import (LOGICAL_AXES, RULES, ShardingFallbackWarning, make_
                                       shard_model_by_table)
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
+# The rule file the YAML-error tests write on a search path: a name no user picks, since Hydra reads conf/ first and a
+# conf/rule/<name>.yaml of the user's (the README's my_rule.yaml) would be composed in its place
+PROBE = "yaml_probe_r69t"
 
 
 def composed(*overrides, config_dir=CONF):
@@ -53,7 +57,7 @@ def test_builtin_presets_equal_rules(name):
 
 
 def test_every_preset_says_when_to_use_it():
-    presets = sorted(CONF.glob("rule/*.yaml"))
+    presets = shipped_files(CONF / "rule")  # the ones git tracks: a user's own rule file is theirs to word
     assert {p.stem for p in presets} >= set(RULES) | {"fsdp_tensor"}
     for path in presets:
         assert path.read_text().startswith("# Use this when"), path.name
@@ -204,11 +208,11 @@ def test_a_rule_file_yaml_cannot_read_is_named_with_its_line_and_fix(tmp_path, t
     from gensbi_sharding.harness.command_checks import command_problem
 
     (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text(text)
+    (tmp_path / "rule" / f"{PROBE}.yaml").write_text(text)
     searched = f"hydra.searchpath=[file://{tmp_path}]"
-    assert command_problem([searched, "rule=my_rule"]) == (
-        f"{tmp_path / 'rule' / 'my_rule.yaml'}, {where}: YAML cannot read it {reason}")
-    assert command_problem(["-m", searched, "rule=fsdp,my_rule"]).startswith(f"{tmp_path / 'rule' / 'my_rule.yaml'}, ")
+    assert command_problem([searched, f"rule={PROBE}"]) == (
+        f"{tmp_path / 'rule' / PROBE}.yaml, {where}: YAML cannot read it {reason}")
+    assert command_problem(["-m", searched, f"rule=fsdp,{PROBE}"]).startswith(f"{tmp_path / 'rule' / PROBE}.yaml, ")
     assert command_problem([searched, "rule=fsdp"]) is None  # a file this command never reads stops nothing
 
 
@@ -218,10 +222,10 @@ def test_a_rule_file_written_as_a_list_is_named_with_the_fix(tmp_path):
     from gensbi_sharding.harness.command_checks import command_problem
 
     (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("- embed: data\n- mlp: model\n")
+    (tmp_path / "rule" / f"{PROBE}.yaml").write_text("- embed: data\n- mlp: model\n")
     searched = f"hydra.searchpath=[file://{tmp_path}]"
-    assert command_problem([searched, "rule=my_rule"]) == (
-        f"{tmp_path / 'rule' / 'my_rule.yaml'} holds a list (its lines start with '- '), and a config file is a "
+    assert command_problem([searched, f"rule={PROBE}"]) == (
+        f"{tmp_path / 'rule' / PROBE}.yaml holds a list (its lines start with '- '), and a config file is a "
         "mapping: write each setting as key: value, without the '- '")
     assert command_problem([searched, "rule=tensor"]) is None
 

@@ -11,41 +11,52 @@ import sys
 
 import pytest
 
+from checkout_files import options_on_disk, shipped_options
 from faults_helpers import REPO, compose_tiny, registered
 from gensbi_sharding.harness.command_checks import command_problem
 
+# The rules the checks list: every conf/rule/*.yaml on disk, so a user's own (the README's my_rule.yaml) too. The
+# tests' own rule files are named r69rule, which no user picks: Hydra reads conf/ first, so a user's file of the same
+# name would be composed in place of theirs.
+RULES = ", ".join(options_on_disk("rule"))
+
 
 @pytest.mark.parametrize("text, said", [
-    ("name: my_rule\nembd: data\n", "rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out "
+    ("name: r69rule\nembd: data\n", "rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out "
                                     "(and name); did you mean rule.embed?"),
-    ("name: my_rule\nembed: 3\n", "rule.embed=3 must be a mesh axis name, a list of them, or null; e.g. "
+    ("name: r69rule\nembed: 3\n", "rule.embed=3 must be a mesh axis name, a list of them, or null; e.g. "
                                   "rule.embed=data, or rule.embed=null (unsplit)"),
-    ("name: my_rule\nembed: [data, data]\n", "rule.embed=[data,data] names a mesh axis twice; list each mesh axis "
+    ("name: r69rule\nembed: [data, data]\n", "rule.embed=[data,data] names a mesh axis twice; list each mesh axis "
                                              "once: set rule.embed=data"),
-    ("name: my_rule\nembed: dta\n", "rule.embed=dta (rule my_rule) names mesh axis dta, which the mesh lacks; valid "
+    ("name: r69rule\nembed: dta\n", "rule.embed=dta (rule r69rule) names mesh axis dta, which the mesh lacks; valid "
                                     "values: data, model or null; set rule.embed=data"),
 ])
 def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, text, said):
     # Was: `python launch.py rule=my_rule` with a key typo in conf/rule/my_rule.yaml passed launch.py's checks of the
     # command line; the run refused the table after Hydra had made its folder, which kept error.txt and metrics.json.
     (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text(text)
+    (tmp_path / "rule" / "r69rule.yaml").write_text(text)
     searched = f"hydra.searchpath=[file://{tmp_path}]"
-    written = f" (written in {tmp_path / 'rule' / 'my_rule.yaml'}: fix it there)"
-    assert command_problem([searched, "rule=my_rule"]) == said + written
-    assert command_problem([searched, "experiment=quick", "dry_run=true", "rule=my_rule"]) == said + written
-    assert command_problem(["-m", searched, "rule=fsdp,my_rule"]) == said + written
+    written = f" (written in {tmp_path / 'rule' / 'r69rule.yaml'}: fix it there)"
+    assert command_problem([searched, "rule=r69rule"]) == said + written
+    assert command_problem([searched, "experiment=quick", "dry_run=true", "rule=r69rule"]) == said + written
+    assert command_problem(["-m", searched, "rule=fsdp,r69rule"]) == said + written
     assert command_problem([searched, "rule=fsdp"]) is None  # a file this command never reads stops nothing
     if "dta" in text:  # no mesh: no mesh axis to lack (as the run takes it)
-        assert command_problem([searched, "rule=my_rule", "mesh=none"]) is None
-        assert command_problem([searched, "rule=my_rule", "rule.embed=data"]) is None  # the override wins
+        assert command_problem([searched, "rule=r69rule", "mesh=none"]) is None
+        assert command_problem([searched, "rule=r69rule", "rule.embed=data"]) is None  # the override wins
+
+
+def test_rules_listed_are_the_shipped_four_and_any_of_the_users():
+    assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]
+    assert set(shipped_options("rule")) <= set(RULES.split(", "))
 
 
 def readme_rule_searched(tmp_path):
-    """The README's conf/rule/my_rule.yaml (name, embed, mlp: heads and vocab left out) in tmp_path/rule, and the
-    search path override that finds it."""
+    """The README's conf/rule/my_rule.yaml (name, embed, mlp: heads and vocab left out) in tmp_path/rule, named
+    r69rule (see RULES), and the search path override that finds it."""
     (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    (tmp_path / "rule" / "r69rule.yaml").write_text("name: r69rule\nembed: data\nmlp: model\n")
     return f"hydra.searchpath=[file://{tmp_path}]"
 
 
@@ -55,21 +66,21 @@ def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_
     # To append to your config use +rule.heads=model ... Key 'heads' is not in struct ... HYDRA_FULL_ERROR=1", whose
     # + is refused for a rule listing heads (-m rule=fsdp,my_rule rule.heads=model: job 1 refused with those lines).
     searched = readme_rule_searched(tmp_path)
-    said = ("rule.heads=model: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override it; "
+    said = ("rule.heads=model: rule=r69rule leaves heads out of its table (not split), so Hydra cannot override it; "
             "write ++rule.heads=model (sets it whether a rule's table lists heads or not), or add heads: model to the "
             "rule's file")
-    assert command_problem([searched, "experiment=quick", "rule=my_rule", "rule.heads=model"]) == said
-    assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", "rule.heads=model"])
+    assert command_problem([searched, "experiment=quick", "rule=r69rule", "rule.heads=model"]) == said
+    assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,r69rule", "rule.heads=model"])
     for fixed in ("++rule.heads=model", "rule.mlp=null"):  # the fix followed; a key the file lists: as before
-        assert command_problem([searched, "experiment=quick", "rule=my_rule", fixed]) is None
-        assert command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", fixed]) is None
+        assert command_problem([searched, "experiment=quick", "rule=r69rule", fixed]) is None
+        assert command_problem(["-m", searched, "experiment=quick", "rule=fsdp,r69rule", fixed]) is None
 
 
 def test_removing_an_axis_a_rule_file_leaves_out_advises_an_override_that_passes(tmp_path):
     # Typed: python launch.py rule=my_rule '~rule.heads' (the README's rule file, which leaves heads out). Was: "set
     # rule.heads=null to leave it unsplit", which the next command refused in turn (needs ++rule.heads=null).
     searched = readme_rule_searched(tmp_path)
-    for rule, fix in (("rule=my_rule", "++rule.heads=null"), ("rule=fsdp", "rule.heads=null")):
+    for rule, fix in (("rule=r69rule", "++rule.heads=null"), ("rule=fsdp", "rule.heads=null")):
         said = command_problem([searched, "experiment=quick", rule, "~rule.heads"])
         assert said == f"~rule.heads: a rule's axis cannot be removed; set {fix} to leave it unsplit"
         assert command_problem([searched, "experiment=quick", rule, fix]) is None  # the advice itself passes
@@ -80,28 +91,28 @@ def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_ea
     # job refused with its own value (job 0: "write ++rule.heads=model", job 1: "++rule.heads=data"), and beside
     # another rule override, "write ++rule.heads=model|data", which no command line takes.
     searched = readme_rule_searched(tmp_path)
-    said = ("rule.heads=model,data: rule=my_rule leaves heads out of its table (not split), so Hydra cannot override "
+    said = ("rule.heads=model,data: rule=r69rule leaves heads out of its table (not split), so Hydra cannot override "
             "it; write ++rule.heads=model,data (sets it whether a rule's table lists heads or not), or add heads: model "
             "to the rule's file")
-    assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", "rule.heads=model,data"]) == said
+    assert command_problem(["-m", searched, "experiment=quick", "rule=r69rule", "rule.heads=model,data"]) == said
     # beside another axis the file leaves out: the first of the two listed (test_every_axis_a_rule_file_leaves_out...)
-    assert f"\n  {said}\n" in command_problem(["-m", searched, "experiment=quick", "rule=my_rule",
+    assert f"\n  {said}\n" in command_problem(["-m", searched, "experiment=quick", "rule=r69rule",
                                                 "rule.heads=model,data", "rule.vocab=model"])
-    assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,my_rule", "rule.heads=model,data"])
+    assert said in command_problem(["-m", searched, "experiment=quick", "rule=fsdp,r69rule", "rule.heads=model,data"])
     for fixed in ("++rule.heads=model,data", "rule.mlp=model,data"):  # the fix followed; a key the file lists
-        assert command_problem(["-m", searched, "experiment=quick", "rule=my_rule", fixed]) is None
+        assert command_problem(["-m", searched, "experiment=quick", "rule=r69rule", fixed]) is None
 
 
 @pytest.mark.parametrize("sweep", [False, True])
 def test_every_axis_a_rule_file_leaves_out_is_named_in_one_run(tmp_path, sweep):
     # Typed: python launch.py rule=my_rule rule.heads=model rule.vocab=model (README's my_rule.yaml leaves both out).
     # Was: heads alone refused ("write ++rule.heads=model"); the command so fixed was refused for vocab, a second round.
-    head = [*(["-m"] if sweep else []), readme_rule_searched(tmp_path), "experiment=quick", "rule=my_rule"]
+    head = [*(["-m"] if sweep else []), readme_rule_searched(tmp_path), "experiment=quick", "rule=r69rule"]
     heads = "model,data" if sweep else "model"
     said = command_problem([*head, f"rule.heads={heads}", "rule.vocab=model"]).splitlines()
     assert said[0] == "2 overrides are refused, each with its fix:" and len(said) == 4, said
     for line, key, value in zip(said[1:3], ("heads", "vocab"), (heads, "model")):
-        assert line.startswith(f"  rule.{key}={value}: rule=my_rule leaves {key} out of its table") and \
+        assert line.startswith(f"  rule.{key}={value}: rule=r69rule leaves {key} out of its table") and \
             f"write ++rule.{key}={value} (sets it" in line, line
     assert said[3] == f"  all fixed together: ++rule.heads={heads} ++rule.vocab=model"
     assert command_problem([*head, f"++rule.heads={heads}", "++rule.vocab=model"]) is None  # the advice passes
@@ -117,16 +128,17 @@ def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_searc
 
     here = tmp_path / folder
     (here / where).mkdir(parents=True)
-    (here / where / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
+    (here / where / "r69rule.yaml").write_text("name: r69rule\nembed: data\nmlp: model\n")
     monkeypatch.chdir(here)
-    said = command_problem(["rule=my_rule", "mesh.model_axis=2"])
+    said = command_problem(["rule=r69rule", "mesh.model_axis=2"])
     conf = here / where.removesuffix("rule").rstrip("/")
-    assert said.startswith("rule=my_rule: Could not find 'rule/my_rule' (rule options: fsdp, fsdp_tensor, replicated, "
-                           f"tensor); {where}/my_rule.yaml here is not read: launch.py reads its own "), said
+    # every rule in the checkout's conf/rule, a user's there too (see RULES)
+    assert said.startswith(f"rule=r69rule: Could not find 'rule/r69rule' (rule options: {RULES}); "
+                           f"{where}/r69rule.yaml here is not read: launch.py reads its own "), said
     add = said.rsplit("; add ", 1)[1]
     assert shlex.split(add)[0].startswith("hydra.searchpath=[") and f"file://{conf}" in add, add
-    assert command_problem([*shlex.split(add), "rule=my_rule", "mesh.model_axis=2"]) is None  # the fix, followed
-    assert command_problem(["rule=my_rul"]).endswith("; pick one, e.g. rule=fsdp")  # no such file here: as before
+    assert command_problem([*shlex.split(add), "rule=r69rule", "mesh.model_axis=2"]) is None  # the fix, followed
+    assert command_problem(["rule=r69rul"]).endswith("; pick one, e.g. rule=fsdp")  # no such file here: as before
 
 
 @pytest.mark.parametrize("typed, said", [
@@ -148,16 +160,16 @@ def test_a_rule_override_the_run_would_refuse_is_refused_before_hydra(typed, sai
 
 def test_a_refused_rule_file_leaves_no_folder(tmp_path):
     (tmp_path / "conf" / "rule").mkdir(parents=True)
-    (tmp_path / "conf" / "rule" / "my_rule.yaml").write_text("name: my_rule\nembd: data\n")
+    (tmp_path / "conf" / "rule" / "r69rule.yaml").write_text("name: r69rule\nembd: data\n")
     out = tmp_path / "out"
     ran = subprocess.run([sys.executable, str(REPO / "launch.py"), f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-                          "experiment=quick", "rule=my_rule", f"hydra.run.dir={out}"],
+                          "experiment=quick", "rule=r69rule", f"hydra.run.dir={out}"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert ran.returncode == 1
     assert ran.stderr.strip().splitlines()[-1] == (
         "[ERROR] rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out (and name); did you "
-        "mean rule.embed? (written in conf/rule/my_rule.yaml: fix it there)")
+        "mean rule.embed? (written in conf/rule/r69rule.yaml: fix it there)")
     assert not out.exists()
 
 
@@ -341,7 +353,7 @@ def test_an_empty_mesh_axis_is_said_as_typed(compose_config):
     ("data.name", "bernoulli_glm, gaussian_linear, gaussian_linear_uniform, gaussian_mixture, lotka_volterra, sir, "
      "slcp, two_moons", "two_moons"),
     ("model.name", "flux1, mlp, simformer, transformer", "mlp"),
-    ("rule.name", "fsdp, fsdp_tensor, replicated, tensor", "replicated")])
+    ("rule.name", RULES, "replicated")])
 def test_an_empty_name_is_said_as_typed_with_no_steps_to_add_it(key, registered, fix):
     # Was: "unknown data '' (data.name=); ...; or drop data.name= and choose one with data=<name>; to add '', register
     # its factory ... with @register_data('') ... and add conf/data/.yaml" (rule.name='' and model.name='' alike).
@@ -515,7 +527,7 @@ UNKNOWN_NAMES = [  # (overrides, the value named, the names listed, the fix, the
      "choose the model with model=transformer"),
     (("data.name=two_moon",), "data.name=two_moon", "sir, slcp, two_moons", "data.name=two_moons",
      "@register_data('two_moon')"),
-    (("rule.name=nope",), "rule.name=nope", "fsdp, fsdp_tensor, replicated, tensor", "rule.name=replicated",
+    (("rule.name=nope",), "rule.name=nope", RULES, "rule.name=replicated",
      "write conf/rule/nope.yaml"),
     (("rule.name=fsdp",), "rule.name=fsdp", "rule=replicated loaded", "rule=fsdp", None),
 ]
@@ -775,8 +787,8 @@ def test_a_search_path_without_file_scheme_is_checked_as_hydra_reads_it(tmp_path
     (tmp_path / "rule").mkdir()
     (tmp_path / "model" / "broken.yaml").write_text("defaults:\n  - /mlp_schema\nwidth: [64\n")
     (tmp_path / "model" / "typo.yaml").write_text("defaults:\n  - /mlp_schema\n  - _self_\nwidht: 32\n")
-    (tmp_path / "rule" / "my_rule.yaml").write_text("embed: model\nheads: modle\n")
-    for override in ("model=broken", "model=typo", "rule=my_rule"):
+    (tmp_path / "rule" / "r69rule.yaml").write_text("embed: model\nheads: modle\n")
+    for override in ("model=broken", "model=typo", "rule=r69rule"):
         with_scheme = command_problem([f"hydra.searchpath=[file://{tmp_path}]", override, "experiment=quick"])
         assert with_scheme is not None, override
         assert command_problem([f"hydra.searchpath=[{tmp_path}]", override, "experiment=quick"]) == with_scheme

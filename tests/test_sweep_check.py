@@ -276,8 +276,8 @@ def test_a_refused_jobs_fix_that_prefixes_a_swept_override_names_the_sweeps_valu
     from gensbi_sharding.harness.sweep_check import refused_jobs_message
 
     (tmp_path / "rule").mkdir()
-    (tmp_path / "rule" / "my_rule.yaml").write_text("name: my_rule\nembed: data\nmlp: model\n")
-    jobs = [["rule=my_rule", f"rule.heads={axis}", f"data.batch_size={size}"] for axis in ("model", "data")
+    (tmp_path / "rule" / "r69rule.yaml").write_text("name: r69rule\nembed: data\nmlp: model\n")
+    jobs = [["rule=r69rule", f"rule.heads={axis}", f"data.batch_size={size}"] for axis in ("model", "data")
             for size in (64, 66)]
     refused = [(n, job, command_problem([f"hydra.searchpath=[file://{tmp_path}]", "experiment=quick", *job[:2]]))
                for n, job in enumerate(jobs)]
