@@ -141,6 +141,7 @@ LONGEST_FIRST = (
     "test_preemption.py",  # ~146
     "test_local_processes.py",  # ~75
     "test_launch.py",  # ~65
+    "test_user_files_r69t.py",  # ~65 (a clone of the checkout, a tiny run, the tests it breaks run there)
     "test_gensbi_models.py",  # ~44
     "test_param_dtype.py",  # ~40
     "test_dry_run.py",  # ~39
