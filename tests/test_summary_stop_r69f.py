@@ -20,6 +20,7 @@ from faults_helpers import LAUNCH, TINY
 # SIGTERM to itself as the sweep's plot is drawn (the summary's last file), then the plot as before
 IN_PLOT = """
 import os, runpy, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal: a background job's tests inherit it ignored
 from gensbi_sharding.harness import plots
 real = plots.plot_sweep
 def plot_sweep(*args, **kwargs):
