@@ -119,6 +119,7 @@ def test_every_benchmark_option_says_what_it_is_and_its_default():
     assert "Run: ``python x.py [--layers 16]``\n    kept as written" in text  # the whole docstring, unwrapped
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("existing", ["file", "results"])
 def test_gpu_check_refuses_an_out_folder_holding_an_earlier_result(tmp_path, existing):
     # Was: its runs were refused the used folder, and the readers printed the earlier check's numbers as new.

@@ -31,6 +31,7 @@ except Reached:
 """
 
 
+@pytest.mark.slow
 def test_the_gensbi_side_imports_gensbi_under_an_unknown_mplbackend():
     # Was: "ValueError: 'nonexistent' is not a valid value for backend" at `from gensbi.recipes import ...`.
     pytest.importorskip("gensbi")

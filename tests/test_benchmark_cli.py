@@ -52,6 +52,7 @@ def test_every_script_measures_this_checkout_not_an_installed_copy(tmp_path):
     assert SCRIPTS and found == {s: str(REPO / "gensbi_sharding" / "__init__.py") for s in SCRIPTS}
 
 
+@pytest.mark.slow
 def test_a_child_past_its_time_is_stopped_and_named_with_the_flag(tmp_path):
     # Was: gensbi_scale.py table and init.py waited for their children without a bound (a hung compile or
     # process kept the script forever); gensbi_scale.py init's 3600 s ended in a TimeoutExpired traceback.
@@ -298,6 +299,7 @@ def test_a_model_beyond_the_hosts_memory_is_refused_as_its_flags_are_parsed(monk
         f"{script}.py: error: {named}, the host has 24.0 GB available; pass a smaller {smaller}")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
                     reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
 @pytest.mark.parametrize("script", ["shard_model.py", "step_overhead.py"])
@@ -348,6 +350,7 @@ def test_shard_model_judges_its_time_target_only_at_the_size_it_is_set_for(monke
         "targets (ours / reference <= 1.10 for every rule, same buffers on a second call): ")
 
 
+@pytest.mark.slow
 def test_step_overhead_judges_its_ratio_target_only_at_the_size_it_is_set_for(monkeypatch, capsys, devices):
     # Was: --blocks 1 --steps 1 --width 8 printed "target (ratio <= 1.05): met": a ratio of per-call overheads
     # claimed as the target set for the defaults' model (--width 128 --depth 3).
@@ -393,6 +396,7 @@ def test_a_script_that_needs_gensbi_says_so_in_one_line_before_any_work(tmp_path
                            f"{sys.executable} -m pip install -e \".[gensbi]\" (make run installs it into .venv)\n")
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_script_is_one_line_and_exit_code_130():
     # Was: step_overhead.py (shard_model.py, gensbi_pipeline.py) stopped by Ctrl-C printed a traceback into JAX.
     code = ("import sys; sys.argv = ['benchmarks/step_overhead.py']; sys.path.insert(0, 'benchmarks'); "
@@ -427,6 +431,7 @@ def test_shard_model_names_the_parameter_count_it_places(monkeypatch, capsys, de
         "72 float32 parameters (288 B), 8 devices, mesh {'data': 4, 'model': 2}, medians of 1 alternating trials")
 
 
+@pytest.mark.slow
 def test_a_module_of_the_scripts_run_as_one_names_the_script_to_run():
     # A new user's report: `python benchmarks/<f>.py --help` for each file there; the nine modules the scripts
     # import (cli_args.py, sbibm_plot.py, ...) printed nothing and exited 0, as if they had run.
@@ -446,6 +451,7 @@ def test_a_module_of_the_scripts_run_as_one_names_the_script_to_run():
                                 f"python benchmarks/{script} --help"), (module, said[module])
 
 
+@pytest.mark.slow
 def test_each_file_of_benchmarks_runs_with_python_dash_m_as_it_does_by_path():
     # Was: python -m benchmarks.sbibm_plot (any module the scripts import, and init, shard_model, step_overhead,
     # gensbi_pipeline) ended in "ModuleNotFoundError: No module named 'cli_args'"; python -m benchmarks.sbibm worked.

@@ -16,6 +16,7 @@ SCRIPTS = sorted(p.name for p in (REPO / "benchmarks").glob("*.py") if 'if __nam
                  and not p.name.startswith("sbibm"))
 
 
+@pytest.mark.slow
 def test_a_table_on_an_ascii_console_is_printed_escaped_not_a_traceback(tmp_path):
     # Was: gensbi_scale.py table under a TMPDIR named 'résultats' on a PYTHONIOENCODING=ascii console ended in an
     # UnicodeEncodeError traceback at its first line (the command it runs, naming that folder).
@@ -35,6 +36,7 @@ def test_every_script_fits_its_console_before_it_prints():
         assert entry.lstrip().startswith("fit_console()"), script
 
 
+@pytest.mark.slow
 def test_sbibm_run_on_an_ascii_console_prints_its_jobs_command_escaped(tmp_path):
     # Was: 'sbibm.py run --root <a folder named résultats>' on a PYTHONIOENCODING=ascii console ended in an
     # UnicodeEncodeError traceback at the first job's line (its command names the folder); sbibm.py never fitted its
@@ -50,6 +52,7 @@ def test_sbibm_run_on_an_ascii_console_prints_its_jobs_command_escaped(tmp_path)
     assert ran.stdout.startswith(b"two_moons 1000: ") and b"r\\xe9sultats" in ran.stdout, ran.stdout[:500]
 
 
+@pytest.mark.slow
 def test_gensbis_progress_bars_stay_off_a_pipe():
     # Was: gensbi_pipeline.py ... | tee: GenSBI's tqdm bars (ANSI codes, redrawn) made 20 KB lines of the output.
     probe = ("import sys; sys.path.insert(0, sys.argv[1]); from cli_args import bars_off_unless_terminal; "

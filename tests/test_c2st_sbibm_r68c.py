@@ -29,6 +29,7 @@ def sets():
     return rng.standard_normal((80, 2)) * 1.3 + 0.2, rng.standard_normal((80, 2))  # samples, reference
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0])
 def test_c2st_scores_are_sbibms_folds(sets, seed):
     samples, reference = sets
@@ -37,6 +38,7 @@ def test_c2st_scores_are_sbibms_folds(sets, seed):
     assert c2st(samples, reference, seed=seed, n_folds=3) == pytest.approx(expected.mean())
 
 
+@pytest.mark.slow
 def test_c2st_default_seed_is_sbibms(sets):
     samples, reference = sets
     np.testing.assert_array_equal(c2st_scores(samples, reference, n_folds=3), sbibm_recipe(reference, samples,

@@ -126,6 +126,7 @@ fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True); sys.stdin.read()"""
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_one_folder_is_refused_and_the_first_keeps_its_steps(tmp_path, devices):
     # Was: the second writer's Orbax manager deleted the first's save under way (its temporary folder) and the next
     # saves of both failed with Orbax tracebacks (NOT_FOUND, "Directory not empty"): steps 1 and 2 were lost.
@@ -149,6 +150,7 @@ def test_a_second_writer_of_one_folder_is_refused_and_the_first_keeps_its_steps(
     checkpoint.CheckpointWriter(tmp_path / "dropped").close()
 
 
+@pytest.mark.slow
 def test_a_writer_of_another_process_holding_the_folder_is_named(tmp_path, devices):
     (tmp_path / "ck").mkdir()
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / "ck")],
@@ -163,6 +165,7 @@ def test_a_writer_of_another_process_holding_the_folder_is_named(tmp_path, devic
         assert writer.save(1, nnx.state(AxesBlock(nnx.Rngs(0))), jax.random.key(0))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning", "ignore:.*fork:DeprecationWarning")  # no JAX in the child
 def test_the_folder_lock_of_a_writer_let_go_a_forked_child_and_symbolic_links(tmp_path, devices):
     # Was: a writer collected unclosed let go of the folder with its asynchronous save still being written; the next

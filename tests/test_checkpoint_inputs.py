@@ -538,6 +538,7 @@ def _save_train_state(directory, tx, wrt):
         writer.save(1, nnx.state((model, nnx.Optimizer(model, tx, wrt=wrt))), jax.random.key(0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("saved_wrt, target_wrt, example", [
     (nnx.Param, nnx.PathContains("a"), r"the checkpoint's covers b/(bias|kernel) \(1/opt_state/0/mu/b/"),
     (nnx.PathContains("a"), nnx.Param, r"the target's covers b/(bias|kernel) \(1/opt_state/0/mu/b/"),
@@ -636,6 +637,7 @@ def adam_run(tmp_path_factory, devices):
     return save(tmp_path_factory.mktemp("adam") / "checkpoints", nnx.state((model, optimizer))), model
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_optimizer_names_the_optimizer_and_how_to_switch(adam_run, devices):
     """adam saved, sgd restored: every difference is optimizer state, but the fix named the model's hyperparameters;
     following the fix given (the optimizer as saved, then the new one over the restored model) restores the weights."""

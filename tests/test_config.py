@@ -117,6 +117,7 @@ def _select(cfg, key):
 OPTION_CASES = [(group, option) for group, options in GROUP_OPTIONS.items() for option in options]
 
 
+@pytest.mark.slow
 def test_every_option_on_disk_is_covered():
     for group, options in GROUP_OPTIONS.items():
         # the shipped files (git's): a user's own (the README's conf/rule/my_rule.yaml) is no option this suite covers
@@ -490,6 +491,7 @@ def test_a_value_left_missing_is_named_with_its_fix(compose_config, override, sa
         validate(cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override", ["model.width=???", "mesh.devices=[0,???]"])
 def test_a_value_left_missing_is_refused_in_one_line_before_any_folder(tmp_path, override):
     out = tmp_path / "out"
@@ -501,6 +503,7 @@ def test_a_value_left_missing_is_refused_in_one_line_before_any_folder(tmp_path,
                                        f"{'32' if key == 'model.width' else 'null'}"], ran.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["hydra.run.dir=???"], ["-m", "hydra.sweep.dir=???", "seed=1"]])
 def test_an_output_folder_left_missing_is_refused_before_any_folder(tmp_path, args):
     # Was: hydra.run.dir=??? trained and wrote its outputs into ./None (the folder check read the mark as None);
@@ -524,6 +527,7 @@ def test_a_multirun_with_an_unresolvable_override_lists_its_jobs_unresolved(comp
     assert every_job(cfg) == [["train.steps=2"], ["train.steps=$\\{data.nope\\}"]]  # escaped, as Hydra's job has it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides,message,fix", [
     # Was "... names a mesh axis twice; list each mesh axis once" (activation: after the mesh was built), no override.
     (("activation.sequence_axis=[model,model]",), "activation: sequence_axis=[model,model] names a mesh axis "
@@ -628,6 +632,7 @@ def _run_python(code: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_importing_everything_leaves_the_backend_unstarted():
     result = _run_python(f"""
 import importlib, importlib.util, json, pkgutil
@@ -655,6 +660,7 @@ print(json.dumps({{"names": names, "started": started, "devices": len(jax.device
             "gensbi_sharding.harness.train", "gensbi_sharding.harness.models.mlp"} <= set(result["names"])
 
 
+@pytest.mark.slow
 def test_configure_devices_refuses_another_count_once_started():
     result = _run_python("""
 import json
@@ -677,6 +683,7 @@ print(json.dumps({"n": n, "error": error, "after": len(jax.devices())}))
     assert "devices.cpu_count=4" in result["error"]  # the fix
 
 
+@pytest.mark.slow
 def test_configure_devices_before_start_sets_the_count():
     result = _run_python("""
 import json
@@ -688,6 +695,7 @@ print(json.dumps({"n": len(jax.devices()), "platform": jax.default_backend()}))
     assert result == {"n": 3, "platform": "cpu"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(__import__("importlib.util").util.find_spec(m) for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
                     reason="CUDA is available here: JAX_PLATFORMS=cuda starts")
 # a stray space: shown; a typo after cpu: JAX started cpu before refusing it (was: a multirun's later job ran)
@@ -717,6 +725,7 @@ print(json.dumps({"errors": errors, "backend": jax.default_backend(), "n": jax.d
     assert result == {"errors": [expected, expected], "backend": "cpu", "n": 4}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", ["gpu", None])  # None: devices.platform=gpu
 def test_a_gpu_platform_jax_refuses_on_a_cuda_machine_is_told_cuda_not_gpu_again(env):
     # JAX reads "gpu" as cuda, rocm and oneapi, each to start: on a CUDA machine rocm fails ("Unable to initialize

@@ -36,6 +36,7 @@ def running(monkeypatch, tmp_path):
     HydraConfig.instance().cfg = None
 
 
+@pytest.mark.slow
 def test_local_processes_get_the_config_dir_and_name(monkeypatch, running):
     from gensbi_sharding.harness import local_cluster
 

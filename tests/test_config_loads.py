@@ -42,6 +42,7 @@ def test_a_broken_file_raises_at_every_load(tmp_path):
             OmegaConf.load(broken)
 
 
+@pytest.mark.slow
 def test_launchs_checks_parse_each_conf_file_once_a_process():
     # Was: each of a refused launch.py's compositions (the command's checks, Hydra's mode, the run's) parsed every
     # file of conf/ again; a fresh interpreter, as launch.py's, without the tests' conftest: a refused command
@@ -65,6 +66,7 @@ def test_launchs_checks_parse_each_conf_file_once_a_process():
     assert ran.stdout.split() == ["0", "True", "True"], ran.stderr
 
 
+@pytest.mark.slow
 def test_importing_the_harness_leaves_omegaconf_and_hydra_as_they_are():
     # Was: importing command_checks (as run(cfg)'s callers do, a notebook's) replaced OmegaConf.load and
     # ConfigStore.__deepcopy__ for the whole process: launch.py, the program, sets them now
@@ -95,6 +97,7 @@ def test_a_schemas_structured_config_is_built_once_to_judge_many_values(monkeypa
     assert OmegaConf.structured(TrainConfig).steps != -987_651  # the judged values landed in no shared config
 
 
+@pytest.mark.slow
 def test_a_conf_file_edited_to_the_same_size_and_time_is_read_again(tmp_path):
     # Was: known by its modification time and size, so a notebook's second run(cfg) after an edit of conf/ that kept
     # both (written back with its old time: touch -r, cp -p, rsync -t; or within one clock tick) composed the old

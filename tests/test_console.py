@@ -342,6 +342,7 @@ def test_an_activations_fallback_warning_is_said_once_per_job_whatever_its_shape
     assert console.ConsoleFilter(verbose=False).filter(logged[0])
 
 
+@pytest.mark.slow
 def test_a_worker_process_holding_the_console_pipe_is_not_waited_for(capfd, caplog, monkeypatch):
     # eval.c2st_jobs=2: scikit-learn's loky workers, started while the console was piped, hold its write ends (idle
     # for 300 s). Was: the job's end (a Ctrl-C during C2ST, or its last line) waited for the pipes' end of file, out
@@ -496,6 +497,7 @@ def test_orbaxs_wait_for_the_previous_save_is_said_once_on_the_console_and_every
     assert (tmp_path / "launch.log").read_text().count("Waiting for previous save to complete took") == 3
 
 
+@pytest.mark.slow
 def test_a_refusal_reads_the_same_whichever_check_found_it():
     # Was: "[ERROR] ConfigError: mesh.model_axis=3: ..." (the run's check) but "[ERROR] train.steps=1.5: ..." (the
     # command's): the class name on some refusals only. Now none carries it, a sweep's job lines neither.
@@ -508,6 +510,7 @@ def test_a_refusal_reads_the_same_whichever_check_found_it():
         "[ERROR] 2 settings are refused:\n  job 1 (seed=-1): seed=-1 must be >= 0")
 
 
+@pytest.mark.slow
 def test_a_failed_saves_late_callbacks_go_to_the_log_file_once(monkeypatch, caplog):
     # Round 43: a checkpoint save on a full disk (a 6 MB tmpfs, train.steps=40 train.checkpoint_every=20) printed 36
     # to 208 tracebacks ending "RuntimeError: Event loop is closed" around the run's own error line: tensorstore's
@@ -565,6 +568,7 @@ def test_the_console_handler_drops_lines_once_its_reader_left(capfd):
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_help_to_a_reader_that_left_ends_without_a_traceback():
     # Was: `python launch.py --help | head` printed a BrokenPipeError traceback once head had its lines.
     import subprocess
@@ -604,6 +608,7 @@ def test_xla_rematerialization_after_the_idle_model_axis_hint_names_it_in_its_no
         "XLA warned (all its lines are in launch.log): another warning"], notices
 
 
+@pytest.mark.slow
 def test_an_error_after_a_gensbi_model_import_under_disabled_job_logging_is_said_once():
     # Was: under hydra/job_logging=disabled (root at ERROR, no handler) the job's logger got errors_on_console's stderr
     # handler; importing gensbi.models.flux1 then (a model built in the run) imports Orbax, whose module calls absl's
@@ -625,6 +630,7 @@ def test_an_error_after_a_gensbi_model_import_under_disabled_job_logging_is_said
     assert done.stdout == ""
 
 
+@pytest.mark.slow
 def test_a_console_and_log_file_without_utf8_keep_the_c2st_line(tmp_path):
     # Was: under LC_ALL=C PYTHONUTF8=0 (an ASCII console and locale) every C2ST line and the run's final line (their
     # '±') were a "--- Logging error ---" traceback on the console, and missing from launch.log.
@@ -678,6 +684,7 @@ print("done")
 """
 
 
+@pytest.mark.slow
 def test_a_damaged_reads_never_retrieved_task_stays_off_a_launchers_console():
     # Was: sample.py on a damaged step ended, 1 run in 8, with asyncio's "Task exception was never retrieved ...
     # ValueError('NOT_FOUND: ...')" traceback below its one [ERROR] line. Any other task's error still shows.
@@ -710,6 +717,7 @@ def test_another_tasks_never_retrieved_error_led_by_a_capital_word_stays_on_the_
     assert console.ConsoleFilter().filter(record) is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
 def test_a_console_without_utf8_prints_any_non_ascii_text_escaped(encoding):
     # Was: console_fits fitted only consoles lacking '±': on a latin-1 one (which has it) a plain print of a run

@@ -98,6 +98,7 @@ def test_a_sweep_ends_with_its_outcome_line_after_the_table(tmp_path, capsys, mo
                         printed[-1]), printed[-1]
 
 
+@pytest.mark.slow
 def test_a_sweep_summary_the_disk_refuses_is_one_line_with_the_command_that_writes_it(tmp_path, capsys,
                                                                                        monkeypatch):
     # Round 43: launch.py -m ... hydra.sweep.dir=<a disk that fills at sweep_summary.csv> ended with Hydra's
@@ -320,6 +321,7 @@ def test_the_model_step_says_the_optimizer_and_ema_the_run_trains_with(tmp_path,
     assert lines == [f"[4/7] model + optimizer: mlp, rule 'replicated', init=sharded, {optimizer}"], lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ema, said", [("0.999", "the whole state, the EMA included: "),
                                        ("0", "the whole state, with no EMA under train.ema_decay=0: ")])
 def test_the_dry_runs_state_line_names_an_ema_only_where_the_run_keeps_one(tmp_path, caplog, devices, ema, said):

@@ -30,6 +30,7 @@ def _stopped_run_without_record(tmp_path, status="interrupted"):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", ["interrupted", None])
 def test_continuing_a_run_without_its_record_carries_its_checkpoints_saved_settings(tmp_path, status):
     run = _stopped_run_without_record(tmp_path, status)
@@ -45,6 +46,7 @@ def test_continuing_a_run_without_its_record_carries_its_checkpoints_saved_setti
     assert "launched with" not in str(err.value) and "train.resume=auto" in str(err.value)
 
 
+@pytest.mark.slow
 def test_continuing_a_run_of_ones_own_preset_without_its_record_carries_its_checkpoints_saved_settings(tmp_path):
     # Was: 'launch.py hydra.searchpath=[file://my_conf] model=small experiment=quick seed=1 hydra.run.dir=<a stopped
     # seed=0 run of it, its overrides.yaml lost>' was told "rerun with train.resume=auto" (the search path dropped
@@ -68,6 +70,7 @@ def test_continuing_a_run_of_ones_own_preset_without_its_record_carries_its_chec
     assert under_command(args, lambda cfg: (cfg.seed, cfg.model.width)) == (0, 8)
 
 
+@pytest.mark.slow
 def test_continuing_a_run_without_its_record_writes_a_saved_text_hydra_reads_back(tmp_path):
     # Was: a saved text Hydra's grammar reads otherwise ('distributed.coordinator_address=[fe80::1]:1234', typed
     # quoted) was written bare, its command composed to nothing, and 'launch.py experiment=quick seed=1 hydra.run.dir=
@@ -145,6 +148,7 @@ def test_a_folder_whose_run_failed_before_saving_takes_the_next_command_whatever
         ensure_fresh(run, overrides=["experiment=quick", f"train.resume={tmp_path / 'a'}"])
 
 
+@pytest.mark.slow
 def test_the_x64_refusal_of_a_setting_made_in_python_names_the_python_call(tmp_path, monkeypatch):
     # Was: jax.config.update("jax_enable_x64", True) then run(cfg) with train.resume=<a run without it> was told
     # "unset JAX_ENABLE_X64 to train it further", a variable never set; so, the variable set and overridden in Python,

@@ -4,6 +4,7 @@
 from one read of the checkpoint (was: further_hint called both, the first leaving its reading for the second).
 """
 
+import pytest
 import hydra
 from omegaconf import OmegaConf
 
@@ -12,6 +13,7 @@ from faults_helpers import counted, saved_checkpoint, under_command
 from gensbi_sharding.harness.checkpoint_settings import continue_settings
 
 
+@pytest.mark.slow
 def test_one_call_reads_the_checkpoint_once_and_gives_the_command_or_what_is_lacked(tmp_path, monkeypatch):
     # ~1.5 s: two checkpoints saved by Orbax, then three Hydra compositions.
     run, other, typed = tmp_path / "run", tmp_path / "other", ["experiment=quick", "seed=0"]

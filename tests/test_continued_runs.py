@@ -91,6 +91,7 @@ def test_a_continuation_stopped_during_its_first_save_is_still_continued_from_th
     assert "train.resume=auto" in job_command(task, out, multirun=False)  # auto continues it as well
 
 
+@pytest.mark.slow
 def test_a_requeued_continuation_resumes_its_own_checkpoint_and_another_lineage_is_still_refused(
         tmp_path, monkeypatch, caplog):
     # Was: `python launch.py train.resume=a hydra.run.dir=b` preempted after b's own first save, then requeued by
@@ -207,6 +208,7 @@ def test_a_stopped_sweep_over_runs_to_continue_names_each_jobs_own_command(tmp_p
         _accepted([a for a in args if a not in ("python", "launch.py")], resume)
 
 
+@pytest.mark.slow
 def test_a_sweeps_summary_says_which_run_each_job_continued(tmp_path):
     # Was: `-m train.resume=<run a>,<run b> train.steps=3000` wrote a table with no train.resume column (how a job
     # ran was never a swept key): two rows alike but for their numbers, which run each continued said nowhere.
@@ -753,6 +755,7 @@ def test_a_completed_runs_train_further_command_passes_over_a_damaged_step(tmp_p
     assert find_checkpoint(resume.split("=", 1)[1]) == run / "checkpoints" / "4"
 
 
+@pytest.mark.slow
 def test_a_completed_runs_refusal_is_its_one_line_without_orbaxs_read_of_its_steps(tmp_path):
     # Was: 'python launch.py <a finished run's command>' printed Orbax's info line "[HYDRA] Read Metadata={'item_handlers':
     # ...} from <run>/checkpoints/8/_CHECKPOINT_METADATA" above the refusal, from the look for its newest complete step

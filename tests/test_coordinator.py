@@ -31,6 +31,7 @@ def test_unreachable_coordinator_is_a_recorded_error_naming_it(tmp_path, devices
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["error"] == metrics["error"]
 
 
+@pytest.mark.slow
 def test_missing_peer_and_foreign_address_are_errors_naming_the_address():
     address = f"127.0.0.1:{_free_port()}"
     with pytest.raises(ConfigError, match=rf"process\(es\) \[1, 2\] of 3 did not reach the coordinator at "
@@ -42,6 +43,7 @@ def test_missing_peer_and_foreign_address_are_errors_naming_the_address():
         check_coordinator("192.0.2.1:1234", 0, 2, 0.5)  # TEST-NET-1: never this machine's
 
 
+@pytest.mark.slow
 def test_processes_meet_at_the_coordinator_before_jax_joins_them():
     address, errors = f"127.0.0.1:{_free_port()}", []
 

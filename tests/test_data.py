@@ -21,6 +21,7 @@ def mesh(devices):
     return make_mesh(model_axis=1)
 
 
+@pytest.mark.slow
 def test_import_leaves_backend_unstarted():
     # If importing had started JAX's backend, changing the device count would fail.
     code = ("import gensbi_sharding.harness.data, gensbi_sharding.harness.evaluate, jax; "
@@ -29,6 +30,7 @@ def test_import_leaves_backend_unstarted():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_load_task_shapes_split_and_stats(moons):
     assert moons.name == "two_moons" and (moons.dim_theta, moons.dim_x) == (2, 2)
     assert moons.theta_train.shape == (183, 2) and moons.x_train.shape == (183, 2)
@@ -74,6 +76,7 @@ TASK_DIMS = {"two_moons": (2, 2), "gaussian_linear": (10, 10), "gaussian_linear_
              "bernoulli_glm": (10, 10)}
 
 
+@pytest.mark.slow
 def test_all_eight_sbibm_tasks_are_registered():
     from gensbi_sharding.harness.registry import data_names
 
@@ -81,6 +84,7 @@ def test_all_eight_sbibm_tasks_are_registered():
     assert {name: D.task_dims(name) for name in D.TASKS} == TASK_DIMS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["slcp", "lotka_volterra"])
 def test_registered_tasks(name):
     from gensbi_sharding.harness.registry import get_data
@@ -94,6 +98,7 @@ def test_registered_tasks(name):
     assert np.all(np.isfinite(theta)) and np.all(np.isfinite(x))
 
 
+@pytest.mark.slow
 def test_non_finite_simulations_are_dropped(monkeypatch):
     """A failed simulation (NaN) and a draw on the prior's bound (logit: inf) never reach the data."""
     real = D.simulate
@@ -133,6 +138,7 @@ def test_unknown_task():
         D.load_task("no_such_task", num_simulations=4)
 
 
+@pytest.mark.slow
 def test_processes_split_the_budget():
     with pytest.warns(UserWarning, match="this process's share only"):
         p0 = D.load_task("two_moons", num_simulations=41, seed=0, process_index=0, process_count=2)
@@ -208,6 +214,7 @@ def test_batch_larger_than_data():
         D.iterate_batches(theta, x, batch_size=0, seed=0, mesh=None)
 
 
+@pytest.mark.slow
 def test_simulate_at_given_parameters_is_simulate_at_the_prior_draws():
     """``simulate`` is ``simulate_at`` of its prior draws (the same rows); elsewhere x follows the theta given."""
     import jax

@@ -32,6 +32,7 @@ def mesh(devices):
 
 # ------------------------------------------------------------------ case 1: non-finite simulations
 
+@pytest.mark.slow
 def test_non_finite_simulations_are_dropped_before_any_statistic(monkeypatch, caplog):
     made = patch_task(monkeypatch, BAD)
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
@@ -55,6 +56,7 @@ def test_non_finite_observation_is_an_error_naming_it(monkeypatch):
         D.load_task("two_moons", num_simulations=50, num_observation=3)
 
 
+@pytest.mark.slow
 def test_no_finite_simulation_left_is_an_error(monkeypatch):
     patch_task(monkeypatch, {row: np.nan for row in range(20)})
     with pytest.raises(ValueError, match=r"20 of the 20 simulations of task 'two_moons' \(process 0\) "
@@ -62,6 +64,7 @@ def test_no_finite_simulation_left_is_an_error(monkeypatch):
         D.load_task("two_moons", num_simulations=20)
 
 
+@pytest.mark.slow
 def test_too_few_finite_pairs_for_one_batch_names_a_batch_that_fits(monkeypatch, mesh):
     patch_task(monkeypatch, {row: np.inf for row in range(40)})
     cfg = compose_tiny("data.num_simulations=60", "data.batch_size=24")
@@ -112,6 +115,7 @@ def test_every_held_out_pair_is_in_a_validation_batch(mesh, shards):
         assert len({tuple(row) for row in real}) == 102
 
 
+@pytest.mark.slow
 def test_validation_loss_ignores_padding_rows(mesh):
     import optax
     from flax import nnx
@@ -191,6 +195,7 @@ def test_a_shard_count_typed_by_hand_is_named_as_the_other_fix(mesh):
     assert "data.shards" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_budget_too_small_for_any_batch_names_the_budget_that_fits(mesh):
     cfg = compose_tiny("data.num_simulations=8", "data.batch_size=8")
     with pytest.raises(ConfigError) as err:
@@ -319,6 +324,7 @@ def test_mesh_devices_error_names_a_list_that_works(tmp_path, devices, bad, mode
     assert mesh.devices.size == (len(kept) if kept else 8)
 
 
+@pytest.mark.slow
 def test_model_hyperparameter_error_names_the_override(tmp_path, devices):
     metrics = run_tiny(tmp_path / "run", "model.width=0")
     assert metrics["status"] == "error"
@@ -360,6 +366,7 @@ def test_a_library_fix_is_written_as_an_override_not_a_python_literal():
                               "model.qkv_bias=false")
 
 
+@pytest.mark.slow
 def test_an_empty_device_list_names_the_override_that_works(tmp_path, devices):
     metrics = run_tiny(tmp_path / "run", "mesh.devices=[]")
     assert metrics["status"] == "error" and metrics["error"].endswith("pass mesh.devices=null for all devices")

@@ -34,6 +34,7 @@ def _traced_and_compiled(call):
     return events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["two_moons", "slcp"])
 def test_further_shards_of_a_task_trace_and_compile_nothing(name):
     def shard(index):

@@ -9,6 +9,7 @@ from faults_helpers import patch_task
 from gensbi_sharding.harness import data as D
 
 
+@pytest.mark.slow
 def test_simulations_outside_the_transform_domain_are_named_as_such(monkeypatch, caplog):
     patch_task(monkeypatch, {3: np.nan}, observation=[0.5, 0.5])  # a positive observation
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
@@ -21,6 +22,7 @@ def test_simulations_outside_the_transform_domain_are_named_as_such(monkeypatch,
             in caplog.text)
 
 
+@pytest.mark.slow
 def test_no_simulation_inside_the_transform_domain_names_the_transform(monkeypatch):
     patch_task(monkeypatch, {}, observation=[0.5, 0.5])
     with pytest.raises(ValueError, match=r"outside the domain of the transforms.*set data\.x_transform=none"):

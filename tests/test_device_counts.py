@@ -132,6 +132,7 @@ def test_an_unavailable_platform_in_a_fresh_process_is_named_before_jax_starts()
     assert proc.stdout.splitlines() == [f"ConfigError {PLATFORM_GPU}", "cpu 2"], proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("environ, fix", [
     ({}, "devices.cpu_count=2"),
     ({"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}, "XLA_FLAGS=--xla_force_host_platform_device_count=2"),
@@ -153,6 +154,7 @@ def test_a_batch_the_devices_do_not_split_names_the_count_where_it_came_from(tmp
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_device_count_fix_in_xla_flags_keeps_the_other_flags_when_pasted(tmp_path):
     # Was: XLA_FLAGS="--xla_dump_to=D --xla_force_host_platform_device_count=3" launch.py was told '... or
     # XLA_FLAGS=--xla_force_host_platform_device_count=2', which pasted dropped the dump flag.
@@ -168,6 +170,7 @@ def test_a_device_count_fix_in_xla_flags_keeps_the_other_flags_when_pasted(tmp_p
     assert resolve_cpu_count(None, {"XLA_FLAGS": pasted.stdout.strip()}) == (2, "XLA_FLAGS")
 
 
+@pytest.mark.slow
 def test_an_environment_device_count_over_the_limit_names_a_fix_that_passes_when_pasted():
     # Was: JAX_NUM_CPU_DEVICES=2048 was told "set devices.cpu_count=1024", refused beside it as a second count.
     environ = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=2048"}
@@ -204,6 +207,7 @@ def test_a_flag_xla_does_not_know_leaves_a_log_naming_it_and_a_folder_the_next_r
     lock.release()
 
 
+@pytest.mark.slow
 def test_a_count_fix_with_both_variables_set_alike_passes_when_pasted(monkeypatch):
     # Was: JAX_NUM_CPU_DEVICES=2048 with XLA_FLAGS' count 2048 too was told 'set JAX_NUM_CPU_DEVICES=1024', and a
     # batch the 3 devices do not split 'or JAX_NUM_CPU_DEVICES=2 (data-parallel size 2)': pasted, XLA_FLAGS' old

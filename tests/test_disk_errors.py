@@ -238,6 +238,7 @@ def test_a_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_pat
     assert outputs.room_fix(OSError(errno.ENOSPC, "No space left on device")) == outputs.MAKE_ROOM
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_that_is_also_the_hard_limit_is_not_told_to_be_lifted_in_that_shell(monkeypatch):
     # Was: 'ulimit -f 8' typed in a user's bash (which sets the soft and the hard limit), then launch.py: "... (ulimit
     # -f: 8 KB here; ulimit -f unlimited lifts it)", which pasted in that shell was refused: "ulimit: file size: cannot

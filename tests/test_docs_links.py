@@ -126,6 +126,7 @@ def cited_readme_sections(text: str) -> list[str]:
     return re.findall(r"README: ([A-Z][^);\"]*)", text) + re.findall(r"README's \"([^\"]+)\"", text)
 
 
+@pytest.mark.slow
 def test_pointers_from_code_and_configs_resolve():
     titles, broken, count = readme_titles(), [], 0
     for path in SOURCES:

@@ -50,6 +50,7 @@ def _composed(args, config_dir):
         return compose(config_name="config", overrides=args)
 
 
+@pytest.mark.slow
 def test_rules_md_rule_file_and_its_commands_compose_as_the_page_says(tmp_path):
     # The page's file goes into the checkout's conf/ (here a copy of it), and its three commands run from there.
     shutil.copytree(REPO / "conf", tmp_path / "conf")
@@ -122,6 +123,7 @@ def _documented_runs(pwd):
             if "-m" not in args and not any("<" in a or a.startswith(("--", "hydra/launcher")) for a in args)]
 
 
+@pytest.mark.slow
 def test_no_documented_command_is_one_the_run_itself_calls_a_waste(devices, tmp_path):
     # Typed (README, "Running on several hosts"): python launch.py distributed=local distributed.local_processes=2
     # rule=fsdp mesh.model_axis=2. Was: the run answered the README's own example with "rule fsdp leaves the model
@@ -393,6 +395,7 @@ def _flat(node, prefix=""):
     return flat
 
 
+@pytest.mark.slow
 def test_harness_md_names_every_setting_with_its_composed_default():
     # Read by a new user looking up train.log_every, eval.c2st_jobs or model.mlp_ratio: docs/harness.md had no list of
     # the settings, so 30 of them were named on no page. Each row of its "Every setting" table names its keys (and the
@@ -467,6 +470,7 @@ def test_every_table_of_measurements_is_dated_beside_it():
     assert undated == [], undated
 
 
+@pytest.mark.slow
 def test_every_documented_sbibm_run_command_passes_runs_checks(tmp_path, monkeypatch):
     # docs/posterior_quality.md now says how to try `sbibm.py run` tiny (a new user had only the hours-long commands);
     # each `run` command the pages give, as typed (in a bash block or inline), passes the checks run makes before any

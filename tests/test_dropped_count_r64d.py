@@ -56,6 +56,7 @@ def test_a_factory_counting_its_own_shards_drops_is_told_every_shards(request, s
     assert pipe.dropped_non_finite == 10
 
 
+@pytest.mark.slow
 def test_load_tasks_drops_are_counted_once_over_the_processes(monkeypatch, stood_in):
     # load_task now counts its own shard's (its log line every shard's): summed once, not the total summed again.
     import gensbi_sharding.harness.data as D

@@ -32,6 +32,7 @@ def report_for(rule, model_axis):
                    dim_theta=2, dim_x=2, partition_axis=None)
 
 
+@pytest.mark.slow
 def test_replicated_data_parallel_step_all_reduces_the_gradient():
     report = report_for("replicated", 1)
     assert report["collectives"]["all-reduce"]["count"] >= 1
@@ -40,6 +41,7 @@ def test_replicated_data_parallel_step_all_reduces_the_gradient():
     assert memory["argument_bytes"] > 0 and memory["total_bytes"] >= memory["temp_bytes"]
 
 
+@pytest.mark.slow
 def test_fsdp_step_all_gathers_parameters_and_holds_less():
     fsdp, replicated = report_for("fsdp", 1), report_for("replicated", 1)
     assert fsdp["collectives"]["all-gather"]["count"] >= 1
@@ -254,6 +256,7 @@ def test_listed_devices_that_do_not_split_into_the_model_axis_name_the_list_that
     assert kept["status"] == "ok" and kept["mesh_shape"] == [1, 4]
 
 
+@pytest.mark.slow
 def test_a_dry_run_says_when_a_real_run_on_this_host_would_be_refused_for_memory(devices, caplog, monkeypatch):
     # Was: dry_run=true model.width=30000 reported 25.2 GB per device on a 23 GB host, with no word that a real run
     # here would be refused (memory_check.check_fits). The dry run still runs: it sizes runs for larger machines.
@@ -306,6 +309,7 @@ def test_a_run_and_its_dry_run_say_the_model_axis_is_idle_where_every_split_fall
         assert metrics["model_axis_idle"] is True, name  # the sweep's summary marks the job by it
 
 
+@pytest.mark.slow
 def test_a_dry_run_records_whether_its_model_axis_is_idle(devices):
     # The sweep's summary marks such a job and ranks it after the others (was: said in the job's log alone).
     from faults_helpers import compose_tiny

@@ -148,6 +148,7 @@ def relative_difference(a, b):
     return float(np.max(np.abs(np.asarray(a) - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,rule,model_axis", ROWS)
 def test_rule_trains_like_one_device(name, rule, model_axis):
     mesh = make_mesh(model_axis=model_axis)
@@ -166,6 +167,7 @@ def test_rule_trains_like_one_device(name, rule, model_axis):
     assert moved / max(np.max(np.abs(initial[k])) for k in initial) > 100 * TOL
 
 
+@pytest.mark.slow
 def test_null_gradient_parameters_do_not_change_the_loss():
     """Shifting Simformer's key biases far leaves the loss unchanged; shifting its query biases does not."""
     from gensbi_sharding.harness.train import flow_matching_loss

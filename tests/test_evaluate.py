@@ -93,6 +93,7 @@ def test_sampler_rejects_bad_input():
         draws_of(lambda th, x, t: jnp.zeros((4, 3)), SHIFT, num_samples=4, **kw)
 
 
+@pytest.mark.slow
 def test_c2st_same_and_shifted():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((300, 2)), rng.standard_normal((400, 2))  # unequal: the first 300 of b
@@ -101,6 +102,7 @@ def test_c2st_same_and_shifted():
     assert c2st(a, b, n_folds=3, seed=1) == c2st(a, b, n_folds=3, seed=1)
 
 
+@pytest.mark.slow
 def test_c2st_scores_folds_of_the_first_rows_z_scored_by_the_reference():
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((120, 2)) + 1.0, rng.standard_normal((150, 2))
@@ -198,6 +200,7 @@ def test_worker_processes_failing_after_a_ctrl_c_are_that_ctrl_c(monkeypatch, ct
     assert len(calls) == {0: 1, 1: 2, 2: 2}[ctrl_c]
 
 
+@pytest.mark.slow
 def test_a_first_ctrl_c_lets_worker_processes_finish_their_folds(tmp_path):
     """eval.c2st_jobs=2 and the terminal's Ctrl-C (to the whole process group) while both workers fit, under a handler
     that only records it (a run's first Ctrl-C): the folds are fitted to the end and score as with no Ctrl-C, as one
@@ -260,6 +263,7 @@ def test_pair_plot_writes_a_png_atomically(tmp_path):
     assert os.listdir(tmp_path) == ["pairs.png"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["two_moons", "slcp"])
 def test_samples_never_leave_a_bounded_prior(task):
     """A field that drives every sample far out: through the prior's bijection all stay in the box."""
@@ -383,6 +387,7 @@ def test_theta_as_simulated_is_sampled_inside_the_prior_and_reports_its_acceptan
     assert m["c2st_observations"][0]["acceptance"] == m["support_acceptance"]
 
 
+@pytest.mark.slow
 def test_every_observation_and_top_up_samples_with_one_compiled_program(tmp_path):
     """Was: a fresh jit for each draw, so 2 observations with a top-up each traced and compiled 4 programs."""
     from gensbi_sharding.harness.data import load_task
@@ -438,6 +443,7 @@ def test_c2st_asks_for_no_more_workers_than_folds(monkeypatch, n_jobs, passed):
     assert asked == [passed] and scores.tolist() == [0.5, 0.5]
 
 
+@pytest.mark.slow
 def test_a_resumed_evaluation_keeps_a_score_only_when_drawn_with_the_same_num_samples(tmp_path, monkeypatch):
     """eval.num_samples beyond the reference's rows: n, the rows scored, is the same, but the acceptance is of the
     rows drawn (was: the score of 200 draws kept for a resume with 400, its acceptance not what 400 give)."""
@@ -481,6 +487,7 @@ def test_a_samples_file_the_resumed_evaluation_cannot_read_as_its_own_is_scored_
     assert scored_before(path, 150, settings) is None
 
 
+@pytest.mark.slow
 def test_a_resumed_evaluation_plots_the_kept_samples_over_an_older_plot(tmp_path):
     """A job killed between the first observation's samples file and its plot left an earlier evaluation's
     posterior.png: resumed, the kept samples are plotted (was: any posterior.png kept, that of an earlier step)."""
@@ -503,6 +510,7 @@ def test_a_resumed_evaluation_plots_the_kept_samples_over_an_older_plot(tmp_path
     assert titles == [1, 1] and png.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_a_resumed_evaluation_keeps_no_score_sampled_in_another_compute_dtype(tmp_path):
     """model.dtype is free on resume: a score sampled in float32 is not kept for a resume in bfloat16 (was: kept,
     though the bfloat16 model's samples, and so its score, are not those)."""
@@ -523,6 +531,7 @@ def test_a_resumed_evaluation_keeps_no_score_sampled_in_another_compute_dtype(tm
         assert saved["dtype"].item() == "bfloat16" and int(saved["step"]) == 5
 
 
+@pytest.mark.slow
 def test_a_resumed_evaluation_with_its_observations_reordered_keeps_every_score(tmp_path, monkeypatch):
     """eval.observations=[1,2] stopped, resumed as [2,1]: each score is kept from the file the first order named
     (was: both scored again, observation 1's posterior_samples.npz overwritten by observation 2's first)."""
@@ -573,6 +582,7 @@ def test_a_run_stopped_part_way_through_its_evaluation_records_the_scores_it_mad
         assert recorded["c2st_observations"][0]["c2st"] == float(saved["c2st"])
 
 
+@pytest.mark.slow
 def test_a_samples_file_records_the_weights_sampled_and_their_step(tmp_path):
     """Under early stopping the weights sampled are the best validation's (step 150), which the console names, but
     posterior_samples.npz recorded step=200, the step the run reached. Now ``step`` is the weights' step, ``weights``
@@ -605,6 +615,7 @@ def test_a_samples_file_records_the_weights_sampled_and_their_step(tmp_path):
     assert path.stat().st_mtime_ns != written
 
 
+@pytest.mark.slow
 def test_every_process_of_a_job_draws_alike_whatever_an_earlier_attempt_left(tmp_path, monkeypatch):
     """In a job of two processes, process 0 (``write``) and process 1 take the same path past a samples file an earlier
     attempt scored with these settings: both draw (was: process 0 alone kept the score and skipped the sharded ODE,

@@ -37,6 +37,7 @@ def test_the_line_gives_bash_exactly_the_overrides_it_names():
         "'hydra.sweep.dir=runs/*' +hydra.job.env_set.B=x=y '+hydra.job.env_set.C='\"'\"'it\"s'\"'\"'' seed=0")
 
 
+@pytest.mark.slow
 def test_a_quoted_fix_of_the_command_line_keeps_its_quotes_and_the_command_it_leads_to_passes():
     args = ["experiment=quick", "+hydra.job.env_set.MY_FLAG=true", "seed=-1"]
     problem = command_problem(args)
@@ -46,6 +47,7 @@ def test_a_quoted_fix_of_the_command_line_keeps_its_quotes_and_the_command_it_le
     assert command_problem(["experiment=quick", *words]) is None
 
 
+@pytest.mark.slow
 def test_a_config_refusals_fixes_paste_as_words_and_a_key_to_drop_is_said_before_them():
     problem = job_problem(compose_tiny("eval.observations=[1,1]", "seed=-1"))
     assert shlex.split(_tail(problem)) == list(fixes_of(fix_of(problem))) == ["seed=0", "eval.observations=[1]"]

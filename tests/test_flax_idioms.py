@@ -156,6 +156,7 @@ def _train(model, optimizer, x, steps=3):
     return np.array([float(step(model, optimizer, x)) for _ in range(steps)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flax_way, base, split", [(False, "tensor", {"layers/kernel": P(None, None, "model")}),
                                                    (True, "fsdp", {"layers/kernel": P(None, "data", None)})])
 def test_scanned_stacked_layers_train_as_on_one_device_under_a_table_leaving_layers_unsplit(flax_way, base, split):
@@ -279,6 +280,7 @@ def _node(model):
     return model, nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param), nnx.EMA(model, 0.9, only=nnx.Param)
 
 
+@pytest.mark.slow
 def test_every_idiom_restores_exactly_across_meshes_and_onto_no_mesh(tmp_path):
     table = {**dict(gs.RULES["tensor"]), "layers": None}
     model = gs.init_sharded(lambda: Idioms(nnx.Rngs(0, dropout=1)), gs.make_mesh(model_axis=2), table, warn=False)
@@ -331,6 +333,7 @@ class Normed(nnx.Module):
         return self.norm(jnp.tanh(self.up(x)))
 
 
+@pytest.mark.slow
 def test_a_new_optimizer_after_a_jitted_step_names_the_relayout_and_the_fix():
     # Was: "rule 'tensor' places norm/bias at P(), but the model holds it at P('model',); pass the rule table the
     # model was placed under, ...": the rule was right; jit had laid out the unannotated variables anew.

@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from faults_helpers import REPO, run_tiny
 from gensbi_sharding.harness import folder_lock
 
@@ -51,6 +52,7 @@ time.sleep(120)
 """
 
 
+@pytest.mark.slow
 def test_a_folder_refusal_of_a_run_started_from_python_names_the_settings_it_sets(tmp_path, monkeypatch):
     # Was: run(cfg) from Python into a folder holding a run was told "choose another hydra.run.dir", "rerun with
     # train.resume=auto", "the same command plus train.resume=auto ... hydra.run.dir=<new folder>": launch.py's
@@ -145,6 +147,7 @@ HOLD = ("import sys; from filelock import FileLock; lock = FileLock(sys.argv[1],
         "print('held', flush=True); sys.stdin.read()")
 
 
+@pytest.mark.slow
 def test_a_python_callers_refusal_of_a_busy_folder_quotes_the_other_runs_command_as_it_ran(tmp_path):
     # run(cfg) from Python into a folder another run (launch.py ... hydra.run.dir=<it> train.steps=100) holds. Was:
     # "(pid 4321 ...: launch.py cfg.output_dir='<it>' and cfg.train.steps=100)": the other run's command line
@@ -186,6 +189,7 @@ def _held_elsewhere(folder: Path) -> subprocess.Popen:
     return holder
 
 
+@pytest.mark.slow
 def test_a_run_and_a_sweep_never_share_a_job_folder_while_either_runs(tmp_path):
     # launch.py ... hydra.run.dir=<sweep>/1 while `-m` ran that sweep: the sweep, reaching job 1, had Hydra replace the
     # run's .hydra/ record, then failed the job (FolderInUseError) and still ended "sweep done: 1 ok, 0 failed" with
@@ -227,6 +231,7 @@ HOLD_LOCK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_second_run_into_a_busy_folder_stops_naming_the_other(tmp_path, devices):
     out = tmp_path / "run"
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True)

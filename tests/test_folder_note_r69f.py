@@ -23,6 +23,7 @@ HOLD = ("import sys; from filelock import FileLock; lock = FileLock(sys.argv[1],
         "print('held', flush=True); sys.stdin.read()")
 
 
+@pytest.mark.slow
 def test_a_note_of_an_ended_run_is_not_named_as_the_holder(tmp_path):
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     gone = int(ended.stdout)  # a pid of this host whose process has ended

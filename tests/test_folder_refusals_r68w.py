@@ -53,6 +53,7 @@ def test_a_run_stopped_with_a_complete_checkpoint_is_still_told_to_continue_it(t
         ensure_fresh(run, overrides=OVERRIDES)
 
 
+@pytest.mark.slow
 def test_a_preempted_folders_refusal_is_its_one_line_without_orbaxs_read_of_its_steps(tmp_path):
     # Orbax logs its read once in a process: a fresh one asks, as launch.py's folder claim (Hydra's callback) does
     run = tmp_path / "run"
@@ -67,6 +68,7 @@ def test_a_preempted_folders_refusal_is_its_one_line_without_orbaxs_read_of_its_
     assert done.stdout.endswith("\n0\n") and "absl: " not in done.stderr, done.stderr  # was: absl: Read Metadata=...
 
 
+@pytest.mark.slow
 def test_a_recordless_folders_refusal_under_another_runs_resume_is_its_one_line(tmp_path):
     # The same read by another way in: checkpoints without a record, train.resume=<another run> (requeued_step)
     run = tmp_path / "run"

@@ -120,6 +120,7 @@ def test_variables_that_are_not_parameters_are_counted_apart_from_them():
 
 # ------------------------------------------------- activation fields a model never reads
 
+@pytest.mark.slow
 def test_activation_fields_a_model_does_not_read_are_named(monkeypatch):
     # Was: model=flux1 activation.head_axis=model trained the very same program as without it, not a word
     # (GenSBI's blocks set no activation layouts; the wrapper constrains only its tokens' batch rows).
@@ -463,6 +464,7 @@ def test_launch_into_a_completed_run_of_a_preset_of_ones_own_names_its_search_pa
         proc.stderr
 
 
+@pytest.mark.slow
 def test_local_processes_get_the_search_path_of_a_preset_of_ones_own(monkeypatch, tmp_path):
     # Was: python launch.py "hydra.searchpath=[file://$PWD/my_conf]" model=my_flux1 distributed=local stopped at once,
     # each process with Hydra's "Could not find 'model/my_flux1'": they were started with the task's overrides only.

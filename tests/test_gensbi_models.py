@@ -50,6 +50,7 @@ def flat(node):
     return {"/".join(map(str, p)): value(v) for p, v in nnx.to_flat_state(nnx.state(node))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_velocity_contract(name):
     graphdef, state = nnx.split(build(name))
@@ -111,6 +112,7 @@ def test_bad_fields_are_value_errors_naming_the_field(name, overrides, match):
         build(name, **overrides)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_sharded_init_equals_eager_and_places_by_the_plan(name):
     mesh = contract.make_mesh(model_axis=2)
@@ -135,6 +137,7 @@ def test_unsplittable_gensbi_variables_are_reported_as_fallbacks():
     assert "flux/obs_in/kernel" in fallbacks and "36" in fallbacks["flux/obs_in/kernel"]
 
 
+@pytest.mark.slow
 def test_checkpoint_restores_onto_another_mesh_and_rule(tmp_path):
     tx = optax.adamw(1e-3)
 
@@ -191,6 +194,7 @@ print(math.isclose(float(tarflow._LOG2PI), math.log(2 * math.pi), rel_tol=1e-6))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["flux1", "simformer"])
 def test_a_gensbi_model_traced_first_leaves_no_tracer_in_gensbi(name):
     # Was: a process's first GenSBI model built under a trace (model.init=sharded, the dry run, the check before

@@ -23,6 +23,7 @@ def _shapes(module) -> dict:
             for path, variable in nnx.state(module, nnx.Param).flat_state()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", [
     # Was: GenSBI's side left val_emb_dim / id_emb_dim out, so once the harness's side had trained (2000 steps by
     # default), Flux1Params raised "val_emb_dim and id_emb_dim required for 'concat' strategy": the run lost.

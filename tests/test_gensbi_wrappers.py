@@ -45,6 +45,7 @@ def _inputs(batch=4):
     return jnp.ones((batch, DIM_THETA)), jnp.ones((batch, DIM_X)), jnp.full((batch,), 0.5)
 
 
+@pytest.mark.slow
 def test_a_guidance_distilled_flux1_is_refused_when_wrapped_not_at_its_first_call():
     # Was: wrapped without a word, then GenSBI's "Didn't get guidance strength for guidance distilled model." at
     # the first call (inside the first training step's trace, in the harness).
@@ -81,6 +82,7 @@ def test_a_model_of_the_other_kind_names_the_wrapper_that_fits():
         Flux1Velocity(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
 
 
+@pytest.mark.slow
 def test_gensbis_other_joint_model_is_wrapped_as_simformer_is():
     # Flux1Joint is called as Simformer is (JointWrapper.conditioned): accepted, and its guidance refused up front.
     v = SimformerVelocity(Flux1Joint(_joint_params()), dim_theta=DIM_THETA)
@@ -127,6 +129,7 @@ def test_pos1d_ids_are_refused_only_where_init_sharded_traces_them(compose_confi
         trace_model(builder(cfg, dim_theta=DIM_THETA, dim_x=DIM_X, partition_axis=None), cfg, needed_by=DRY_RUN_TRACES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim_theta", [2.0, True, "2", None, 0, 5])
 def test_simformer_dim_theta_that_is_no_token_count_is_refused_when_wrapped(dim_theta):
     # Was, at the first call: "Input type must be an integer or unsigned integer." (2.0), "theta_t must have shape

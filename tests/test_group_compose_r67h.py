@@ -54,6 +54,7 @@ def test_an_interpolation_hydra_cannot_resolve_as_a_choice_is_refused_and_the_fi
     assert command_problem([fix if a == arg else a for a in args]) is None  # the advice, pasted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arg, resolved", [("rule=${mesh}", "dict"), ("rule=${distributed}", "none")])
 def test_an_interpolation_that_resolves_to_no_option_names_what_it_resolves_to(arg, resolved):
     problem = command_problem([arg])

@@ -9,6 +9,7 @@ import importlib
 import subprocess
 import sys
 
+import pytest
 from faults_helpers import REPO, compose_tiny
 
 
@@ -34,6 +35,7 @@ def test_the_module_stays_the_module_and_its_call_is_its_function(monkeypatch):
     assert harness.run("cfg") == {"status": "patched"} and calls == ["cfg"]  # a patched run is the one called
 
 
+@pytest.mark.slow
 def test_the_package_gives_run_before_its_module_was_imported():
     # A fresh interpreter: gensbi_sharding.harness.run(cfg) with nothing but the package imported
     code = ("import sys, gensbi_sharding.harness as h\n"

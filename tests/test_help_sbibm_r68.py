@@ -7,12 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_JOB = "python launch.py -m experiment=sbibm data=two_moons data.num_simulations=10000"
 
 
+@pytest.mark.slow
 def test_help_names_the_sbibm_presets_jobs_and_one_job_of_it():
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     proc = subprocess.run([sys.executable, str(REPO / "launch.py"), "--help"], cwd=REPO, env=env,

@@ -20,6 +20,7 @@ def _hydra(overrides):
         return compose("config", overrides=overrides, return_hydra_config=True).hydra
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arg, lacked", [("hydra.job.env_set.N=1", "hydra.job.env_set.N"),
                                          ("hydra.job.env_set={A:1}", "hydra.job.env_set.A"),
                                          ("hydra.callbacks={a:{_target_:gensbi_sharding.harness.summary.SweepSummary}}",
@@ -67,6 +68,7 @@ def test_a_yes_no_for_an_entry_hydra_lacks_is_quoted_with_plus_plus_and_composes
 
 # A preset's sweeper params are a dict too (found by this round's second fuzz): sweep=rules_x_model_axis
 # hydra.sweeper.params.seed=1 passed every check, then Hydra's "Could not override 'hydra.sweeper.params.seed'".
+@pytest.mark.slow
 def test_a_sweeper_param_the_preset_lacks_typed_bare_names_plus_plus():
     args = ["sweep=rules_x_model_axis", "hydra.sweeper.params.seed=1"]
     assert command_problem(args) == ("hydra.sweeper.params.seed=1: Hydra's config holds no hydra.sweeper.params.seed "

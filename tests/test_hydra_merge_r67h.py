@@ -21,6 +21,7 @@ def _hydra(overrides):
         return compose("config", overrides=overrides, return_hydra_config=True).hydra
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, reason", [("true", "Value 'True' of type 'bool' could not be converted to Integer"),
                                            ("yes", "Value 'yes' of type 'str' could not be converted to Integer"),
                                            ("null", "field 'hydra.launcher.timeout_min' is not Optional")])
@@ -34,6 +35,7 @@ def test_a_launcher_setting_of_another_type_is_refused_with_its_default(value, r
     assert command_problem(fixed) is None and _hydra(fixed).launcher.timeout_min == 60  # the advice, pasted
 
 
+@pytest.mark.slow
 def test_a_presets_sweeper_param_given_a_list_is_refused_and_its_quoted_default_composes():
     args = ["sweep=rules_x_model_axis", "hydra.sweeper.params.rule=[a]"]
     problem = command_problem(args)
@@ -45,6 +47,7 @@ def test_a_presets_sweeper_param_given_a_list_is_refused_and_its_quoted_default_
     assert _hydra(pasted).sweeper.params.rule == "replicated,fsdp,tensor"
 
 
+@pytest.mark.slow
 def test_an_entry_below_a_null_of_the_typed_logging_config_names_plus_plus():
     args = ["hydra/job_logging=none", "hydra.job_logging.root.level=INFO"]
     problem = command_problem(args)

@@ -37,6 +37,7 @@ def test_a_misspelt_option_offers_the_nearest():
         "; did you mean hydra/launcher=submitit_local?")
 
 
+@pytest.mark.slow
 def test_a_setting_of_another_launcher_names_the_launcher_to_add():
     problem = command_problem(["-m", "rule=fsdp,tensor", "hydra.launcher.nodes=2"])
     assert problem == ("hydra.launcher.nodes=2: hydra/launcher=basic (Hydra's default) has no setting nodes; its "

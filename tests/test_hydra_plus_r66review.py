@@ -24,6 +24,7 @@ def hydra_composes(arg: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arg", ["+hydra.job.name=x", "+hydra.mode=RUN", "+hydra.searchpath=[file:///tmp]",
                                  "+hydra.job.env_copy=[HOME]", "+hydra.job.env_set={A:b}"])
 def test_a_plus_hydra_runs_is_not_refused(arg):

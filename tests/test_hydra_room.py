@@ -88,6 +88,7 @@ def test_a_file_size_limit_under_hydras_file_is_named_as_that_limit(tmp_path, mo
     assert hydra_room.room_problem(tmp_path / "r", sizes) is None  # no limit, room enough
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_disk_filled_stops_before_the_next_job_with_its_continue_command(tmp_path, monkeypatch):
     # Was (a 352 KB tmpfs, -m experiment=quick seed=0,1,2): job 2 died in Hydra's _save_config traceback, with no
     # sweep summary, no stop line and no continue command.

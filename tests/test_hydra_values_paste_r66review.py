@@ -23,6 +23,7 @@ def composed(arg: str):
         return compose("config", overrides=[arg], return_hydra_config=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed, after, key, value", [
     ("hydra.job.env_set=true", "set one by its name: ", "hydra.job.env_set.MY_VAR", "true"),
     ("hydra.job.env_set=1", "set one by its name: ", "hydra.job.env_set.MY_VAR", "1"),

@@ -125,6 +125,7 @@ def test_the_library_imports_no_name_it_never_uses(name):
     assert unused == [], f"{name} imports {unused} and never reads them"
 
 
+@pytest.mark.slow
 def test_every_third_party_package_the_library_imports_is_a_declared_dependency():
     # Was: checkpoint_damage imported tensorstore (its public ocdbt.dump, which older releases lack) with no line in
     # pyproject.toml: only orbax-checkpoint's unpinned requirement brought it, at any version.

@@ -67,6 +67,7 @@ class Annotated(nnx.Module):
         self.bare = nnx.Param(jnp.ones((6,)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_axis", [1, 2, 4])
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_values_and_placements_equal_eager(name, model_axis):
@@ -88,6 +89,7 @@ def test_values_and_placements_equal_eager(name, model_axis):
 
 
 
+@pytest.mark.slow
 def test_arrays_computed_on_one_cpu_device_are_placed_compiling_no_slicing_program(devices):
     # Was a slicing program compiled by JAX per shape and sharding as each array computed on one device was put onto a
     # split sharding: 5 for this MLP under fsdp in init_sharded and in shard_model alike, one per leaf shape in
@@ -117,6 +119,7 @@ def test_arrays_computed_on_one_cpu_device_are_placed_compiling_no_slicing_progr
         np.testing.assert_array_equal(np.asarray(placed[name]), np.asarray(value))
 
 
+@pytest.mark.slow
 def test_arrays_computed_on_one_cpu_device_are_freed_once_placed(devices):
     # Was: each group, computed on one device, stayed alive as long as its shards did (XLA:CPU's shards aliased the
     # NumPy view they were cut from), so that device held every group: 0.66 GB of a 1.07 GB model, not 0.26 GB.
@@ -180,6 +183,7 @@ class OneLargeManySmall(nnx.Module):
         self.small = nnx.List([nnx.Linear(4, 4, rngs=rngs) for _ in range(4)])
 
 
+@pytest.mark.slow
 def test_constructor_is_traced_once_per_group_and_grouping_keeps_values(monkeypatch):
     """Once to plan, once per group; a group holds up to max(GROUP_BYTES, model bytes / mesh size)."""
     calls = []
@@ -265,6 +269,7 @@ class Stacked(nnx.Module):
         self.layers = make(rngs.split(8))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_axis", [1, 2])
 @pytest.mark.parametrize("module", [Unusual, Stacked])
 def test_unusual_constructors_equal_eager(module, model_axis):
@@ -296,6 +301,7 @@ class Closures(nnx.Module):
         self.b = nnx.Param(closing_over(2.0)(rngs.params()), **axes("embed", "mlp"))
 
 
+@pytest.mark.slow
 def test_programs_that_print_alike_are_not_confused():
     mesh = make_mesh(model_axis=1)
     built = check_equal_to_eager(lambda: Closures(nnx.Rngs(0)), mesh, "fsdp")
@@ -326,6 +332,7 @@ def test_constructor_warnings_are_shown_once():
     assert [str(w.message) for w in caught].count("constructor says hello") == 1
 
 
+@pytest.mark.slow
 def test_model_runs_after_sharded_init():
     mesh = make_mesh(model_axis=2)
     with warnings.catch_warnings():
@@ -429,6 +436,7 @@ def test_factory_without_an_inspectable_signature_is_called():
     assert init_sharded(functools.partial(next, iter([model])), None) is model
 
 
+@pytest.mark.slow
 def test_values_equal_with_threefry_partitionable_off():
     mesh = make_mesh(model_axis=1)
     with jax.threefry_partitionable(False), warnings.catch_warnings():
@@ -440,6 +448,7 @@ def test_values_equal_with_threefry_partitionable_off():
         assert_equal_up_to_rounding(flat(built)[path], value, err_msg=path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule, model_axis", [("fsdp", 1), ("tensor", 2)])
 def test_optimizer_moments_placed_like_params(rule, model_axis):
     mesh = make_mesh(model_axis=model_axis)

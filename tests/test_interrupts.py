@@ -10,6 +10,7 @@ import pytest
 from faults_helpers import REPO
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_landing_in_a_gc_callback_is_deferred_not_dropped(caplog):
     # Typed: Ctrl-C twice during a run (README, Preemption: "press it again to stop at once"). Was, on the console:
     # "Exception ignored in: <function _xla_gc_callback ...> Traceback ... KeyboardInterrupt": the second press

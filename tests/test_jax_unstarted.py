@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from faults_helpers import REPO, save_step
 from test_start_imports import LAUNCH, imported_after
 
@@ -33,6 +34,7 @@ print(jax.device_count())
 """
 
 
+@pytest.mark.slow
 def test_listing_a_run_folders_checkpoints_leaves_jax_backend_unstarted(tmp_path):
     # Was: `python launch.py experiment=quick train.resume=auto hydra.run.dir=cont` (the command a preempted
     # continuation, launched with train.resume=<run>, printed) failed: "devices.cpu_count=8 was asked for, but JAX's
@@ -62,6 +64,7 @@ print(jax.device_count())
 """
 
 
+@pytest.mark.slow
 def test_reading_a_checkpoints_config_and_info_leaves_jax_backend_unstarted(tmp_path):
     # Was: checkpoint.saved_config / saved_info read the JSON item through an Orbax Checkpointer, which starts JAX's
     # backend: any check before a run sets its device count that read one (the requeue check did, until round 45
@@ -79,6 +82,7 @@ def test_reading_a_checkpoints_config_and_info_leaves_jax_backend_unstarted(tmp_
     assert proc.stdout.split("\n")[:2] == ["a {'n': 1}", "3"], proc.stdout
 
 
+@pytest.mark.slow
 def test_a_refused_run_imports_no_jax_where_its_check_needs_none(tmp_path):
     # A range refusal needs no device: the check of the run's config before its folder is made imports no JAX
     # (was: resolve_cpu_count's module and the activation fields' check imported it, ~1 s).
@@ -109,6 +113,7 @@ print(jax.device_count())
 """
 
 
+@pytest.mark.slow
 def test_the_check_of_a_resumes_settings_before_its_folder_leaves_jax_backend_unstarted(tmp_path):
     # The settings a checkpoint refuses are checked before Hydra makes the run's folder (resume_settings), which is
     # before the run sets its device count: the check compares configs only (a first try at it also said what a
@@ -141,6 +146,7 @@ print(jax.device_count())
 """
 
 
+@pytest.mark.slow
 def test_the_librarys_check_of_a_step_leaves_jax_backend_unstarted(tmp_path):
     # Was: the harness read every array of every step in a child process before a resume's folder (seconds, a second
     # copy of the checkpoint in host memory), as reading them in the launching process would start the backend.

@@ -477,6 +477,7 @@ def test_second_run_leaves_the_first_runs_config_untouched(no_mesh_run, second_r
 
 # ------------------------------------------------------------------ (h, i) in this process
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::gensbi_sharding.sharding.ExperimentalRuleWarning")
 def test_train_step_transfers_nothing_but_the_batch(devices):
     mesh = contract.make_mesh(model_axis=2)

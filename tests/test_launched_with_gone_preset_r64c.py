@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 from faults_helpers import run_with_own_preset, under_command
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.saving_record import gone_presets
 
 
+@pytest.mark.slow
 def test_a_deleted_presets_word_is_left_out_and_every_setting_that_ran_added(tmp_path):
     # Was: '... experiment=mine seed=3 model.width=24', refused pasted: "Could not find 'experiment/mine'" (Hydra's
     # optional experiment skipped the missing option as it composed, so the check before printing passed)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 from faults_helpers import run_with_own_preset, under_command
 
 
+@pytest.mark.slow
 def test_the_launched_with_command_keeps_the_settings_of_a_preset_edited_since(tmp_path):
     from gensbi_sharding.harness.hints import launched_with
 

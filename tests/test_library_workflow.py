@@ -39,6 +39,7 @@ def quiet(call):
         return call()
 
 
+@pytest.mark.slow
 def test_sharded_init_and_optimizer_work_inside_mesh_context():
     # A training script activates its mesh once, around everything; init_sharded's one-device programs were
     # refused by jit there ("incompatible devices"), init_optimizer_sharded's nnx.eval_shape read "heads" as a
@@ -186,6 +187,7 @@ def test_a_factory_using_an_rngs_made_outside_it_keeps_flax_s_link_whole():
     assert ("an nnx.Rngs (Cannot mutate RngCount from a different trace level (https://flax.readthedocs.io/en/latest/"
             "api_reference/flax.errors.html#flax.errors.TraceContextError)); make it inside") in str(error.value)
 
+@pytest.mark.slow
 def test_an_optimizer_with_masked_state_restores_on_another_mesh(tmp_path):
     # optax.masked keeps a MaskedNode where the mask is False (here every bias); the restore target held it and
     # restore refused its own target: "restore target ...mu/up/bias is MaskedNode without a sharding; build the
@@ -211,6 +213,7 @@ def test_an_optimizer_with_masked_state_restores_on_another_mesh(tmp_path):
     np.testing.assert_array_equal(np.asarray(fresh.up.kernel[...]), np.asarray(model.up.kernel[...]))
 
 
+@pytest.mark.slow
 def test_a_restore_whose_shapes_fit_but_dtypes_differ_names_the_dtypes_not_hyperparameters(tmp_path):
     # A state saved in bfloat16 (param_dtype, or Adam moments a train step made float32: seen under
     # optax.inject_hyperparams) restored onto a model of other dtypes said "Build the model with the hyperparameters
@@ -245,6 +248,7 @@ class StackedLayers(nnx.Module):
         self.layers = make(rngs)
 
 
+@pytest.mark.slow
 def test_a_stacked_layer_axis_can_be_left_unsplit_by_a_rule_table_and_the_fallback_says_so():
     # Was: every stacked variable fell back to replicated ("unknown logical axis 'layers'", no fix named), and the
     # only fix, a table declaring 'layers' unsplit, was refused ("rule table key 'layers' is not a logical axis").
@@ -321,6 +325,7 @@ class TreeValued(nnx.Module):
         self.pair = nnx.Param((jnp.ones((4, 8)), jnp.zeros(2)), **gs.axes("embed", "mlp"))
 
 
+@pytest.mark.slow
 def test_variables_holding_a_pytree_of_arrays_are_placed_built_reported_and_restored(tmp_path):
     # Were skipped as "no array": shard_model left them unplaced (sharding_of: None), init_sharded returned them as
     # jax.ShapeDtypeStruct (the model failed at its first call: "not a valid JAX type"), describe left them out of

@@ -68,6 +68,7 @@ def test_processes_killed_from_outside_name_the_dry_runs_command_again(tmp_path,
                                               f"{' '.join(PARENT)} train.resume=auto hydra.run.dir={out}")
 
 
+@pytest.mark.slow
 def test_a_process_names_its_parents_command_not_its_own_share_of_the_job(tmp_path, monkeypatch):
     from gensbi_sharding.harness import local_cluster
     from gensbi_sharding.harness.interrupt_lines import JOB_OVERRIDES_ENV, stop_advice

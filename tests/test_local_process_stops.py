@@ -236,6 +236,7 @@ def test_the_run_bound_reached_while_the_local_processes_start_up_is_named_with_
     assert metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_a_local_processes_sweep_writes_its_summary_and_the_whole_sweep_command(
         tmp_path, monkeypatch, caplog):
     # Was: Ctrl-C in job 0 of `-m distributed=local rule=fsdp,tensor` ended the sweep with no sweep_summary.*
@@ -313,6 +314,7 @@ def test_a_peer_dying_mid_collective_is_said_without_xlas_repeated_wrappers(tmp_
     assert stop_record.exception_text(ValueError("a: b: a: b")) == "ValueError: a: b: a: b"  # not back to back
 
 
+@pytest.mark.slow
 def test_a_process_killed_before_any_checkpoint_while_process_0_reports_names_the_command_to_rerun(tmp_path,
                                                                                                  monkeypatch):
     # Was, process 1 SIGKILLed before the first save: "process 1 of 2 died (killed by SIGKILL) ...; process 0

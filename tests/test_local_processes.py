@@ -251,6 +251,7 @@ def _run_with_children(tmp_path, monkeypatch, children, heartbeat_s=5, hydra_ove
     return local_cluster.run_local_processes(cfg, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("console", ["read", "closed"])
 def test_a_child_printing_much_never_blocks_and_loses_nothing(tmp_path, console):
     # Was: with the parent's stderr a closed pipe (launch.py ... 2>&1 | head), the first failed write ended the pump,
@@ -285,6 +286,7 @@ def test_a_child_printing_much_never_blocks_and_loses_nothing(tmp_path, console)
         assert b"".join(received) == text and not (tmp_path / "process_0.log").exists()
 
 
+@pytest.mark.slow
 def test_a_local_child_ends_without_sweeping_the_objects_it_leaves():
     # Was: each process of a distributed=local job spent 1-5 s after its last line in Python's finalisation, full
     # collections over JAX's and Flax's objects (~1 s of CPU a process; the job waited for it). An object of a cycle
@@ -607,6 +609,7 @@ def test_a_failed_process_without_a_log_refused_nothing_nor_another_process_s_re
     assert metrics["status"] == "error" and ": process 1 failed (exit code 1)" in metrics["error"], metrics["error"]
 
 
+@pytest.mark.slow
 def test_a_process_that_exited_0_beside_a_failed_one_is_not_called_failed(tmp_path, monkeypatch):
     # Was "process 0 of 2 failed (exit code 1); ...: process 1 failed (exit code 0)" when process 0 failed writing
     # what only it writes (its folder turned read-only) and process 1 ended its part.
@@ -682,6 +685,7 @@ def test_local_processes_of_a_multirun_preset_run_once_each(trained):
     assert sorted(p.name for p in tmp_path.iterdir()) == [sweep.name]  # no multirun/ of the processes' own
 
 
+@pytest.mark.slow
 def test_processes_killed_at_a_second_ctrl_c_say_nothing_on_the_console(tmp_path, monkeypatch, capfd):
     """Was: killed one after the other, each once the one before had ended, so the others saw their coordinator
     (process 0) gone first and printed JAX's fatal error ("Terminating process because the JAX distributed service
@@ -766,6 +770,7 @@ def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is
         assert "distributed=local gives each process" not in str(err), err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, message", [
     (["mesh.model_axis=8"], "ConfigError: mesh.model_axis=8: each of the 2 processes holds 4 devices; 4 devices are "
      "not divisible by model_axis=8; set mesh.model_axis=4; a model group stays inside one process (divisors of 4: "

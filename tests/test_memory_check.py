@@ -23,6 +23,7 @@ def _rule(cfg):
     return as_rule(*rule_table(cfg.rule))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, named", [
     (("model.width=100000",), "model.width=100000 (at its default 128: "),
     (("model.depth=100000000",), "model.depth=100000000 (at its default 3: "),  # extrapolated, never built
@@ -39,6 +40,7 @@ def test_a_state_or_budget_too_big_is_refused_naming_the_setting(devices, overri
     check_fits(compose_tiny(*overrides, fix), gs.make_mesh(), _rule(cfg), available=16 * GB)  # the fix fits
 
 
+@pytest.mark.slow
 def test_the_estimate_is_the_planned_state_per_device(devices):
     # What training holds per device, from the library's own plan and byte count of the model (abstract, placed):
     # parameters, two AdamW moments, the EMA, the best weights; deeper: linear in the layers, extrapolated.
@@ -126,6 +128,7 @@ def test_the_default_a_message_names_is_the_one_the_commands_composition_gives(d
     assert named in message and message.endswith(f"lower it, e.g. {fix}"), message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, fix, above", [
     (("model.width=300",), "model.width=119", "model.width=120"),  # width 128, its default, needs 11.4 MB
     (("model.width=300", "model.depth=50"), "model.width=119 model.depth=1", "model.width=120 model.depth=1"),
@@ -144,6 +147,7 @@ def test_the_value_offered_fits_where_the_default_does_not(devices, overrides, f
         check_fits(compose_tiny(*overrides, *above.split()), gs.make_mesh(), _rule(cfg), available=10_000_000)
 
 
+@pytest.mark.slow
 def test_a_float_setting_offered_is_the_largest_that_fits_to_two_digits(devices):
     # flux1's mlp_ratio: its default 4.0 (3.0 MB) does not fit 2.8 MB; was halved to 2.0, now the largest of two
     # significant digits that fits (2.9), and one step of the second digit more is refused.

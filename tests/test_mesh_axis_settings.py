@@ -14,6 +14,7 @@ from gensbi_sharding.harness.config_checks import validate
 from gensbi_sharding.harness.rule_config import MESH_AXES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, message", [
     ("activation.batch_axis=nope", "activation: batch_axis=nope names mesh axis nope, which the mesh lacks "
                                    "(axes: data, model); set activation.batch_axis=null"),

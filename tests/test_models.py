@@ -63,6 +63,7 @@ def name(request):
     return request.param
 
 
+@pytest.mark.slow
 def test_output_shape_dtype_finite(name):
     theta, x, t = inputs()
     v = build(name)(theta, x, t)
@@ -98,6 +99,7 @@ def test_param_count_formula(name):
     assert counted == PARAM_COUNT[name](DIM_THETA, DIM_X, **TINY[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(TASK_DIMS))
 @pytest.mark.parametrize("rule,mesh_shape", [("fsdp", {"data": 8, "model": 1}),
                                              ("tensor", {"data": 1, "model": 8}),
@@ -118,6 +120,7 @@ def test_default_config_splits_evenly(name, task, rule, mesh_shape):
     assert split > 0, f"rule {rule!r} splits nothing of the default {name}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["fsdp", "tensor"])
 def test_sharded_forward_equals_unsharded(name, rule):
     model = build(name)

@@ -1,5 +1,6 @@
 """Name matching (r64, HARNFIX64B): one case-insensitive matcher; sbibm_jax's other tasks are no typo as data=."""
 
+import pytest
 from gensbi_sharding.harness import hints, override_words
 from gensbi_sharding.harness.command_checks import _config_problem, command_problem
 from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS
@@ -18,6 +19,7 @@ def test_the_case_insensitive_match_is_override_words_own_and_hints_re_exports_i
     assert hints.closest_name is override_words.closest_name
 
 
+@pytest.mark.slow
 def test_an_unregistered_sbibm_jax_task_as_a_data_option_is_said_so_not_matched_to_a_near_name():
     assert "gaussian_random_field" in SBIBM_JAX_OTHER_TASKS
     problem = command_problem(["data=gaussian_random_field"])

@@ -1,6 +1,7 @@
 """Each (seed, observation) pair of a run's evaluation draws its own noise: no longer ``seed + k``, which gave seed 1's
 observation 1 the noise of seed 0's observation 2."""
 
+import pytest
 import jax.numpy as jnp
 import numpy as np
 
@@ -19,6 +20,7 @@ def samples_of(tmp_path, seed, k):
         return saved["samples"], int(saved["noise_seed"])
 
 
+@pytest.mark.slow
 def test_seed_1_observation_1_and_seed_0_observation_2_draw_other_noise(tmp_path):
     one, recorded = samples_of(tmp_path, 1, 1)
     two, _ = samples_of(tmp_path, 0, 2)

@@ -12,6 +12,7 @@ from gensbi_sharding.harness.state import build_state
 from gensbi_sharding.harness.train import make_step_functions
 
 
+@pytest.mark.slow
 def test_a_non_finite_state_never_displaces_a_finite_checkpoint(tmp_path, devices):
     mesh = contract.make_mesh(model_axis=2)
     cfg = compose_tiny("model.init=eager")

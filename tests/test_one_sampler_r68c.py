@@ -5,11 +5,13 @@ function under the name own_observation's has, repeated it."""
 import ast
 from pathlib import Path
 
+import pytest
 from gensbi_sharding.harness import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_sample_posterior_is_own_observations_alone():
     assert not hasattr(evaluate, "sample_posterior")
     defined = sorted(str(path.relative_to(ROOT)) for folder in ("gensbi_sharding", "benchmarks")

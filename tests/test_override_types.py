@@ -130,6 +130,7 @@ def test_a_preset_turns_multirun_on_only_where_its_file_says_so(group, option, m
     assert preset_is_multirun("experiment", "quick", ["pkg://elsewhere"])  # a package path may hold it
 
 
+@pytest.mark.slow
 def test_the_rule_options_said_are_the_shipped_four_and_the_users_own():
     # The cases' rule options come from the disk (a user's rule file is an option too); the shipped ones stay pinned.
     assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]
@@ -280,6 +281,7 @@ def test_a_sweep_where_hydra_composes_one_config_is_refused_naming_the_fix(comma
     assert override_problem(command.split()) == message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", [["-cd", "{d}"], ["--config-dir", "{d}"], ["--config-dir={d}"]])
 def test_an_experiment_of_ones_own_in_config_dir_is_no_misspelling(tmp_path, flag):
     # Was: python launch.py --config-dir my_conf experiment=x refused "experiment=x: Could not find 'experiment/x'
@@ -440,6 +442,7 @@ def test_an_accepted_command_composes_nothing_for_a_suggestion_a_refused_one_get
     assert len(asked) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed, fix", [("hydra.searchpath=file://x", "hydra.searchpath=[file://x]"),
                                         ("hydra.searchpath=null", "hydra.searchpath=[]"),
                                         ("hydra.job.env_copy=HOME", "hydra.job.env_copy=[HOME]"),
@@ -468,6 +471,7 @@ def test_a_hydra_list_setting_given_one_word_or_null_is_refused_naming_the_list_
         assert [p.name for p in tmp_path.iterdir()] == ["x"] and not any((tmp_path / "x").iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed, fix", [("hydra.output_subdir=???", "hydra.output_subdir=.hydra"),
                                         ("hydra.job.chdir=???", "hydra.job.chdir=null"),
                                         ("hydra.verbose=???", "hydra.verbose=false"),

@@ -404,6 +404,7 @@ def test_a_data_set_of_ones_own_counts_its_held_out_pairs(request):
     assert sum(w.sum() for w in (b["weight"] for b in two_shards.val_batches)) == 102  # the pairs validated
 
 
+@pytest.mark.slow
 def test_a_data_set_of_ones_own_has_a_dry_run(devices, request):
     # Typed: python launch.py dry_run=true data=mygauss (the factory above registered, conf/data/mygauss.yaml).
     # Was: "[ERROR] ValueError: unknown sbibm task 'mygauss'; registered here: two_moons, ..." at [2/7], for a data

@@ -747,6 +747,7 @@ def run_under_cuda(tmp_path, args):
                           env={**os.environ, "JAX_PLATFORMS": "cuda", "PYTHONPATH": str(REPO)})
 
 
+@pytest.mark.slow
 def test_sample_py_names_a_step_whose_arrays_do_not_read_without_late_tracebacks(tmp_path, saved_checkpoints):
     # Was: 'sample.py <run> x_o.npy', the run's checkpoints/8/arrays/manifest.ocdbt gone, printed a "RuntimeError:
     # Event loop is closed" traceback for each read still under way (40 for experiment=quick's run) around its one
@@ -773,6 +774,7 @@ def test_sample_py_names_a_step_whose_arrays_do_not_read_without_late_tracebacks
                                "NOT_FOUND: ") for line in proc.stderr.splitlines()), proc.stderr[-3000:]
 
 
+@pytest.mark.slow
 @NO_CUDA_HERE
 def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
     # Was: JAX_PLATFORMS=cuda on a CPU machine ended sample.py with a traceback ending in a bare AssertionError.
@@ -784,6 +786,7 @@ def test_cli_names_a_jax_platforms_not_here_and_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_o.npy"]
 
 
+@pytest.mark.slow
 @NO_CUDA_HERE
 def test_sample_posterior_names_a_jax_platforms_not_here(tmp_path):
     # Was: from Python (README's sample_posterior), JAX_PLATFORMS=cuda on a CPU machine ended in a bare AssertionError

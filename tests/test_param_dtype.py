@@ -46,6 +46,7 @@ def types(tree):
 # EMA end to end (test_the_launcher_trains_flux1_with_bfloat16_parameters: the default config keeps one), and its
 # float32 average follows steps below bfloat16's precision
 # (test_a_bfloat16_average_follows_steps_below_its_own_precision).
+@pytest.mark.slow
 @pytest.mark.parametrize("name, param_dtype", [("simformer", "bfloat16")])
 def test_low_precision_parameters_train_with_an_ema(name, param_dtype):
     model = get_model(name)(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), param_dtype=param_dtype, **TINY[name])
@@ -68,6 +69,7 @@ def test_low_precision_parameters_train_with_an_ema(name, param_dtype):
     assert [a.dtype for a in merged] == [a.dtype for a in params]
 
 
+@pytest.mark.slow
 def test_a_bfloat16_average_follows_steps_below_its_own_precision():
     model = get_model("flux1")(dim_theta=2, dim_x=3, rngs=nnx.Rngs(0), param_dtype="bfloat16", **TINY["flux1"])
     ema = EMA(model, 0.999)
@@ -135,6 +137,7 @@ def drifting_update(self, model, updates):
                  is_leaf=lambda x: isinstance(x, nnx.Variable))
 
 
+@pytest.mark.slow
 def test_the_dry_run_refuses_a_step_that_changes_a_dtype(patch_traced, devices):
     cfg = compose_tiny("model.width=16", "model.depth=1")
     name, table = rule_table(cfg.rule)
@@ -152,6 +155,7 @@ def test_the_dry_run_refuses_a_step_that_changes_a_dtype(patch_traced, devices):
     assert "train.ema_decay=0" in message and "model/" not in message
 
 
+@pytest.mark.slow
 def test_training_refuses_a_dtype_changing_step_before_its_first_step(patch_traced):
     patch_traced(EMA, "update", drifting_update)
     from gensbi_sharding.harness.models.mlp import make_mlp

@@ -22,6 +22,7 @@ def draw(tmp_path, backend):
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_backend_matplotlib_does_not_know_leaves_the_plot_drawn_and_says_how_to_fix_it(tmp_path):
     done = draw(tmp_path, "nonexistent")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -32,6 +33,7 @@ def test_a_backend_matplotlib_does_not_know_leaves_the_plot_drawn_and_says_how_t
     assert done.stdout.split() != ["nonexistent"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["agg", "svg"])
 def test_a_backend_matplotlib_knows_is_kept_as_matplotlib_itself_keeps_it(tmp_path, backend):
     # The advice above works as written (MPLBACKEND=agg), and a valid choice of the user's is matplotlib's backend

@@ -1450,6 +1450,7 @@ def test_a_sweep_job_continued_alone_updates_the_sweeps_summary(preempted_job_co
     assert rows[2].startswith("1,24,") and ",not run," in rows[2], rows
 
 
+@pytest.mark.slow
 def test_the_folder_callback_can_be_shipped_to_jobs_while_it_holds_the_sweep_lock(tmp_path):
     # submitit pickles Hydra's callbacks into every SLURM job; the sweep's lock (an RLock) made that fail.
     import pickle
@@ -1750,6 +1751,7 @@ def test_an_attempt_refused_before_it_restored_records_no_resume_point(usr1_at_3
         ("preempted", None, 3), ("error", None, None), ("error", None, None)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answered", [False, True])
 def test_a_signal_a_setup_step_holds_is_answered_by_the_watchdog_within_its_grace(monkeypatch, answered):
     # Was: a SIGTERM while XLA compiled or initialised a large model waited for it to end (no Python handler runs
@@ -1768,6 +1770,7 @@ def test_a_signal_a_setup_step_holds_is_answered_by_the_watchdog_within_its_grac
     assert signal.set_wakeup_fd(-1) == -1  # let go on the watch's exit
 
 
+@pytest.mark.slow
 def test_a_second_signal_while_the_watchdog_waits_out_its_grace_is_taken_quietly(monkeypatch):
     # Was: 'Exception ignored when trying to write to the signal wakeup fd: BrokenPipeError' and its traceback on
     # the console (the watchdog closed its end of the pipe on reading the first signal; SLURM may signal twice).

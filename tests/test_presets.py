@@ -89,6 +89,7 @@ def help_and_hydra_config(tmp_path_factory):
                       env=env, timeout=240, workdir=tmp_path_factory.mktemp("fork"))
 
 
+@pytest.mark.slow
 def test_help_opens_with_the_apps_own_help(help_and_hydra_config):
     proc = help_and_hydra_config[0]
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -118,6 +119,7 @@ def test_the_hydra_config_resolves_on_its_own(help_and_hydra_config):
     assert resolved.hydra.job_logging.filters.console.verbose is False
 
 
+@pytest.mark.slow
 def test_launch_with_a_python_lacking_the_dependencies_says_what_to_run():
     # -S: no site-packages, as with a system Python that never installed the project.
     proc = subprocess.run([sys.executable, "-S", str(REPO / "launch.py"), "mesh=auto"], cwd=REPO,
@@ -128,6 +130,7 @@ def test_launch_with_a_python_lacking_the_dependencies_says_what_to_run():
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", ["sample.py", *(f"benchmarks/{name}.py" for name in (
     "gensbi_pipeline", "gensbi_scale", "init", "sbibm", "sequential", "shard_model", "step_overhead"))])
 def test_scripts_run_by_a_python_lacking_the_dependencies_say_what_to_run(script):
@@ -155,6 +158,7 @@ def test_a_missing_module_of_the_checkout_keeps_its_traceback():
     assert missing_dependency_line(ModuleNotFoundError("x", name=None)) is None
     assert "'optax' is not installed for" in missing_dependency_line(ModuleNotFoundError("x", name="optax.contrib"))
 
+@pytest.mark.slow
 def test_launch_ends_without_sweeping_the_objects_it_leaves():
     # Was: ~1 s of CPU after a run's last line in Python's finalisation, full collections over JAX's and Flax's
     # objects, with nothing left to free. A cycle that a collection at exit would free says so as it goes.

@@ -58,6 +58,7 @@ def test_run_cfg_from_python_returns_the_refusal_launch_py_prints(tmp_path, devi
         "eval.observations=[1]"), metrics["error"]
 
 
+@pytest.mark.slow
 def test_run_cfg_from_python_names_every_refused_value_as_launch_py_does(tmp_path, devices):
     # Was: run(cfg) named only train.steps=-1 (its first check), seed=-1 once that was fixed, where launch.py's check of
     # the same command listed both with the fixes together.
@@ -70,6 +71,7 @@ def test_run_cfg_from_python_names_every_refused_value_as_launch_py_does(tmp_pat
     assert run_tiny(tmp_path / "fixed", "train.steps=3", "seed=0", "eval.enabled=false")["status"] == "ok"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, expected", [
     (["model=flux1", "+model.guidance_embed=true"],
      "+model.guidance_embed=true: Flux1Params.guidance_embed (model=flux1) is no setting: the harness sets it to false"),
@@ -91,6 +93,7 @@ def test_a_key_added_by_compose_is_refused_by_run_cfg_as_launch_py_refuses_it(co
     assert expected in str(raised.value), str(raised.value)
 
 
+@pytest.mark.slow
 def test_a_run_from_python_records_its_own_config_over_another_launch_s_record(tmp_path, devices):
     # Was: run(cfg) from Python into a folder holding another launch's .hydra record left that record as the folder's:
     # its config.yaml (model.width=24) read as this run's, and its overrides.yaml named in a refused resume of this

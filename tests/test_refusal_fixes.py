@@ -9,6 +9,7 @@ from gensbi_sharding.harness.command_checks import _config_problem, command_prob
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, parts_of, rephrased, said
 
 
+@pytest.mark.slow
 def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_message():
     # Was: `python launch.py +train.resume=true` said "write train.resume=true"; typed, that was refused next run
     # ("true is a yes/no ... e.g. train.resume=auto"). So for every rewrite keeping the value as typed: a misspelled
@@ -58,6 +59,7 @@ def test_a_fix_refused_in_turn_carries_the_value_offered_so_the_list_goes_on_to_
     assert command_problem([typed]) == first  # alone, its words as they were
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sweep, fixed", [("model=xyzzy,mlp", "model=flux1,mlp"), ("model=mlpp,transformer",
                                                                                   "model=mlp,transformer"),
                                            ("model=mlpp,mlp", "model=mlp")])
@@ -70,6 +72,7 @@ def test_a_mistyped_option_of_a_sweep_is_fixed_in_its_place_keeping_the_sweeps_o
     assert command_problem(["-m", fixed, "seed=0"]) is None
 
 
+@pytest.mark.slow
 def test_a_multiruns_fix_is_checked_against_every_job_before_the_sweep_starts():
     # Was: `python launch.py -m +model.dpeth=0 seed=0,1` said "write model.depth=0" and stopped: no job's config was
     # checked on the command line, so the fix typed was refused by every job as the sweep started.
@@ -358,6 +361,7 @@ def test_a_fix_of_several_overrides_is_a_tuple_shown_as_typed_and_kept_when_reph
     assert Refusal("r", ("a=1",)).fix == "a=1" and fixes_of(None) == () and fixes_of("a=1") == ("a=1",)
 
 
+@pytest.mark.slow
 def test_a_suggestion_the_model_checks_refuse_is_replaced_by_their_fix_of_two_overrides(devices):
     problem = command_problem([*CONCAT, "model.val_emb_dim=0.5"])
     assert fix_of(problem) == ("model.val_emb_dim=4", "model.id_emb_dim=4"), problem
@@ -413,6 +417,7 @@ def test_every_refusal_of_two_overrides_carries_both():
     assert "; set mesh.model_axis=3 and data.batch_size=62 (the batch is split over 2 data shards" in group
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, fix, note", [
     # GenSBI's default 4 does not divide the attention size 10 that qkv_features sets
     (["model=simformer", "model.num_heads=0", "model.qkv_features=10"], "model.num_heads=2",
@@ -436,6 +441,7 @@ def test_a_config_refusals_fix_passes_every_check_of_the_run(devices, overrides,
     assert job_problem(cfg) is None
 
 
+@pytest.mark.slow
 def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
     # Was: data.batch_size=-8 mesh.model_axis=3 -> "e.g. data.batch_size=256, though data.batch_size=256 is refused
     # too: mesh.model_axis=3: 8 devices are not divisible by model_axis=3": 256 is fine, the mesh was refused as typed.
@@ -560,6 +566,7 @@ def test_the_runs_refusals_in_launch_pys_list_are_said_as_overrides_not_as_pytho
         "train.resume=auto (lower case)")
 
 
+@pytest.mark.slow
 def test_a_multiruns_refusal_composes_each_job_once(monkeypatch):
     # Was: `-m train.stpes=1.5 +model.dpeth=0 eval.num_samples=2 seed=0,1 model.width=8,16 train.learning_rate=0.1,0.01`
     # composed its jobs 36 times, 25 of them distinct (each fix checked against the 8 jobs): the cache of 8

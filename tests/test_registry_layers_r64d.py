@@ -4,6 +4,8 @@ importing a check module (factory_keywords)."""
 import subprocess
 import sys
 
+import pytest
+
 # A fresh interpreter (~0.3 s): which modules a path imports is only seen before anything else imported them.
 PROBE = """
 import functools, sys
@@ -29,6 +31,7 @@ def test_the_tasks_sbibm_jax_ships_beyond_the_registered_ones_are_listed_beside_
         tasks.TASKS)
 
 
+@pytest.mark.slow
 def test_the_registry_names_a_factory_without_importing_a_check_module():
     # Was: registry._describe imported factory_name from factory_keywords (the run's keyword check).
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60)

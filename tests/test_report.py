@@ -179,6 +179,7 @@ def compiled_step(rule, build=init_sharded):
         return functions.train_step.lower(state, batch, jax.random.key(0)).compile()
 
 
+@pytest.mark.slow
 def test_replicated_data_parallel_step_all_reduces_gradients():
     report = compiled_report(compiled_step("replicated"))
     assert report["collectives"]["all-reduce"]["count"] >= 1
@@ -192,6 +193,7 @@ def test_replicated_data_parallel_step_all_reduces_gradients():
                                      + memory["temp_bytes"] - memory["alias_bytes"])
 
 
+@pytest.mark.slow
 def test_fsdp_step_all_gathers_parameters():
     # Lowered from abstract state (abstract_sharded): the dry run allocates no parameters.
     fsdp = compiled_report(compiled_step("fsdp", build=abstract_sharded))

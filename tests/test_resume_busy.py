@@ -28,6 +28,7 @@ def _resume(path):
     return resume_step_dir(OmegaConf.create({"train": {"resume": str(path)}}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["", "checkpoints", "checkpoints/40"])
 def test_resuming_from_a_folder_a_run_is_writing_is_refused(tmp_path, given):
     run = tmp_path / "run"
@@ -63,6 +64,7 @@ def test_a_folder_this_process_holds_is_no_other_run(tmp_path):
     assert "still writing" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_the_running_jobs_own_folder_is_no_other_run(tmp_path, monkeypatch):
     # distributed=local: the parent holds the job folder's lock while its processes resume from it.
     from hydra.conf import HydraConf
@@ -122,6 +124,7 @@ def ended(tmp_path_factory):
             for i, proc in enumerate(procs)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", range(len(ENDINGS)), ids=ENDINGS)
 def test_a_run_that_ends_holding_its_folder_leaves_no_owner_note(ended, ending):
     # Was: a run preempted (exit 75) or stopped by Ctrl-C ends inside Hydra's run, whose end-of-run callback releases

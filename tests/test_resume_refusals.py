@@ -162,6 +162,7 @@ def _counts(state) -> int:
     return sum(path[-1] == "count" for path, _ in nnx.to_flat_state(nnx.state(state.optimizer)))
 
 
+@pytest.mark.slow
 def test_a_run_resumed_under_another_schedule_restores_or_is_refused_naming_the_fix(tmp_path):
     # Was: train.resume=<a cosine run> train.schedule=constant noted "from step 8 the learning rate follows this
     # run's schedule, 0.003", then refused the checkpoint as saved "with another optimizer", advising
@@ -243,6 +244,7 @@ def _refusal(monkeypatch, step_dir, out, *task, searchpath=None):
     return str(err.value).split(" The saved weights")[0]
 
 
+@pytest.mark.slow
 def test_a_refused_resume_names_only_the_presets_that_give_the_saved_model(tmp_path, devices, monkeypatch):
     # Typed: python launch.py model=flux1 rule=fsdp train.steps=30 train.resume=runs/f, runs/f saved by
     # experiment=quick model=flux1 rule=tensor mesh.model_axis=2. Was: "the checkpoint was saved under
@@ -256,6 +258,7 @@ def test_a_refused_resume_names_only_the_presets_that_give_the_saved_model(tmp_p
         "model.width=128 model.depth=3): add experiment=quick (or model.width=32 model.depth=1).")
 
 
+@pytest.mark.slow
 def test_a_refused_resume_names_every_override_it_needs_at_once(tmp_path, devices, monkeypatch):
     # Typed: python launch.py model=flux1 train.resume=runs/f, runs/f saved by model=flux1 experiment=quick
     # train.ema_decay=0.0 data.theta_transform=support. Was: two tries, the first naming experiment=quick alone
@@ -289,6 +292,7 @@ def test_a_refused_resume_names_every_override_it_needs_at_once(tmp_path, device
         check_resume_settings(step_dir, cfg)
 
 
+@pytest.mark.slow
 def test_a_refused_resume_names_the_steps_its_preset_would_cut_short(tmp_path, devices, monkeypatch):
     # Typed: python launch.py model=flux1 train.resume=runs/f, runs/f saved at step 40 by model=flux1
     # experiment=quick train.steps=40. Was: "add experiment=quick", then, with it, "train.resume=runs/f is at step
@@ -316,6 +320,7 @@ def test_a_refused_resume_names_the_steps_its_preset_would_cut_short(tmp_path, d
 
 
     # A preset whose steps reach the checkpoint's: no train.steps named (test above: step 3 under quick's 20).
+@pytest.mark.slow
 def test_a_refused_resume_of_a_preset_of_one_s_own_names_its_search_path(tmp_path, devices, monkeypatch):
     # Typed (README, "A preset of your own"): python launch.py "hydra.searchpath=[file://$PWD/my_conf]"
     # model=my_flux1 rule=tensor ...; then train.resume=<it> with model=flux1 rule=fsdp. Was: "add model=my_flux1
@@ -418,6 +423,7 @@ def test_a_resume_hint_ends_without_a_contradicting_example(value, message):
     assert str(err.value) == message
 
 
+@pytest.mark.slow
 def test_resume_of_another_shape_names_the_model_overrides(tmp_path, devices, caplog):
     mesh = contract.make_mesh(model_axis=1)
     table = dict(contract.RULES["replicated"])
@@ -463,6 +469,7 @@ def _quick_checkpoint(run: Path) -> Path:
     return run / "checkpoints" / "3"
 
 
+@pytest.mark.slow
 def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, monkeypatch):
     # Was: "the checkpoint was saved with model.width=32 model.depth=1 (this run: model.width=128 model.depth=3):
     # add model.width=32 model.depth=1 ...; the run that saved it was launched with: experiment=quick ...": the

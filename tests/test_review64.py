@@ -49,6 +49,7 @@ def test_a_task_sbibm_jax_ships_typed_in_another_case_is_named_so_not_taken_for_
     assert f"; set data.name=two_moons, or drop data.name={typed} and choose one with data=<name>; " in problem
 
 
+@pytest.mark.slow
 def test_a_run_of_a_conf_model_continued_without_its_option_is_offered_the_option_not_another_version(tmp_path):
     # Was (dcc6a9d/0f396b4): its record lost, 'launch.py experiment=quick seed=0 hydra.run.dir=<a stopped run of
     # model=transformer>' was told "the settings it saved, which this version's model=transformer lacks

@@ -189,6 +189,7 @@ def test_table_shows_every_variable_with_its_logical_axes(devices):
     assert "optimizer/opt_state/0/mu/up/kernel" in rows and text.rstrip().endswith("raw: why not")
 
 
+@pytest.mark.slow
 def test_train_loss_is_the_window_mean_the_progress_bar_shows(devices, capsys):
     model = Velocity(nnx.Rngs(0))
     optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)

@@ -112,6 +112,7 @@ def test_a_blank_out_is_refused_naming_the_default(tmp_path, one_run, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "x_o.npy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, text", [
     ("observation.csv", "data_1,data_2\n0.5,-0.25\n"),  # sbibm's own files: a header row (was: the command failed)
     ("x.csv", "# x_o\nx1;x2\n\n0.5;-0.25\n"),  # a comment, column names, a blank line, ';'
@@ -137,6 +138,7 @@ def test_a_text_observations_conversion_command_reads_it(tmp_path, name, text):
     np.testing.assert_array_equal(np.load(saved), [0.5, -0.25])
 
 
+@pytest.mark.slow
 def test_the_conversion_command_of_an_observation_in_a_read_only_folder_writes_where_it_can(tmp_path, monkeypatch):
     # Was: np.save('<read-only folder>/obs_x_o.npy', ...) beside the file, which failed with PermissionError when
     # pasted (a shared data folder); now the current folder's, by absolute path. (root ignores a folder's mode, so

@@ -66,6 +66,7 @@ def test_sample_posterior_on_a_mesh_says_a_fallback_once(monkeypatch, caplog, tm
     assert [r.name for r in caplog.records].count("gensbi_sharding.details") == 1
 
 
+@pytest.mark.slow
 def test_a_printed_python_command_runs_whatever_the_observation_files_path_holds(tmp_path):
     # Was: "convert it once: python -c \"... np.loadtxt('<path>')\"": a path with a quote or a $ broke the command.
     import shlex
@@ -92,6 +93,7 @@ def test_a_printed_python_command_runs_whatever_the_observation_files_path_holds
         load_observation(plain)
 
 
+@pytest.mark.slow
 def test_the_command_saving_a_runs_observation_writes_into_the_runs_folder_not_the_current_one(tmp_path):
     # `sample.py <run> <run>/posterior_samples.npz` advised `python -c "...np.save('x_o.npy', ...)" and pass x_o.npy`:
     # pasted in the checkout, it wrote x_o.npy there, then sample.py x_o_posterior.npz beside it (git status showed
@@ -114,6 +116,7 @@ def test_the_command_saving_a_runs_observation_writes_into_the_runs_folder_not_t
     assert out_path(None, Path(passed)).parent == run  # sample.py's default output: beside it too
 
 
+@pytest.mark.slow
 def test_the_own_observation_example_writes_under_outputs_not_the_checkouts_root(tmp_path):
     # Was: README's and docs/harness.md's example saved x_o.npy, and sample.py then x_o_posterior.npz, in the folder it
     # ran from: the checkout's root, beside launch.py (and the second run of the example was refused: it exists).
@@ -133,6 +136,7 @@ def test_the_own_observation_example_writes_under_outputs_not_the_checkouts_root
         assert (cwd / observation).is_file() and out_path(None, observation).as_posix() == "outputs/x_o_posterior.npz"
 
 
+@pytest.mark.slow
 def test_sampling_a_checkpoint_says_what_it_samples_not_that_it_resumed(tmp_path, devices, caplog):
     # Typed: python sample.py runs/f x_o.npy (README, "Your own observation"). Was, on the console: "resumed from
     # runs/f/checkpoints/20 at step 20, placed by rule 'tensor' on one device (no mesh); early stopping: best step
@@ -163,6 +167,7 @@ def test_sampling_a_checkpoint_says_what_it_samples_not_that_it_resumed(tmp_path
         assert ("early stopping starts afresh" in caplog.text) is not sampling
 
 
+@pytest.mark.slow
 def test_sampling_a_run_still_training_before_its_first_checkpoint_says_so(tmp_path):
     # Typed: python sample.py multirun/.../1 x_o.npy while that sweep job trained (train.checkpoint_every=0: a
     # checkpoint only at its end). Was: "has no checkpoint to sample ... Sampling needs a trained run's saved weights:

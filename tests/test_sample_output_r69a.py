@@ -12,6 +12,7 @@ from gensbi_sharding.harness.observation_input import load_observation
 from gensbi_sharding.harness.sample_output import RUN_NPZ_NAMES, out_path, output_problem
 
 
+@pytest.mark.slow
 def test_the_observation_saved_from_a_runs_samples_file_gets_its_default_output(tmp_path):
     # Was: `sample.py <run> <run>/posterior_samples.npz` advised saving posterior_samples_x_o.npy; pasted, then passed
     # as advised, sample.py refused its default output posterior_samples_x_o_posterior.npz ("--out ...: is a name a

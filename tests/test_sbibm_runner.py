@@ -265,6 +265,7 @@ def test_run_refuses_a_root_inside_another_roots_or_a_sweeps_folder_before_writi
 
 
 
+@pytest.mark.slow
 def test_table_takes_the_root_as_run_took_it(sbibm, tmp_path):
     # Was: "sbibm.py table --root <root>", typed as "run --root <root>" was, ended "sbibm.py: error: unrecognized
     # arguments: --root", though table reads exactly that folder.
@@ -653,6 +654,7 @@ def test_ctrl_c_while_a_job_starts_promises_no_checkpoint_and_keeps_nothing_asid
     assert json.loads((tmp_path / "two_moons_1000" / "job" / "metrics.json").read_text())["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_a_signal_to_the_runner_reaches_its_job(sbibm, tmp_path):
     # Was: SIGTERM (timeout, kill, a cluster) ended the runner alone; its job ran on, orphaned.
     from sbibm_jobs import launch
@@ -933,6 +935,7 @@ def test_run_rounds_on_a_full_disk_says_the_stopped_jobs_start_again(sbibm, tmp_
     assert sorted(p.name for p in root.iterdir()) == []  # nothing half-written, no job started
 
 
+@pytest.mark.slow
 def test_table_on_a_full_disk_names_the_file_and_what_is_kept(sbibm, tmp_path, monkeypatch):
     # Round 43: sbibm.py table <root> --out <a full disk> was an OSError's traceback ("No space left on device").
     import errno
@@ -1807,6 +1810,7 @@ def test_run_of_mixed_tasks_says_which_settings_group_refuses_the_fix_another_of
                          per_task=True).endswith(f"so drop +model.widht=64; {own}")
 
 
+@pytest.mark.slow
 def test_run_of_mixed_tasks_rechecks_the_fix_for_a_misspelt_key_given_without_a_plus(sbibm):
     # Was: run --tasks two_moons gaussian_linear_uniform --budgets 10000 -- model.widht=64 advised "set
     # model.width=64" alone, which gaussian_linear_uniform's transformer at 10^4 then refused: the re-check against
@@ -1862,6 +1866,7 @@ def test_run_and_table_refuse_a_folder_in_the_harness_config_folder_before_writi
         shutil.rmtree(conf / "r60y", ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("to_group", [False, True])
 def test_ctrl_c_of_the_runner_reaches_its_job_once(sbibm, tmp_path, to_group):
     # Typed: sbibm.py run ... & then kill -INT <its pid> (or an IDE's stop button, a notebook's interrupt: SIGINT to
@@ -1893,6 +1898,7 @@ def test_ctrl_c_of_the_runner_reaches_its_job_once(sbibm, tmp_path, to_group):
     assert (tmp_path / "launch.log").read_text() == f"got [{int(signal.SIGINT)}]\n"
 
 
+@pytest.mark.slow
 def test_a_hangup_of_the_runners_terminal_ends_its_job_too(tmp_path):
     # Typed: sbibm.py run ... in an ssh session, then the connection dropped (the shell hangs up its jobs' process
     # groups, SIGHUP). Since the job got a process group of its own (2476219) the hangup reached the runner alone:

@@ -72,6 +72,7 @@ def test_sbibm_run_never_counts_a_finished_job_of_other_settings_as_done(tmp_pat
     assert (job / "metrics.json").read_text() == json.dumps({"status": "ok"})  # never moved nor overwritten
 
 
+@pytest.mark.slow
 def test_sbibm_table_leaves_out_unfinished_jobs_naming_them(tmp_path, capsys):
     # Was: a job that failed (or was preempted) after scoring observation 1 of 2 made a row of its
     # one observation, read as the task's result; now it is left out and named.
@@ -86,6 +87,7 @@ def test_sbibm_table_leaves_out_unfinished_jobs_naming_them(tmp_path, capsys):
     assert f"left out {tmp_path / 'slcp_10000' / 'job'}: status error" in err
 
 
+@pytest.mark.slow
 def test_sbibm_table_leaves_out_a_job_whose_metrics_json_is_damaged_naming_it(tmp_path, capsys):
     # Was a JSONDecodeError traceback: no table at all, and no word of which file.
     fake_sbibm_job(tmp_path / "two_moons_10000" / "job", "two_moons", 10000, [(1, 0.6), (2, 0.7)])
@@ -110,6 +112,7 @@ def test_sbibm_table_refuses_one_observation_scored_by_two_jobs(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_sbibm_table_says_not_published_for_a_budget_sbibm_lacks(tmp_path, capsys):
     # Was: "| nan | nan (not published) |".
     fake_sbibm_job(tmp_path / "job", "two_moons", 500, [(1, 0.6)])
@@ -132,6 +135,7 @@ def test_sbibm_run_exits_non_zero_naming_the_failed_job(tmp_path, capsys):
     assert not (tmp_path / "two_moons_1000" / "job" / "metrics.json").exists()
 
 
+@pytest.mark.slow
 def test_sbibm_run_leaves_a_job_another_runner_is_writing_alone(tmp_path, capsys):
     """Two runners on one --root: the second moved the first's live folder aside, splitting its files."""
     import subprocess
@@ -185,6 +189,7 @@ def test_sequential_script_names_several_tasks_in_its_one_task_argument(tmp_path
             "--task two_moons") in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sbibm_table_rerun_keeps_the_table_it_writes_over_and_says_where(tmp_path, capsys):
     # Was: `table <root>` run again after a job's scores changed (a rerun) wrote its four files over the previous
     # ones without a word: a table read or committed from there was gone. Now each previous file is kept under a new
@@ -212,6 +217,7 @@ def test_sbibm_table_rerun_keeps_the_table_it_writes_over_and_says_where(tmp_pat
     assert (out / "sbibm_table.previous.md").read_bytes() == first["sbibm_table.md"]
 
 
+@pytest.mark.slow
 def test_sbibm_table_that_cannot_keep_the_previous_table_writes_nothing(tmp_path, monkeypatch):
     import errno
     import os

@@ -300,6 +300,7 @@ def test_a_symlink_into_a_launch_runs_folder_is_refused_as_the_folder_it_leads_t
         load("sequential").main(["--job", str(tmp_path / "to_mine"), "--task", "two_moons", "--budget", "1000"])
 
 
+@pytest.mark.slow
 def test_a_job_stopped_while_it_writes_its_folders_records_is_started_again_in_place(tmp_path, capsys, monkeypatch):
     """Was: sequential.json written after .hydra, and a stop between them left neither it nor a word: the folder
     (with an earlier attempt's metrics.json) was refused next as a launch.py run's. The record comes first, a stop
@@ -419,6 +420,7 @@ def _folders(root):
     return {str(p.relative_to(root)): None if p.is_dir() else p.read_text() for p in sorted(root.rglob("*"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["a file", "under a file", "an sbibm root", "holds runs", "a sweep's", "a checkout",
                                   "a c2st.csv"])
 def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_written(rounds_never_start, tmp_path,
@@ -525,6 +527,7 @@ def test_each_score_is_printed_beside_the_committed_amortised_one_or_says_there_
     assert f"observation 1: sequential C2ST 0.600 +- 0.010, {said}\n" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_sequential_jobs_record_is_named_in_one_place_the_benchmark_and_the_harness_read():
     # Was: "sequential.json" written twice, sbibm_method.RECORD (the benchmark writes it) and
     # sampled_checkpoint.SEQUENTIAL (resume and sample.py tell a sequential job's folder by it): renaming one would

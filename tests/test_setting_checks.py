@@ -21,6 +21,7 @@ from gensbi_sharding.harness.command_checks import command_problem
 RULES = ", ".join(options_on_disk("rule"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text, said", [
     ("name: r69rule\nembd: data\n", "rule.embd is not a logical axis; valid keys: embed, mlp, heads, vocab, in, out "
                                     "(and name); did you mean rule.embed?"),
@@ -47,6 +48,7 @@ def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, t
         assert command_problem([searched, "rule=r69rule", "rule.embed=data"]) is None  # the override wins
 
 
+@pytest.mark.slow
 def test_rules_listed_are_the_shipped_four_and_any_of_the_users():
     assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]
     assert set(shipped_options("rule")) <= set(RULES.split(", "))
@@ -60,6 +62,7 @@ def readme_rule_searched(tmp_path):
     return f"hydra.searchpath=[file://{tmp_path}]"
 
 
+@pytest.mark.slow
 def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_it(tmp_path):
     # Typed: python launch.py rule=my_rule rule.heads=model model=transformer, with the README's conf/rule/my_rule.yaml
     # (name, embed, mlp: "keys left out are not split"). Was: Hydra's seven lines, "Could not override 'rule.heads'.
@@ -86,6 +89,7 @@ def test_removing_an_axis_a_rule_file_leaves_out_advises_an_override_that_passes
         assert command_problem([searched, "experiment=quick", rule, fix]) is None  # the advice itself passes
 
 
+@pytest.mark.slow
 def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_each_jobs(tmp_path):
     # Typed: python launch.py -m rule=my_rule rule.heads=model,data (README's my_rule.yaml leaves heads out). Was: each
     # job refused with its own value (job 0: "write ++rule.heads=model", job 1: "++rule.heads=data"), and beside
@@ -103,6 +107,7 @@ def test_a_sweep_over_an_axis_a_rule_file_leaves_out_names_the_sweeps_fix_not_ea
         assert command_problem(["-m", searched, "experiment=quick", "rule=r69rule", fixed]) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sweep", [False, True])
 def test_every_axis_a_rule_file_leaves_out_is_named_in_one_run(tmp_path, sweep):
     # Typed: python launch.py rule=my_rule rule.heads=model rule.vocab=model (README's my_rule.yaml leaves both out).
@@ -158,6 +163,7 @@ def test_a_rule_override_the_run_would_refuse_is_refused_before_hydra(typed, sai
     assert command_problem(["experiment=quick", "rule.embed=data"]) is None
 
 
+@pytest.mark.slow
 def test_a_refused_rule_file_leaves_no_folder(tmp_path):
     (tmp_path / "conf" / "rule").mkdir(parents=True)
     (tmp_path / "conf" / "rule" / "r69rule.yaml").write_text("name: r69rule\nembd: data\n")
@@ -173,6 +179,7 @@ def test_a_refused_rule_file_leaves_no_folder(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, said", [
     (["eval.num_samples=3"], "eval.num_samples=3 must be >= 2 * eval.c2st_folds (eval.c2st_folds=2); set "
                              "eval.num_samples=4"),
@@ -212,6 +219,7 @@ NO_ACCELERATOR = pytest.mark.skipif(  # JAX finds GPU/TPU backends as jax_plugin
     or any(importlib.util.find_spec(name) for name in ("jax_plugins", "libtpu")), reason="an accelerator plugin is here")
 
 
+@pytest.mark.slow
 @NO_ACCELERATOR
 @pytest.mark.parametrize("env, args, said", [
     ({"JAX_PLATFORMS": "cuda"}, [], f"JAX_PLATFORMS=cuda {NOT_HERE}unset JAX_PLATFORMS for JAX's default, or set "
@@ -239,6 +247,7 @@ def test_a_platform_no_plugin_here_can_start_is_refused_before_any_folder(tmp_pa
     assert "ConfigError" not in ran.stderr  # the refusal without its class name, as every refusal (console.tagged)
 
 
+@pytest.mark.slow
 @NO_ACCELERATOR
 @pytest.mark.parametrize("env, failing", [("cpu,", "''"), ("tpu,cpu", "'tpu'")])
 def test_a_platform_list_with_cpu_jax_fails_on_is_refused_before_any_folder(tmp_path, env, failing):
@@ -254,6 +263,7 @@ def test_a_platform_list_with_cpu_jax_fails_on_is_refused_before_any_folder(tmp_
         "JAX_PLATFORMS for JAX's default, or set JAX_PLATFORMS=cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, refused", [("1", True), ("True", True), ("0", False), ("off", False)])
 def test_a_training_run_with_jit_disabled_is_refused_before_any_folder(tmp_path, value, refused):
     # Was: `JAX_DISABLE_JIT=1 python launch.py ...` (a user debugging) trained nothing: minutes later "[ERROR]
@@ -291,6 +301,7 @@ def test_only_a_platform_list_jax_can_start_here_is_let_through_before_jax_start
     assert (platform_start_problem(platform) is not None) == refused
 
 
+@pytest.mark.slow
 @NO_ACCELERATOR
 def test_jax_platforms_is_read_alike_by_both_checks_before_jax_starts():
     # Was: cpu_devices_known stripped JAX_PLATFORMS (' cpu': the simulated CPU devices, counted in the checks) while
@@ -425,6 +436,7 @@ def test_mesh_devices_is_named_as_typed():
         "mesh.devices=[0,1,1,9] lists device 1 more than once and names device id 9")
 
 
+@pytest.mark.slow
 def test_every_command_a_config_file_suggests_sets_nothing_without_effect():
     # Was: conf/activation/fixed.yaml and rule.yaml suggested `activation=fixed activation.sequence_axis=model` and
     # `... activation.head_axis=null` on the default model=mlp, which reads neither: "no effect" at once.
@@ -779,6 +791,7 @@ def test_a_model_file_listing_no_schema_names_the_defaults_line_it_needs(tmp_pat
     assert command_problem([search, "model=small", "experiment=quick"]) is None  # the fix it names composes
 
 
+@pytest.mark.slow
 def test_a_search_path_without_file_scheme_is_checked_as_hydra_reads_it(tmp_path):
     # Hydra reads a search path entry with no scheme ('hydra.searchpath=[my_conf]') as file://my_conf. The checks
     # before Hydra read only file:// entries: a YAML error there was Hydra's traceback, a key typo its multi-line
@@ -879,6 +892,7 @@ def test_an_experiment_preset_of_ones_own_setting_a_key_or_value_its_section_ref
     assert command_problem([search, "experiment=mine"]) is None
 
 
+@pytest.mark.slow
 def test_a_model_file_of_ones_own_with_a_non_ascii_comment_is_checked_under_an_ascii_locale(tmp_path):
     # Was: 'LC_ALL=C PYTHONUTF8=0 python launch.py hydra.searchpath=[file://my_conf] model=small experiment=quick',
     # my_conf/model/small.yaml (a valid preset) holding a comment '# a small MLP - cafe' with a UTF-8 'e' or dash,

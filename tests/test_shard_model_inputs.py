@@ -26,6 +26,7 @@ class WithRef(nnx.Module):
         self.scale = nnx.Param(jnp.arange(8.0), ref=True, **gs.axes("embed"))
 
 
+@pytest.mark.slow
 def test_a_ref_variable_not_yet_placed_is_read_inside_mesh_context(devices, tmp_path):
     # Was: JAX's "Received incompatible devices for jitted computation ... get with shape Ref{float32[8]}" from
     # plan_shardings, shard_model, describe, sharding_of, partition_specs, abstract_state_for, CheckpointWriter.save
@@ -135,6 +136,7 @@ def test_shard_model_puts_every_array_on_the_plans_mesh_even_where_its_layout_al
     assert model.up.kernel[...] is first
 
 
+@pytest.mark.slow
 def test_a_model_value_its_32_bit_place_cannot_hold_is_refused(tmp_path, devices):
     """shard_model, init_sharded and CheckpointWriter.save (whose restore places every array) placed or saved int64 2**40
     to come back 0; now each names the variable, before anything moves or is written."""

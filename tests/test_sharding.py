@@ -579,6 +579,7 @@ def test_optimizer_state_follows_its_params():
     assert same_placement(shardings["step"], mesh, P(), 0)
 
 
+@pytest.mark.slow
 def test_jitted_forward_on_sharded_model_matches_unsharded():
     x = jax.random.normal(jax.random.key(1), (16, 8))
     reference = Tiny(rngs=nnx.Rngs(0))(x)

@@ -22,6 +22,7 @@ def test_an_x_without_an_array_shape_is_named_and_an_array_of_that_shape_works(d
     np.testing.assert_array_equal(gs.mesh_init_simulate(0, np.ones((5, 2)), 3, 4), [3.0, 4.0, 2.0])
 
 
+@pytest.mark.slow
 def test_array_likes_keep_working(devices):
     for x in ([[1.0, 2.0]], jax.ShapeDtypeStruct((5, 4), jnp.float32), jnp.ones((2, 7))):
         np.testing.assert_array_equal(gs.mesh_init_simulate(1, x, 2, 8), [2.0, 8.0, 2.0])

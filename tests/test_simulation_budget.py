@@ -21,6 +21,7 @@ def test_task_dims_known_without_sbibm_are_the_tasks_own():
     assert {name: task_dims(name) for name in TASKS} == TASK_DIMS
 
 
+@pytest.mark.slow
 def test_a_sweeps_job_beyond_the_hosts_memory_is_refused_before_the_first_job(monkeypatch):
     monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 10**9)
     # two_moons: 4 floats x 4 bytes x 4 copies = 64 bytes a simulation; 6.4 GB against 1 GB, half of it fits
@@ -32,6 +33,7 @@ def test_a_sweeps_job_beyond_the_hosts_memory_is_refused_before_the_first_job(mo
     assert job_problem(compose_tiny("data.num_simulations=100000000", "dry_run=true")) is None  # simulates none
 
 
+@pytest.mark.slow
 def test_the_check_needs_no_sbibm_task():
     # sbibm_jax's tasks start JAX's backend: in a sweep's pre-check that would fix the device count before any job
     code = ("import sys\nfrom omegaconf import OmegaConf\nfrom gensbi_sharding.harness.memory_check import "

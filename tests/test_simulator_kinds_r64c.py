@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import jax
 import numpy as np
 from sbibm_jax.tasks.gaussian_linear.task import GaussianLinear
@@ -14,6 +15,7 @@ def _row_by_row(task, key, theta):
     return np.stack([np.asarray(simulator(k, t[None])[0]) for k, t in zip(jax.random.split(key, len(theta)), theta)])
 
 
+@pytest.mark.slow
 def test_a_gaussian_linear_of_other_settings_after_the_default_is_simulated_by_its_own(tmp_path):
     # Was: the jitted simulator was shared by (type, name): dim=5 after the default dim=10 raised AssertionError,
     # and simulator_scale=1.0 was simulated with the default's 0.1, other data without a word

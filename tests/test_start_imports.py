@@ -41,6 +41,7 @@ def imported_after(code: str) -> tuple[list[str], str | None]:
 LAUNCH = "import runpy\nsys.argv = ['launch.py', {}]\nrunpy.run_path('launch.py', run_name='__main__')"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code, stop", [
     ("import gensbi_sharding", None),
     ("import gensbi_sharding.harness.config", None),
@@ -64,6 +65,7 @@ def test_a_launch_imports_no_jax_before_its_run(code, stop):
     assert stopped is None if stop is None else (stopped or "").startswith(stop), stopped
 
 
+@pytest.mark.slow
 def test_a_library_name_is_imported_from_its_module_when_first_read():
     code = ("import gensbi_sharding as gs\nassert gs.sharding.Plan is gs.Plan and gs.nodes.is_int(3)\n"
             "from gensbi_sharding.mesh import make_mesh\n"
@@ -74,6 +76,7 @@ def test_a_library_name_is_imported_from_its_module_when_first_read():
     assert imported_after(code) == (["jax", "flax", "optax"], None)
 
 
+@pytest.mark.slow
 def test_a_two_moons_simulation_imports_no_equinox():
     # Equinox (~0.2 s of CPU) was imported for its error type before every simulation; only diffrax's ODE tasks
     # (sir, lotka_volterra) run under it, and they import it themselves
@@ -84,6 +87,7 @@ def test_a_two_moons_simulation_imports_no_equinox():
     assert "sbibm_jax" in imported and "equinox" not in imported and stop is None
 
 
+@pytest.mark.slow
 def test_the_memory_check_and_a_dry_run_take_a_tasks_sizes_from_task_dims(devices, monkeypatch, tmp_path):
     # Was: each built the sbibm task for its two sizes, importing sbibm_jax, numpyro and pandas (~1 s of CPU): a dry
     # run, which simulates nothing, and a run the memory check refuses, before its data step
@@ -104,6 +108,7 @@ def test_the_memory_check_and_a_dry_run_take_a_tasks_sizes_from_task_dims(device
     assert metrics["status"] == "ok" and metrics["dry_run"], metrics.get("error")
 
 
+@pytest.mark.slow
 def test_a_refused_batch_size_whose_suggestion_is_refused_too_imports_no_jax():
     # Was: data.batch_size=2.5 -> "e.g. data.batch_size=2", which the batch check refuses (not a multiple of the 8
     # devices); that check named its own fix through the library's batch.py, importing JAX and NumPy's array layer.
@@ -120,6 +125,7 @@ def test_a_refused_batch_size_whose_suggestion_is_refused_too_imports_no_jax():
                           "assert nearest_batch_sizes(10, 4) == (8, 12)") == ([], None)
 
 
+@pytest.mark.slow
 def test_a_launch_moves_its_imports_out_of_the_cycle_collectors_reach_before_hydra_runs_its_job():
     """launch.py's imports (Hydra, OmegaConf, the harness) are frozen (``gc.freeze``) before ``main()``: each full
     collection of a run walked them again (~0.2 s of CPU in a tiny run); was frozen only at exit. Read in a fresh

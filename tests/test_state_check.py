@@ -99,6 +99,7 @@ def _launch(tmp_path, *args, script=_LAUNCH_THEN_START, platforms="cpu"):
                           capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_strict_run_is_refused_before_its_folder_leaving_the_backend_unstarted(tmp_path):
     proc = _launch(tmp_path, "experiment=quick", *STRICT, f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.stdout.split("\n")[-3:] == ["exit 1", "3", ""], proc.stdout + proc.stderr[-2000:]
@@ -137,6 +138,7 @@ print(jax.device_count(), math.isclose(float(tarflow._LOG2PI), math.log(2 * math
 """
 
 
+@pytest.mark.slow
 def test_checking_every_built_in_model_leaves_the_run_its_device_count():
     # Was: `python launch.py experiment=quick model=flux1 strict=true` (or model.depth=3) was refused "devices.cpu_count=8
     # was asked for, but JAX's backend already started with 1 CPU devices": tracing flux1 before any folder started
@@ -158,6 +160,7 @@ FLUX1_STRICT = ("model=flux1", "model.num_heads=3", "model.axes_dim=[5,0]", "str
                 "mesh.model_axis=8")  # widths of 15 and 30 cannot split 8 ways
 
 
+@pytest.mark.slow
 def test_flux1_is_checked_before_any_folder_as_the_run_checks_it(devices, monkeypatch):
     # Was: flux1 was left out of the check (GenSBI's Flux1Params evaluates jnp at once, which started JAX's backend),
     # so `launch.py model=flux1 model.axes_dim=[800000,0]` was refused only by its run, inside its new folder.
@@ -186,6 +189,7 @@ _LAUNCH_THEN_COUNT = _LAUNCH_THEN_START.replace('jax.config.update("jax_num_cpu_
                                                 "once the backend started\n", "")
 
 
+@pytest.mark.slow
 def test_a_flux1_too_big_is_refused_before_its_folder(tmp_path):
     proc = _launch(tmp_path, "experiment=quick", *FLUX1_BIG, f"hydra.run.dir={tmp_path / 'run'}",
                    script=_LAUNCH_THEN_COUNT)
@@ -195,6 +199,7 @@ def test_a_flux1_too_big_is_refused_before_its_folder(tmp_path):
     assert not (tmp_path / "run").exists()  # was: .hydra/, .run.lock, launch.log, error.txt, metrics.json
 
 
+@pytest.mark.slow
 def test_the_check_before_the_folder_prints_no_line_of_jax_probing_its_backends(tmp_path):
     # Was: with JAX_PLATFORMS unset (a user's shell), the flux1 check's backend start, under Hydra's logging before
     # the run, printed JAX's "[HYDRA] Unable to initialize backend 'tpu': ..." and "... 'proxy': ..." above the
@@ -205,6 +210,7 @@ def test_the_check_before_the_folder_prints_no_line_of_jax_probing_its_backends(
     assert "[ERROR] the training state cannot fit: model=flux1 " in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_model_too_big_for_distributed_local_is_refused_before_its_folder_and_processes(tmp_path):
     # Was: 'launch.py model.width=100000 distributed=local distributed.local_processes=2' made its folder (error.txt,
     # launch.log, metrics.json), started both processes and each was refused after ~9 s; the check before the folder

@@ -2,9 +2,11 @@
 
 import logging
 
+import pytest
 from faults_helpers import run_tiny
 
 
+@pytest.mark.slow
 def test_a_run_without_evaluation_says_its_step_6_was_skipped(tmp_path, caplog):
     # Was: "[5/7] train: ..." then "[7/7] outputs: ...", step 6 never named. One run of 2 steps (over 2 s: the run is
     # what prints the lines, in order).
@@ -16,6 +18,7 @@ def test_a_run_without_evaluation_says_its_step_6_was_skipped(tmp_path, caplog):
     assert steps[5] == "[6/7] sample + C2ST: skipped (eval.enabled=false; c2st null)"
 
 
+@pytest.mark.slow
 def test_metrics_json_names_the_devices_a_run_used_beside_those_jax_sees(tmp_path):
     # Was: device_count 8 for a mesh=none run (one device; data_parallel_size 1, mesh_shape null) and no field
     # saying how many it used. dry_run: the counts are recorded before anything trains (two of them: over 2 s).

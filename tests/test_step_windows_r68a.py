@@ -31,6 +31,7 @@ def _run(steps: int, ends: list[float]) -> T.TrainResult:
                    log_every=2, progress=False, timer=StepTimer(clock=lambda: next(readings), sync=lambda _: None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ends, median", [
     ([8.0, 10.0], 1.0),              # two windows: 4 s/step warming up, then 1 (was their mean, 2.5)
     ([8.0, 10.0, 13.0], 1.25),       # three: the median of 1 and 1.5, as before

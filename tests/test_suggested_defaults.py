@@ -38,6 +38,7 @@ def test_a_refusal_suggests_the_default_the_command_composes(devices, bad, quick
     under_command((*preset, fix), validate)  # the fix is accepted
 
 
+@pytest.mark.slow
 def test_a_suggestion_is_never_the_value_refused(devices):
     from gensbi_sharding.harness.composed_defaults import suggested_default
 
@@ -88,6 +89,7 @@ def test_a_check_before_composing_suggests_a_preset_of_ones_own(tmp_path):
     assert message and message.endswith("; e.g. train.steps=7"), message  # its hydra.searchpath composed too
 
 
+@pytest.mark.slow
 def test_a_check_before_composing_reads_the_commands_config_dir_and_name(tmp_path):
     """--config-dir's preset and --config-name's own values are what the command composes (was: conf/config.yaml's,
     so -cd my_conf experiment=mine said the schema's train.steps=4000)."""

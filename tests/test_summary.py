@@ -253,6 +253,7 @@ def test_posterior_title_names_task_observation_rule_mesh_and_c2st():
                            c2st=None) == "slcp, observation 3 | rule replicated on mesh none"
 
 
+@pytest.mark.slow
 def test_a_job_continued_alone_is_put_back_into_its_sweeps_summary(sweep):
     from gensbi_sharding.harness.summary import refresh_sweep_summary
 
@@ -436,6 +437,7 @@ def test_the_sweep_console_line_counts_each_status_as_the_plot_does():
     assert status_counts([None, "damaged", "interrupted"]) == ", 2 failed, 1 interrupted"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", ["ok", "interrupted"])
 def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, drawn, first):
     """A Ctrl-C'd sweep's plot (one job interrupted, two not run) drew its marks outside the panels: at the
@@ -470,6 +472,7 @@ def test_the_sweep_plots_status_marks_lie_inside_their_panels(tmp_path, drawn, f
     assert not figures[-1].legends and figures[-1].axes[0].get_legend() is None
 
 
+@pytest.mark.slow
 def test_the_sweep_plot_draws_what_a_stopped_job_reached_marked_partial(tmp_path, drawn):
     """An interrupted or preempted job was a gray label only, though its metrics.json holds the memory and step
     time it measured and the step and validation loss it reached."""
@@ -560,6 +563,7 @@ def test_a_swept_float_shows_compactly_not_as_hydra_records_it(tmp_path, drawn):
     assert "1e12" in legend and "1000000000000.0" not in legend, legend
 
 
+@pytest.mark.slow
 def test_the_sweep_plot_s_group_names_never_overlap(tmp_path, drawn):
     """Was: the 8 x 4 study (data=<every task>, model=<every model>) wrote data=gaussian_linear over
     data=gaussian_linear_uniform under every panel: the panels are at most 10 inches wide (round 43)."""
@@ -626,6 +630,7 @@ def test_the_model_axis_column_and_note_show_only_where_a_job_leaves_its_model_a
         "idle: nothing split over it, its devices repeat the same work", ""]
 
 
+@pytest.mark.slow
 def test_a_swept_group_is_one_column_not_two_of_the_same_values(tmp_path):
     # Typed: python launch.py -m experiment=quick data=two_moons,slcp model=mlp,transformer. Was: sweep_summary.csv
     # held "data" and "data.name" (two_moons, slcp under both), "model" and "model.name" (mlp, transformer under

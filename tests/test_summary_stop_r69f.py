@@ -94,6 +94,7 @@ def test_a_ctrl_c_while_the_summary_is_written_writes_it_whole_and_says_so(tmp_p
     assert (sweep / "sweep_summary.png").stat().st_size and len((sweep / "sweep_summary.csv").read_text().split()) == 2
 
 
+@pytest.mark.slow
 def test_a_summary_a_second_ctrl_c_cut_short_names_the_command_that_writes_it(tmp_path, monkeypatch):
     import shlex
 

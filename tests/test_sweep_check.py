@@ -269,6 +269,7 @@ def test_a_refused_job_names_a_swept_float_compactly():
 
 
 
+@pytest.mark.slow
 def test_a_refused_jobs_fix_that_prefixes_a_swept_override_names_the_sweeps_values(tmp_path):
     """Was, for a preset sweeping ``rule.heads: model,data`` over README's my_rule.yaml (heads left out): job 0 "write
     ++rule.heads=model", job 1 "write ++rule.heads=data", neither the sweep's fix; a value's fix stays the job's own."""
@@ -333,6 +334,7 @@ def test_several_bad_values_of_a_run_are_one_list_each_with_its_fix_whose_fixes_
         "ConfigError: train.steps=-1 must be >= 1; e.g. train.steps=3000")
 
 
+@pytest.mark.slow
 def test_several_bad_values_of_a_sweep_are_one_refusal_listing_each_job_s_each_value():
     # Was: each job's first refusal only, in a plain str the refusal type could not read.
     from gensbi_sharding.harness.refusal import Refusal, parts_of
@@ -346,6 +348,7 @@ def test_several_bad_values_of_a_sweep_are_one_refusal_listing_each_job_s_each_v
     assert parts_of(refusal) == lines
 
 
+@pytest.mark.slow
 def test_each_job_is_composed_once_for_the_check_hydras_sweeper_and_its_launcher(monkeypatch):
     # Round 60: launch.py -m composed each job three times, ~0.1 s of CPU each: this check, then Hydra's basic sweeper
     # (validate_batch_is_legal) and launcher. They now get a copy of the check's, equal to a fresh composition.

@@ -421,6 +421,7 @@ def test_a_string_value_a_folder_ran_is_named_with_its_quotes_not_as_the_number_
                           "where its error named the key that changed): run this sweep in another hydra.sweep.dir"}
 
 
+@pytest.mark.slow
 def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp_path, monkeypatch):
     # A new user's report: `bash <sweep>/continue_unfinished.sh`, as the refusal prints it (an absolute path), run
     # from another folder gave "python: can't open file '/tmp/launch.py'" once per job (its commands ran where it was
@@ -463,6 +464,7 @@ def test_the_unfinished_jobs_script_runs_from_any_folder_and_stops_at_ctrl_c(tmp
     assert done.returncode == 130, (done.returncode, done.stderr)
 
 
+@pytest.mark.slow
 def test_the_unfinished_jobs_script_runs_the_python_that_ran_the_sweep(tmp_path, monkeypatch):
     # Round 60: `bash <sweep>/continue_unfinished.sh` ran each job with a bare `python`: without the venv activated,
     # the system's (No module named 'jax'). Its lines now start with the sweep's interpreter; the printed line, as typed.
@@ -493,6 +495,7 @@ def test_the_unfinished_jobs_script_runs_the_python_that_ran_the_sweep(tmp_path,
     assert (done.returncode, (checkout / "calls").read_text().splitlines()) == (0, [sys.executable] * 4), done.stderr
 
 
+@pytest.mark.slow
 def test_the_unfinished_jobs_script_of_jobs_of_the_other_x64_setting_runs_each_under_it(tmp_path, monkeypatch):
     # Was: the script's lines swapped the first six characters of each command for the sweep's Python, so a command
     # led by the runs' JAX_ENABLE_X64 ('env -u JAX_ENABLE_X64 python launch.py ...', since ca7e7da) became

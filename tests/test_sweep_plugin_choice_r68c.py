@@ -1,6 +1,7 @@
 """The multirun check finds Hydra's own sweeper and launcher by their option names (hydra/sweeper=basic,
 hydra/launcher=basic in ``hydra.runtime.choices``), not by their classes' private module paths."""
 
+import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
@@ -22,6 +23,7 @@ def refusal(sweeper_choice="basic", target=MOVED):
         return sweep_config_problem(master)
 
 
+@pytest.mark.slow
 def test_the_basic_sweeper_is_known_by_its_option_name_wherever_its_class_lives():
     # Was None: its class path compared with hydra._internal's, so the sweep's refused job went unchecked.
     assert "job 1 (train.steps=-5): ConfigError: train.steps=-5 must be >= 1" in refusal()

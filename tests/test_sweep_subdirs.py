@@ -38,6 +38,7 @@ def claim_sweep(sweep: Path, subdir: str, task: list[str]) -> None:
         callback.on_multirun_end(config)
 
 
+@pytest.mark.slow
 def test_a_subdir_that_resolves_to_one_folder_for_two_jobs_is_refused_before_any_job(tmp_path, capsys):
     sweep = tmp_path / "sweep"
     with pytest.raises(SystemExit):
@@ -65,6 +66,7 @@ def test_a_subdir_that_resolves_to_one_folder_for_two_jobs_is_refused_before_any
     assert not sweep.exists()
 
 
+@pytest.mark.slow
 def test_a_subdir_that_is_a_path_is_refused_before_any_job(tmp_path, capsys):
     # Was: jobs in <sweep>/fsdp/1/ ...: the summary (and the completed-job checks) read <sweep>/<job>/ only,
     # so the sweep ended with "multirun finished with no job metrics" and no table.
@@ -81,6 +83,7 @@ def test_a_subdir_that_is_a_path_is_refused_before_any_job(tmp_path, capsys):
     assert not (tmp_path / "x_0").exists()
 
 
+@pytest.mark.slow
 def test_subdirs_that_differ_per_job_are_accepted_as_the_launcher_resolves_them(tmp_path):
     sweep = tmp_path / "sweep"
     claim_sweep(sweep, "${rule.name}_${mesh.model_axis}", ["rule=fsdp,tensor", "mesh.model_axis=1,2"])
@@ -94,6 +97,7 @@ def test_subdirs_that_differ_per_job_are_accepted_as_the_launcher_resolves_them(
         assert job_subdirs(config, every_job(config)) == ["fsdp_1", "fsdp_2", "tensor_1", "tensor_2"]
 
 
+@pytest.mark.slow
 def test_a_stopped_sweep_names_the_jobs_not_run_by_the_folders_its_subdir_gives_them(tmp_path):
     # Was: with hydra.sweep.subdir='${rule.name}_${mesh.model_axis}', the summary's jobs never started were rows
     # "2" and "3", and their continue commands ran them in <sweep>/2 and <sweep>/3: folders no job of the sweep has.
@@ -171,6 +175,7 @@ def test_launch_refuses_a_colliding_subdir_before_any_job_runs(refused_launches)
     assert not sweep.exists()
 
 
+@pytest.mark.slow
 def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp_path, capsys, refused_launches):
     # Was: -m ... hydra.run.dir=<folder> wrote the sweep into multirun/<date>/<time>/ (and a single run
     # with hydra.sweep.dir into outputs/<date>/<time>/), the folder named left empty, without a word.

@@ -1,5 +1,6 @@
 """A sweep's summary, table and plot: each job's held-out loss, and the group option a job continued alone ran with."""
 
+import pytest
 from omegaconf import OmegaConf
 
 
@@ -34,6 +35,7 @@ def test_a_sweeps_summary_shows_each_jobs_held_out_loss(tmp_path, monkeypatch):
                                                                           ("2.500000", "2.400000")]
 
 
+@pytest.mark.slow
 def test_a_sweeps_plot_without_c2st_shows_the_held_out_loss(tmp_path, monkeypatch):
     # The same sweep (eval.enabled=false): sweep_summary.png's third panel was "C2ST (0.5 = perfect)" with "n/a" for
     # every job. Now that panel is the best validation loss, one bar per job of its value; a scored sweep keeps C2ST.
@@ -108,6 +110,7 @@ def test_a_setting_a_config_file_edit_changed_between_jobs_gets_a_column(tmp_pat
     assert "train.resume" not in header and "rule.embed" not in header
 
 
+@pytest.mark.slow
 def test_the_sweep_plot_labels_each_job_by_the_value_its_table_row_shows(tmp_path):
     # The same sweep's sweep_summary.png: its groups were labelled from the overrides alone, so a setting the table
     # read from a job's config (data.num_simulations after the edit, a preset's train.steps) was drawn empty,
@@ -130,6 +133,7 @@ def test_the_sweep_plot_labels_each_job_by_the_value_its_table_row_shows(tmp_pat
     assert labels == ["data.num_simulations=1024", "data.num_simulations=2048"]
 
 
+@pytest.mark.slow
 def test_the_sweep_plot_colours_the_swept_key_not_a_setting_that_differs_in_the_configs(tmp_path):
     # The table's keys put a setting that differs only in the jobs' configs after the swept ones: -m rule=replicated,
     # fsdp with job 1 continued after conf/experiment/quick.yaml's edit. The plot coloured the last key, so its

@@ -79,6 +79,7 @@ def test_an_optimizer_of_array_settings_is_made_as_optax_makes_it():
         assert T.make_optimizer(learning_rate=learning_rate, weight_decay=0.0, steps=100) is not tx
 
 
+@pytest.mark.slow
 def test_ema_follows_the_warmed_up_decay():
     model, _, ema = tiny_state(ema_decay=0.999)
     start = leaves(ema.params)
@@ -93,6 +94,7 @@ def test_ema_follows_the_warmed_up_decay():
         EMA(model, 1.0)
 
 
+@pytest.mark.slow
 def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
     mesh = gs.make_mesh(model_axis=2)
     model, optimizer, ema = tiny_state(mesh)
@@ -137,6 +139,7 @@ def test_a_second_step_of_the_same_graph_mesh_and_placements_reuses_its_programs
     np.testing.assert_array_equal(rerun.losses, ran.losses)
 
 
+@pytest.mark.slow
 def test_a_step_of_another_setting_mesh_or_placement_gets_programs_of_its_own(devices):
     mesh = gs.make_mesh(model_axis=2)
 
@@ -202,6 +205,7 @@ def test_settings_equal_in_value_but_not_in_type_get_steps_of_their_own(setting,
     assert steps_of(equal_setting)[0].eval_loss is second.eval_loss  # the same types again: shared
 
 
+@pytest.mark.slow
 def test_a_reused_step_says_the_warnings_of_its_trace_again(devices):
     # Was: said by the run that traced the step only. A sweep's next job (experiment=quick model=transformer
     # rule=tensor mesh.model_axis=8 seed=0,1, in one process) reused the step, so its launch.log lacked the
@@ -248,6 +252,7 @@ class LazyNotes:
     summary: str = dataclasses.field(init=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notes", [{"data": [1, 2]}, LazyNotes([1, 2])], ids=["dict", "dataclass with a field unset"])
 def test_a_graph_that_cannot_be_hashed_gets_a_step_of_its_own(notes):
     # The dataclass was: AttributeError "'LazyNotes' object has no attribute 'summary'" from the step cache's key (the
@@ -264,6 +269,7 @@ def test_a_graph_that_cannot_be_hashed_gets_a_step_of_its_own(notes):
     assert result.steps == 2 and np.all(np.isfinite(result.losses))
 
 
+@pytest.mark.slow
 def test_a_bfloat16_models_ema_starts_in_float32_compiling_one_program(devices):
     # Was an eager astype per parameter (bfloat16 -> float32), a program compiled per shape and sharding: 7 here,
     # about 40 for a Flux1 with model.param_dtype=bfloat16.
@@ -284,6 +290,7 @@ def test_a_bfloat16_models_ema_starts_in_float32_compiling_one_program(devices):
         np.testing.assert_array_equal(np.asarray(average), np.asarray(value, np.float32))
 
 
+@pytest.mark.slow
 def test_the_ema_and_the_kept_best_weights_are_copies_made_compiling_nothing(devices):
     # Was a program compiled per parameter shape (Array.copy) for the EMA's start, and again for the first best weights
     # early stopping keeps: 14 compilations and 0.2 s in a run of the tiny MLP, more for models with more shapes.
@@ -313,6 +320,7 @@ def test_the_ema_and_the_kept_best_weights_are_copies_made_compiling_nothing(dev
                 s.data.unsafe_buffer_pointer() for s in value.addressable_shards), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ema_decay", [0.9, 0.0])
 def test_early_stopping_restores_the_best_weights(ema_decay):
     """Validation losses 5, 4, 3, then worse: stop after `patience` worse ones, return the third's weights."""
@@ -335,6 +343,7 @@ def test_early_stopping_restores_the_best_weights(ema_decay):
     assert int(last_optimizer.step[...]) == 24
 
 
+@pytest.mark.slow
 def test_without_patience_the_loop_runs_on_and_keeps_the_best():
     model, optimizer, ema = tiny_state()
     functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
@@ -349,6 +358,7 @@ def test_without_patience_the_loop_runs_on_and_keeps_the_best():
     assert float(real(result.state, next(batches(seed=1)), val_key)[0]) == pytest.approx(best_loss, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_a_diverging_run_stops():
     model, optimizer, ema = tiny_state(lr=1e30)
     functions, state = T.make_step_functions(model, optimizer, None, ema=ema)
@@ -577,6 +587,7 @@ def test_a_diverged_run_names_its_learning_rate_and_one_to_try(tmp_path, devices
         "lower train.learning_rate"), metrics["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_axis", [None, 2])
 def test_the_loop_steps_plain_arrays_and_trains_bitwise_as_the_step_over_variables(devices, model_axis):
     # Was: the loop stepped the split nnx.State, so every step flattened and rebuilt its nnx.Variables (Flux1: 379,

@@ -59,6 +59,7 @@ def _early_stopped_failure(tmp_path):
     return out, outside, error
 
 
+@pytest.mark.slow
 def test_training_an_early_stopped_runs_weights_further_prints_every_override_it_needs(tmp_path):
     # Was: "... train.steps=2000 train.resume=auto hydra.run.dir=...; ... early stopping (train.patience=3) ends it
     # again at a validation without a new best: add train.patience=0 to train every step": the command as printed
@@ -129,6 +130,7 @@ def test_train_further_names_more_steps_than_an_early_stopped_run_asked_for_and_
                             "without a new best")
 
 
+@pytest.mark.slow
 def test_train_further_carries_the_saved_runs_settings_not_the_refused_commands(tmp_path):
     # Was: 'launch.py experiment=quick seed=1 hydra.run.dir=<sweep>/0' (job 0 of a seed=0 sweep) was told "to train it
     # further ...: python launch.py experiment=quick seed=1 train.steps=40 train.resume=<sweep>/0 ...": pasted, it
@@ -157,6 +159,7 @@ def test_train_further_carries_the_saved_runs_settings_not_the_refused_commands(
     assert under_command(args, job_problem) is None
 
 
+@pytest.mark.slow
 def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(tmp_path):
     # Was: 'launch.py experiment=quick seed=1 hydra.run.dir=<a stopped seed=0 run>' was told "rerun with
     # train.resume=auto to continue it in this folder": pasted, the seed-0 weights went on with seed 1's held-out pairs

@@ -28,6 +28,7 @@ def _functions():
     return make_step_functions(model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param), None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [1, 2])
 def test_the_validation_loss_of_the_same_weights_is_the_same_at_every_batch_size(shards):
     functions, state = _functions()
@@ -54,6 +55,7 @@ def test_a_held_out_pair_keeps_its_index_at_every_batch_size_and_shard_layout():
     assert indexed(64, 1) == indexed(32, 1) and sorted(indexed(64, 1)) == list(range(77))
 
 
+@pytest.mark.slow
 def test_every_held_out_pair_of_every_batch_has_its_own_draw():
     seen = []
 
@@ -73,6 +75,7 @@ def test_every_held_out_pair_of_every_batch_has_its_own_draw():
     assert len(np.unique(np.concatenate(seen))) == 64
 
 
+@pytest.mark.slow
 def test_one_padded_batch_without_an_index_draws_by_row_as_one_with_its_rows_as_index():
     # One batch (two_moons' default: 1,000 pairs in one batch of 1,024) is indexed by row: a pair's index is its row.
     functions, state = _functions()
@@ -118,6 +121,7 @@ def test_a_resume_at_another_batch_size_compares_its_losses_with_the_checkpoints
     assert json.loads((tmp_path / "b" / "metrics.json").read_text())["best_step"] == best_step
 
 
+@pytest.mark.slow
 def test_under_threefry_partitionable_off_the_loss_is_still_the_same_at_every_batch_size():
     # Was: a pair took element `index` of one draw of every held-out row, alike at any count only under the
     # partitionable threefry; with it off, 128 rows' draws (batch 64) and 80's (batch 16) gave a pair other (t, z):

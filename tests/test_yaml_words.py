@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from gensbi_sharding.harness.command_checks import command_problem
 
 
@@ -25,6 +26,7 @@ def test_a_yes_in_ones_own_eval_file_is_refused_naming_file_key_and_fix(tmp_path
     assert command_problem(command) is None and unread.exists()
 
 
+@pytest.mark.slow
 def test_a_presets_off_and_a_bare_no_in_a_text_setting_are_refused(tmp_path):
     preset = own_file(tmp_path, "experiment/mine.yaml",
                       "# @package _global_\ndefaults:\n  - quick\neval:\n  plot: off\n")

@@ -36,6 +36,7 @@ def test_a_bare_False_in_a_text_setting_is_not_refused(tmp_path):
     assert command_problem(command) is None
 
 
+@pytest.mark.slow
 def test_an_upper_case_TRUE_is_refused_and_the_advice_keeps_what_was_written(tmp_path):
     path, command = preset(tmp_path, "hydra:\n  job:\n    env_set:\n      MY_FLAG: TRUE\n")
     assert command_problem(command) == (
