@@ -56,7 +56,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
         said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # not parent
         if not metrics.is_file():  # the override named, not a bare "checkpoint path ..."
-            said = getattr(err, "reason", said) if (below := runs_note(folder, "train.resume")) else said  # overrides
+            said = getattr(err, "reason", said) if (below := runs_note(folder, "train.resume", err)) else said
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
                               f"{below}{gone}; or leave train.resume out to start fresh") from None
         if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
