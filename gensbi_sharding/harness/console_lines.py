@@ -18,7 +18,7 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.outputs import room_fix
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
-__all__ = ["step_header", "mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line",
+__all__ = ["step_header", "evaluation_header", "mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line",
            "remember_stopped_sweep", "stopped_sweep_line", "completed_jobs_lead", "summary_refused_line"]
 
 log = logging.getLogger("gensbi_sharding.harness.run")
@@ -29,6 +29,36 @@ def step_header(header: str, dry_run: bool = False) -> str:
     run runs devices, mesh and one compile (``"[3/3] dry run: ..."``), and was numbered as a training run ("[1/7]",
     "[2/7]", then none of the five steps it announced). The training run's header stays the literal in the source."""
     return re.sub(r"^\[(\d)/7\]", r"[\1/3]", header) if dry_run else header
+
+
+def evaluation_header(num_samples: int, observations: Sequence[int], kept: Sequence[int],
+                      weights: dict[str, Any]) -> str:
+    """Step 6's header: ``"[6/7] sample + C2ST: 128 posterior draws per observation [3, 4] (weights: EMA at the best
+    validation step 8), scored against the reference; [1, 2] kept: an earlier attempt scored them from the same
+    weights"``. Was, on a job resumed after a stop during its evaluation, every observation named as drawn.
+
+    Parameters
+    ----------
+    num_samples : int
+        ``eval.num_samples``.
+    observations : sequence of int
+        The observations scored.
+    kept : sequence of int
+        Those whose earlier attempt's score is kept, not drawn again (``posterior.evaluate_observations``).
+    weights : dict
+        ``posterior.sampled_weights``: ``weights`` (which) and ``step``.
+
+    Returns
+    -------
+    str
+    """
+    drawn = [k for k in observations if k not in kept]
+    which = f"(weights: {weights['weights']} {weights['step']})"
+    also = f"{list(kept)} kept: an earlier attempt scored {'them' if len(kept) > 1 else 'it'} from the same weights"
+    if not drawn:
+        return f"[6/7] sample + C2ST: nothing to draw {which}: {also}"
+    return (f"[6/7] sample + C2ST: {num_samples} posterior draws per observation {drawn} {which}, scored against the "
+            f"reference" + f"; {also}" * bool(kept))
 
 
 def mesh_step_line(mesh_cfg: Any, mesh: Any, dry_run: bool = False) -> str:

@@ -141,7 +141,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
                           stop_check: Callable[[], None] | None = None, step: int | None = None,
                           dtype: str | None = None, scored: list | None = None,
-                          weights: str | None = None, checkpoint_step: int | None = None) -> dict[str, Any]:
+                          weights: str | None = None, checkpoint_step: int | None = None,
+                          announce: Callable[[list[int]], None] | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -179,6 +180,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     scored : list, optional
         The list each observation's row (``c2st_observations``'s) joins as soon as it is scored: the caller's
         record of a job stopped or failed part way keeps the scores made, as c2st.csv has them.
+    announce : callable, optional
+        Called once before the first observation with the observations whose earlier score is kept (``[]``: all
+        are drawn), so the caller's header says which are drawn (``console_lines.evaluation_header``).
 
     Returns
     -------
@@ -214,6 +218,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     # alike in every process (were process 0 alone to keep a score and skip the draws, the sharded ODE's
     # collectives of the other processes would wait on it forever): kept only in a job of one process
     earlier = earlier_scores(out, observations, n_of, settings_of) if step is not None and one_process() else {}
+    if announce is not None:
+        announce([k for k in observations if k in earlier])
     for index, k in enumerate(observations):
         stop_check()
         x_o = tasks.observation(task, k)

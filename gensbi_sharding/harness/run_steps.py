@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.checked_fix import validate_every
-from gensbi_sharding.harness.console_lines import step_header
+from gensbi_sharding.harness.console_lines import evaluation_header, step_header
 from gensbi_sharding.harness.config_checks import scored_observations
 from gensbi_sharding.harness.distributed_checks import processes_config_problem
 from gensbi_sharding.harness.dry_run import dry_run_metrics
@@ -214,8 +214,6 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])  # scored: null, not named unscored
     if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
-        log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (weights: %s %d), scored against the "
-                 "reference", cfg.eval.num_samples, observations, w["weights"], w["step"])
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         metrics.update(evaluate_observations(
             sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
@@ -223,7 +221,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
             plot=cfg.eval.plot, stop_check=watch.check_together, dtype=cfg.model.get("dtype", "float32"),
-            scored=metrics.setdefault("c2st_observations", []),
+            scored=metrics.setdefault("c2st_observations", []),  # the header once it knows which are drawn:
+            announce=lambda kept: log.info("%s", evaluation_header(cfg.eval.num_samples, observations, kept, w)),
             **sampled_weights(metrics, ema=bool(ema), one_process=jax.process_count() == 1),
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
