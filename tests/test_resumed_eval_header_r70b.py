@@ -72,3 +72,23 @@ def test_a_job_resumed_after_a_stop_in_its_evaluation_names_what_it_draws(tmp_pa
                       "validation step 8), scored against the reference; [1] kept: an earlier attempt scored it from "
                       "the same weights"], caplog.messages
     assert drawn == [posterior.noise_seed(0, 2)]
+
+
+def test_a_kept_score_names_the_file_it_was_read_from_when_it_takes_another_name(tmp_path, caplog):
+    """Was: "the earlier attempt's files, kept under new names: posterior_samples.attempt1.npz, ...", then
+    "observation 1: ... kept: posterior_samples.npz", the .attempt1 file gone: moved back, said nowhere."""
+    from gensbi_sharding.harness import posterior
+    from gensbi_sharding.harness.data import load_task
+    from gensbi_sharding.harness.earlier_attempts import set_aside
+
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path, write=True, plot=False,
+               title=lambda *a: "", step=5, observations=[1])
+    posterior.evaluate_observations(**run)
+    assert set_aside(tmp_path, None) == ["c2st.attempt1.csv", "posterior_samples.attempt1.npz"]
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        posterior.evaluate_observations(**run)
+    assert caplog.messages[-1].endswith("; scored by an earlier attempt at step 5, kept: posterior_samples.npz (was "
+                                        "posterior_samples.attempt1.npz)"), caplog.messages
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c2st.attempt1.csv", "c2st.csv", "posterior_samples.npz"]

@@ -244,7 +244,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         rows.append(row)
         log.info("observation %d: C2ST %.3f ± %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
                  "from the reference posterior)%s", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n,
-                 f"; scored by an earlier attempt at step {step}, kept: {path.name}" if kept is not None else "")
+                 f"; scored by an earlier attempt at step {step}, kept: {path.name}" + (  # and which file it was
+                     f" (was {source.name})" if source.name != path.name else "") if kept is not None else "")
         if write:
             if kept is None or (source != path and not take_back(source, path)):  # kept under its other name
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
