@@ -9,6 +9,7 @@ single run ends with ``run_report.final_line``; a refused sweep folder is named 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,50 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.outputs import room_fix
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
 
-__all__ = ["mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line", "remember_stopped_sweep",
-           "stopped_sweep_line", "completed_jobs_lead", "summary_refused_line"]
+__all__ = ["step_header", "evaluation_header", "mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line",
+           "remember_stopped_sweep", "stopped_sweep_line", "completed_jobs_lead", "summary_refused_line"]
 
 log = logging.getLogger("gensbi_sharding.harness.run")
 
 
-def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
+def step_header(header: str, dry_run: bool = False) -> str:
+    """``header`` (``"[2/7] mesh: ..."``) numbered as a dry run's step, ``"[2/3] mesh: ..."``, when ``dry_run``: a dry
+    run runs devices, mesh and one compile (``"[3/3] dry run: ..."``), and was numbered as a training run ("[1/7]",
+    "[2/7]", then none of the five steps it announced). The training run's header stays the literal in the source."""
+    return re.sub(r"^\[(\d)/7\]", r"[\1/3]", header) if dry_run else header
+
+
+def evaluation_header(num_samples: int, observations: Sequence[int], kept: Sequence[int],
+                      weights: dict[str, Any]) -> str:
+    """Step 6's header: ``"[6/7] sample + C2ST: 128 posterior draws per observation [3, 4] (weights: EMA at the best
+    validation step 8), scored against the reference; [1, 2] kept: an earlier attempt scored them from the same
+    weights"``. Was, on a job resumed after a stop during its evaluation, every observation named as drawn.
+
+    Parameters
+    ----------
+    num_samples : int
+        ``eval.num_samples``.
+    observations : sequence of int
+        The observations scored.
+    kept : sequence of int
+        Those whose earlier attempt's score is kept, not drawn again (``posterior.evaluate_observations``).
+    weights : dict
+        ``posterior.sampled_weights``: ``weights`` (which) and ``step``.
+
+    Returns
+    -------
+    str
+    """
+    drawn = [k for k in observations if k not in kept]
+    which = f"(weights: {weights['weights']} {weights['step']})"
+    also = f"{list(kept)} kept: an earlier attempt scored {'them' if len(kept) > 1 else 'it'} from the same weights"
+    if not drawn:
+        return f"[6/7] sample + C2ST: nothing to draw {which}: {also}"
+    return (f"[6/7] sample + C2ST: {num_samples} posterior draws per observation {drawn} {which}, scored against the "
+            f"reference" + f"; {also}" * bool(kept))
+
+
+def mesh_step_line(mesh_cfg: Any, mesh: Any, dry_run: bool = False) -> str:
     """``"[2/7] mesh: data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"``: the resolved mesh,
     then the overrides that asked for it; ``mesh=none`` says one device.
 
@@ -33,20 +71,23 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any) -> str:
         The run's ``cfg.mesh`` (``spec``: None, "auto" or "dict"; ``model_axis``, ``devices``).
     mesh : jax.sharding.Mesh or None
         The mesh ``run_mesh`` resolved from it.
+    dry_run : bool
+        Numbered as a dry run's step (``step_header``).
 
     Returns
     -------
     str
     """
     if mesh is None:
-        return "[2/7] mesh: none (mesh=none): one device, nothing placed"
+        return step_header("[2/7] mesh: none (mesh=none): one device, nothing placed", dry_run)
     shape = " x ".join(f"{name}={size}" for name, size in dict(mesh.shape).items())
     asked = [f"mesh={mesh_cfg.get('spec')}"]
     if mesh_cfg.get("spec") == "dict":  # auto has no knob: all devices on "data"
         asked.append(f"mesh.model_axis={mesh_cfg.get('model_axis')}")
         if mesh_cfg.get("devices"):
             asked.append(f"mesh.devices={override_literal(list(mesh_cfg.get('devices')))}")  # as typed: [0,1]
-    return f"[2/7] mesh: {shape} ({mesh.devices.size} device{'s' * (mesh.devices.size != 1)}; {', '.join(asked)})"
+    devices = f"{mesh.devices.size} device{'s' * (mesh.devices.size != 1)}"
+    return step_header(f"[2/7] mesh: {shape} ({devices}; {', '.join(asked)})", dry_run)
 
 
 def model_step_line(cfg: Any, rule_name: str, mesh: Any) -> str:

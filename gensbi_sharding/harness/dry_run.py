@@ -179,8 +179,9 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict,
         dim_theta, dim_x = TASK_DIMS.get(cfg.data.name) or task_dims(cfg.data.name)  # a dry run imports no sbibm_jax
     else:  # a data set of one's own: its dimensions are what its factory returns
         dim_theta, dim_x = _own_data_dims(cfg)
-    log.info("[dry run] compile one train step: %s on %s", cfg.model.name, f"{dict(mesh.shape)}, rule {rule_name!r}"
-             if mesh is not None else f"no mesh (mesh=none): one device, nothing placed, rule {rule_name!r} unused")
+    log.info("[3/3] dry run: compile one train step: %s on %s", cfg.model.name,
+             f"{dict(mesh.shape)}, rule {rule_name!r}" if mesh is not None
+             else f"no mesh (mesh=none): one device, nothing placed, rule {rule_name!r} unused")
     # As a training run's placement block says it: else tensor on (8, 1) reads as a choice of its own,
     # with figures equal to replicated's.
     shape, spec = dict(mesh.shape) if mesh is not None else None, cfg.mesh.spec or "none"

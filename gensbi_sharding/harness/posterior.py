@@ -141,7 +141,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
                           stop_check: Callable[[], None] | None = None, step: int | None = None,
                           dtype: str | None = None, scored: list | None = None,
-                          weights: str | None = None, checkpoint_step: int | None = None) -> dict[str, Any]:
+                          weights: str | None = None, checkpoint_step: int | None = None,
+                          announce: Callable[[list[int]], None] | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -179,6 +180,9 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     scored : list, optional
         The list each observation's row (``c2st_observations``'s) joins as soon as it is scored: the caller's
         record of a job stopped or failed part way keeps the scores made, as c2st.csv has them.
+    announce : callable, optional
+        Called once before the first observation with the observations whose earlier score is kept (``[]``: all
+        are drawn), so the caller's header says which are drawn (``console_lines.evaluation_header``).
 
     Returns
     -------
@@ -214,6 +218,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     # alike in every process (were process 0 alone to keep a score and skip the draws, the sharded ODE's
     # collectives of the other processes would wait on it forever): kept only in a job of one process
     earlier = earlier_scores(out, observations, n_of, settings_of) if step is not None and one_process() else {}
+    if announce is not None:
+        announce([k for k in observations if k in earlier])
     for index, k in enumerate(observations):
         stop_check()
         x_o = tasks.observation(task, k)
@@ -238,7 +244,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         rows.append(row)
         log.info("observation %d: C2ST %.3f ± %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
                  "from the reference posterior)%s", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n,
-                 f"; scored by an earlier attempt at step {step}, kept: {path.name}" if kept is not None else "")
+                 f"; scored by an earlier attempt at step {step}, kept: {path.name}" + (  # and which file it was
+                     f" (was {source.name})" if source.name != path.name else "") if kept is not None else "")
         if write:
             if kept is None or (source != path and not take_back(source, path)):  # kept under its other name
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],

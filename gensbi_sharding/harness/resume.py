@@ -21,7 +21,7 @@ from gensbi_sharding.harness.hints import override_literal, saving_overrides
 from gensbi_sharding.harness.runs_below import runs_note, sweep_jobs
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+from gensbi_sharding.harness.resume_settings import compute_dtype_note, refuse_resume_settings
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics", "model_overrides"]
@@ -56,7 +56,7 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
         gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
         said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # not parent
         if not metrics.is_file():  # the override named, not a bare "checkpoint path ..."
-            said = getattr(err, "reason", said) if (below := runs_note(folder, "train.resume")) else said  # overrides
+            said = getattr(err, "reason", said) if (below := runs_note(folder, "train.resume", err)) else said
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
                               f"{below}{gone}; or leave train.resume out to start fresh") from None
         if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
@@ -151,15 +151,15 @@ def resume_point(cfg: Any, out: Any) -> Any:
 
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """Before simulating: ``resume_settings.refuse_resume_settings`` (the overrides that match the checkpoint in
-    ``step_dir``, as the check before the run's folder refused them), then a learning-rate schedule that differs
-    is said (a warning when the saved run was unfinished)."""
+    ``step_dir``), then a changed schedule or compute dtype is said (a warning when the saved run was unfinished)."""
     from gensbi_sharding.checkpoint import saved_config
     from gensbi_sharding.harness.schedule import schedule_change_note
 
     refuse_resume_settings(step_dir, cfg)
     saved, now = saved_config(step_dir), OmegaConf.to_container(cfg, resolve=True)
-    if (note := schedule_change_note(saved, now, int(step_dir.name))) is not None:  # allowed, but said
-        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)
+    for note in filter(None, (said(saved, now, int(step_dir.name)) for said in (schedule_change_note,
+                                                                                  compute_dtype_note))):
+        log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)  # allowed, but said
 
 
 def saved_statistics(step_dir: Path | None) -> dict | None:

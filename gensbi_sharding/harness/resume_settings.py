@@ -22,7 +22,8 @@ from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.x64_words import x64_fix, x64_lead, x64_on
 
-__all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "x64_prefix", "continue_prefix"]
+__all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "compute_dtype_note", "x64_prefix",
+           "continue_prefix"]
 
 #: Settings a checkpoint's arrays hold only under: what the model's inputs and outputs mean (the
 #: task and its transforms), and whether an EMA is saved beside the weights. A change of any of
@@ -124,6 +125,35 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
                               f"train.steps={cfg.train.steps}; set {beyond[0]} to evaluate it, or more to train "
                               f"further{finish}")
+
+
+def compute_dtype_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | None:
+    """How a run resumed at ``step`` computes otherwise than the run that saved it: ``model.dtype`` is free on resume
+    (the weights restore in ``model.param_dtype`` either way), but every step and score after it is computed in this
+    run's; None where both agree or the checkpoint's config has none (mlp, transformer).
+
+    Parameters
+    ----------
+    saved, now : dict
+        The checkpoint's saved config and this run's (plain dicts with a ``model`` section).
+    step : int
+        The checkpoint's step, where this run starts.
+
+    Returns
+    -------
+    (str, bool) or None
+        One line naming both values and the override that continues as the saved run would have gone; and whether
+        the saved run was unfinished (``step`` below its ``train.steps``: then the change is likely a slip, worth a
+        warning, as ``schedule.schedule_change_note`` says of the schedule).
+    """
+    old, new = config_value(saved, "model.dtype"), config_value(now, "model.dtype")
+    if old is None or old == new:
+        return None
+    steps = config_value(saved, "train.steps")
+    unfinished = isinstance(steps, int) and step < steps
+    return (f"train.resume: the checkpoint at step {step} was computed in model.dtype={old} (this run: "
+            f"model.dtype={new}): from step {step} this run trains and scores in {new}; add model.dtype={old} to "
+            "compute as the saved run did", unfinished)
 
 
 def _x64_refusal(step_dir: Path, steps: int) -> str | None:

@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.checked_fix import validate_every
+from gensbi_sharding.harness.console_lines import evaluation_header, step_header
 from gensbi_sharding.harness.config_checks import scored_observations
 from gensbi_sharding.harness.distributed_checks import processes_config_problem
 from gensbi_sharding.harness.dry_run import dry_run_metrics
@@ -34,7 +35,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
               watch: PreemptionWatch) -> dict[str, Any]:
     """The steps of one job, in order: its figures go into ``metrics``; returns the metrics to record.
 
-    Each step is logged ("[1/7] devices" .. "[7/7] outputs"); a failure raises, and ``run`` records it.
+    Each step is logged ("[1/7] devices" .. "[7/7] outputs"; a dry run's "[1/3]" .. "[3/3]"); a failure raises,
+    and ``run`` records it.
     """
     dist = cfg.distributed
     # Known before joining (distributed=local's processes): their first lines are tagged, only process 0's info lines
@@ -51,7 +53,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     from gensbi_sharding.harness.devices import (configure_devices, initialize_distributed, job_peak_metrics,  # JAX:
                                                  peak_bytes_in_use, resolve_cpu_count)  # here, not at launch.py's start
     cpu_count, source = resolve_cpu_count(cfg.devices.cpu_count)
-    log.info("[1/7] devices: cpu_count=%d (from %s), distributed=%s", cpu_count, source, cfg.distributed.mode)
+    log.info(step_header("[1/7] devices: cpu_count=%d (from %s), distributed=%s", cfg.dry_run), cpu_count, source,
+             cfg.distributed.mode)
     initialize_distributed(dist.mode, coordinator_address=dist.coordinator_address,
                            num_processes=dist.num_processes, process_id=dist.process_id,
                            timeout_s=dist.timeout_s, heartbeat_s=dist.heartbeat_s)
@@ -87,7 +90,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
         raise ConfigError(problem)
     watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     mesh = run_mesh(cfg, source, rule_name, table)
-    log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh))  # the resolved mesh, as the user asked for it
+    # the resolved mesh, as the user asked for it
+    log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh, dry_run=cfg.dry_run))
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
                    process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh),
@@ -210,8 +214,6 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     metrics.update(c2st=None, c2st_weights=w["weights"], c2st_step=w["step"])  # scored: null, not named unscored
     if cfg.eval.enabled:  # each observation's score joins c2st_observations as it is scored: a stop keeps them
         observations = list(cfg.eval.observations or [cfg.data.num_observation])
-        log.info("[6/7] sample + C2ST: %d posterior draws per observation %s (weights: %s %d), scored against the "
-                 "reference", cfg.eval.num_samples, observations, w["weights"], w["step"])
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         metrics.update(evaluate_observations(
             sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
@@ -219,7 +221,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
             plot=cfg.eval.plot, stop_check=watch.check_together, dtype=cfg.model.get("dtype", "float32"),
-            scored=metrics.setdefault("c2st_observations", []),
+            scored=metrics.setdefault("c2st_observations", []),  # the header once it knows which are drawn:
+            announce=lambda kept: log.info("%s", evaluation_header(cfg.eval.num_samples, observations, kept, w)),
             **sampled_weights(metrics, ema=bool(ema), one_process=jax.process_count() == 1),
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
                                                          mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))

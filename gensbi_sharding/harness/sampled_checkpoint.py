@@ -226,7 +226,7 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     if getattr(err, "unconfirmed", None):  # a newer step lost its metadata: said, not the older one sampled silently
         return FileNotFoundError(f"run folder {os.fspath(run_dir)!r}: {err}")
     given = f"run folder {os.fspath(run_dir)!r} has no checkpoint to sample"
-    if below := runs_note(folder):  # outputs/, a date's folder, an sbibm.py root: the runs
+    if below := runs_note(folder, refusal=err):  # outputs/, a date's folder, an sbibm.py root: the runs err named
         return FileNotFoundError(f"{given}{below}")  # below named, the folder once
     if (reason := getattr(err, "reason", None)) is not None:  # a step folder, none complete beside it (not "start
         return FileNotFoundError(f"{given}: {reason}: pass the folder of a run that saved a complete step, or, if its "
