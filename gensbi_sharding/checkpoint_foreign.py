@@ -16,17 +16,9 @@ __all__ = ["foreign_fix", "step_metadata", "subfolder_fix"]
 
 
 def foreign_fix(folder: Path, ours: Sequence[str], name: str | None = None) -> str | None:
-    """Orbax step folders of ``folder`` (or its step folder ``name``), or a checkpoint in ``folder`` itself, that
-    another writer saved, named with the Orbax call that reads one; None if none.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-    ours : sequence of str
-        The items our writer saves: a folder holding one is no other writer's.
-    name : str or None, default None
-        One step folder of ``folder`` to look at; None: every one.
-    """
+    """Orbax step folders of ``folder`` (or its step folder ``name``; None: every one), or a checkpoint in ``folder``
+    itself, that another writer saved (holding none of our items ``ours``), named with the Orbax call that reads one;
+    None if none."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
     if not paths and name is None and folder.is_dir() and not folder.name.isdigit():  # a step's: named by its parent
@@ -61,14 +53,7 @@ def foreign_fix(folder: Path, ours: Sequence[str], name: str | None = None) -> s
 def subfolder_fix(folder: Path, ours: Sequence[str]) -> str | None:
     """``foreign_fix`` of the first subfolder of ``folder`` (not a step folder) holding a checkpoint another writer
     saved, as Flax's guide saves one, ``StandardCheckpointer().save(ckpt_dir / 'state', state)``, and ``ckpt_dir`` is
-    passed; None if none does.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-    ours : sequence of str
-        The items our writer saves: a folder holding one is no other writer's.
-    """
+    passed; None if none does."""
     try:
         children = sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.isdigit())
     except OSError:  # no folder, or none it may list: this refusal's words are "no checkpoint" all the same
