@@ -3,7 +3,6 @@ in a folder of its own, as Flax's guide saves ``ckpt_dir / 'state'``), found whe
 its own, and named with the Orbax call that reads each; and ``step_metadata``, how a folder's Orbax step metadata is
 read (through ``ocp.metadata``, never by Orbax's file names)."""
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,15 +73,11 @@ def _readable_fix(child: Path, ours: Sequence[str]) -> str | None:
         return None
 
 
-def _said_here(record: logging.LogRecord) -> bool:
-    """False for Orbax's "Metadata file does not exist" (the refusal names what a step lacks); True for others."""
-    return not str(record.msg).startswith("Metadata file does not exist")
-
-
 def step_metadata(path: Path) -> Any:
     """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
     try:
-        with absl_filtered(_said_here):
+        # Orbax's "Metadata file does not exist" dropped: the refusal names what a step lacks
+        with absl_filtered(lambda record: not str(record.msg).startswith("Metadata file does not exist")):
             return ocp.metadata.get_step_metadata(path)
     except ValueError:  # none written: never committed, or the file lost since
         return None
