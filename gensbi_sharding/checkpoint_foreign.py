@@ -57,20 +57,17 @@ def subfolder_fix(folder: Path, ours: Sequence[str]) -> str | None:
         children = sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.isdigit())
     except OSError:  # no folder, or none it may list: this refusal's words are "no checkpoint" all the same
         return None
-    found = [(child, fix) for child in children if (fix := _readable_fix(child, ours))]
+    found = []
+    for child in children:
+        try:
+            found += [(child, fix)] if (fix := foreign_fix(child, ours)) else []
+        except OSError:  # a child that may not be read (another user's folder beside the run): not one
+            continue
     if not found:
         return None
     names = ", ".join(repr(child.name) for child, _ in found)
     return (f"its subfolders {names} hold one each; the first: " if len(found) > 1 else
             f"its subfolder {names} holds one: ") + found[0][1]
-
-
-def _readable_fix(child: Path, ours: Sequence[str]) -> str | None:
-    """``foreign_fix(child, ours)``; None where ``child`` may not be read (another user's folder beside the run)."""
-    try:
-        return foreign_fix(child, ours)
-    except OSError:
-        return None
 
 
 def step_metadata(path: Path) -> Any:
