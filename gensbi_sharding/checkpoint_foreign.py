@@ -3,7 +3,6 @@ in a folder of its own, as Flax's guide saves ``ckpt_dir / 'state'``), found whe
 its own, and named with the Orbax call that reads each; and ``step_metadata``, how a folder's Orbax step metadata is
 read (through ``ocp.metadata``, never by Orbax's file names)."""
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,9 @@ __all__ = ["foreign_fix", "step_metadata", "subfolder_fix"]
 
 
 def foreign_fix(folder: Path, ours: Sequence[str], name: str | None = None) -> str | None:
-    """Orbax step folders of ``folder`` (or its step folder ``name``), or a checkpoint in ``folder`` itself, that
-    another writer saved, named with the Orbax call that reads one; None if none.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-    ours : sequence of str
-        The items our writer saves: a folder holding one is no other writer's.
-    name : str or None, default None
-        One step folder of ``folder`` to look at; None: every one.
-    """
+    """Orbax step folders of ``folder`` (or its step folder ``name``; None: every one), or a checkpoint in ``folder``
+    itself, that another writer saved (holding none of our items ``ours``), named with the Orbax call that reads one;
+    None if none."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
     if not paths and name is None and folder.is_dir() and not folder.name.isdigit():  # a step's: named by its parent
@@ -61,19 +52,17 @@ def foreign_fix(folder: Path, ours: Sequence[str], name: str | None = None) -> s
 def subfolder_fix(folder: Path, ours: Sequence[str]) -> str | None:
     """``foreign_fix`` of the first subfolder of ``folder`` (not a step folder) holding a checkpoint another writer
     saved, as Flax's guide saves one, ``StandardCheckpointer().save(ckpt_dir / 'state', state)``, and ``ckpt_dir`` is
-    passed; None if none does.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-    ours : sequence of str
-        The items our writer saves: a folder holding one is no other writer's.
-    """
+    passed; None if none does."""
     try:
         children = sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.isdigit())
     except OSError:  # no folder, or none it may list: this refusal's words are "no checkpoint" all the same
         return None
-    found = [(child, fix) for child in children if (fix := _readable_fix(child, ours))]
+    found = []
+    for child in children:
+        try:
+            found += [(child, fix)] if (fix := foreign_fix(child, ours)) else []
+        except OSError:  # a child that may not be read (another user's folder beside the run): not one
+            continue
     if not found:
         return None
     names = ", ".join(repr(child.name) for child, _ in found)
@@ -81,23 +70,11 @@ def subfolder_fix(folder: Path, ours: Sequence[str]) -> str | None:
             f"its subfolder {names} holds one: ") + found[0][1]
 
 
-def _readable_fix(child: Path, ours: Sequence[str]) -> str | None:
-    """``foreign_fix(child, ours)``; None where ``child`` may not be read (another user's folder beside the run)."""
-    try:
-        return foreign_fix(child, ours)
-    except OSError:
-        return None
-
-
-def _said_here(record: logging.LogRecord) -> bool:
-    """False for Orbax's "Metadata file does not exist" (the refusal names what a step lacks); True for others."""
-    return not str(record.msg).startswith("Metadata file does not exist")
-
-
 def step_metadata(path: Path) -> Any:
     """Orbax's ``StepMetadata`` of the step folder ``path`` (``ocp.metadata.get_step_metadata``); None if none."""
     try:
-        with absl_filtered(_said_here):
+        # Orbax's "Metadata file does not exist" dropped: the refusal names what a step lacks
+        with absl_filtered(lambda record: not str(record.msg).startswith("Metadata file does not exist")):
             return ocp.metadata.get_step_metadata(path)
     except ValueError:  # none written: never committed, or the file lost since
         return None

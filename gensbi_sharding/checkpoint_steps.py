@@ -169,11 +169,6 @@ def reasoned(reason: str, fix: str) -> FileNotFoundError:
     return error
 
 
-def _warning_up(record: logging.LogRecord) -> bool:
-    """True for a warning or worse: Orbax's info lines dropped."""
-    return record.levelno >= logging.WARNING
-
-
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
     """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, by ascending step, read
     with no CheckpointManager (starts JAX)."""
@@ -227,7 +222,7 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
             if item == "arrays":  # a handler that asks the backend nothing (it asks whether pinned memory is there)
                 # its info line "Created BasePyTreeCheckpointHandler: ..." would stand on a launcher's console above
                 # a refusal's one line
-                with absl_filtered(_warning_up):
+                with absl_filtered(lambda record: record.levelno >= logging.WARNING):
                     read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
                 if read is None or read.tree is None:  # not Orbax's "AttributeError: 'NoneType' ..."
                     return f"its {item!r} item cannot be read (Orbax reads no metadata of it: one of its files is " \

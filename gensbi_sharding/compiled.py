@@ -87,29 +87,12 @@ def _group_size(line: str, devices: int) -> int:
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """Count the collectives of one step in HLO text, per device.
-
-    Parameters
-    ----------
-    text : str
-        ``compiled.as_text()``: the per-device (SPMD-partitioned) program.
-
-    Returns
-    -------
-    dict
-        ``{op: {"count": n, "bytes": b}}`` for each op of ``COLLECTIVES``: ``n`` executions per step (an op in a
-        loop's body times XLA's ``known_trip_count``; a loop whose count XLA does not know, once; every branch of a
-        conditional, though one runs: an upper bound there) and ``b`` the bytes
-        one device sends in them, estimated from the op's result and its replica group's size by the ring algorithms
-        of NCCL's tests (an all-reduce of S bytes over n devices sends 2(n-1)/n S; ``_SENT_PER_RESULT_BYTE``). A
-        dynamic shape (``f32[<=8]``) counts at its bound. A group XLA leaves empty is every device of the program
-        (the header's ``num_partitions`` x ``replica_count``).
-
-    Raises
-    ------
-    ValueError
-        An unknown HLO element type or an unbounded dynamic dimension in a collective's result.
-    """
+    """``{op: {"count": n, "bytes": b}}`` per op of ``COLLECTIVES`` in ``text``, ``compiled.as_text()`` (the per-device
+    program): ``n`` runs per step (a loop body's times XLA's ``known_trip_count``, else once; every branch of a
+    conditional: an upper bound), ``b`` the bytes one device sends, from each result's size and its replica group's
+    by NCCL's ring algorithms (an all-reduce of S bytes over n devices sends 2(n-1)/n S: ``_SENT_PER_RESULT_BYTE``;
+    a dynamic shape at its bound; an empty group is every device, ``num_partitions`` x ``replica_count``).
+    ``ValueError`` for an unknown element type or an unbounded dimension (``hlo_shape_bytes``)."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
     lines = text.splitlines()
     header = lines[0] if lines else ""

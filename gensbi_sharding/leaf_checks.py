@@ -30,25 +30,9 @@ def check_same_rows(batch: Any, what: str) -> int | None:
 
 def unstacked_rows(tree: Any, what: str, leaves_fix: str, divisor: int = 1, call: str = "{}",
                    of: str = "the data-parallel size") -> str | None:
-    """A refusal's words for a list (or tuple) in ``tree`` of >= 2 arrays of one shape, as a data loader that never
-    stacked its rows gives them (``[np.zeros(3)] * 8``): each array then reads as a batch leaf of its own, its rows
-    the features of one sample. None if ``tree`` holds no such list.
-
-    Parameters
-    ----------
-    tree : pytree
-    what : str
-        The tree's name in the message, e.g. ``"batch"``.
-    leaves_fix : str
-        The fix if the arrays are leaves of one batch after all, e.g. ``(x, theta)``: the caller's refusal's own.
-    divisor : int, default 1
-        What the stacked rows must be a multiple of (1: any), named in the message by ``of``.
-    call : str, default ``"{}"``
-        The caller's call, ``{}`` where the stacked rows go, e.g. ``"shard_batch({}, mesh)"``: the fix when the list
-        is the whole tree.
-    of : str, default ``"the data-parallel size"``
-        What ``divisor`` is, in the message.
-    """
+    """A refusal's words for a list (or tuple) in ``tree`` (named ``what``) of >= 2 arrays of one shape, a data
+    loader's rows never stacked (``[np.zeros(3)] * 8``), else None; the fix stacks them into ``call`` (``{}``: where
+    they go), a multiple of ``divisor`` (what ``of`` names), or is the caller's ``leaves_fix`` if they are leaves."""
     listed = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_rows)[0]
     path, rows = next(((path, node) for path, node in listed if _is_rows(node)), (None, None))
     if rows is None:

@@ -11,16 +11,8 @@ __all__ = ["absl_filtered", "clipped", "shown"]
 
 @contextlib.contextmanager
 def absl_filtered(keep: Callable[[logging.LogRecord], bool]) -> Iterator[None]:
-    """Drop the ``absl`` logger's records (Orbax's) that ``keep`` refuses, inside the block only.
-
-    A filter of this call's own, added and taken off: the logger's level (the user's) is never set, and calls under
-    way in other threads keep theirs (a level set and put back raced: one thread put back another's).
-
-    Parameters
-    ----------
-    keep : callable
-        ``keep(record) -> bool``: False drops the record.
-    """
+    """Drop the ``absl`` logger's records (Orbax's) for which ``keep(record)`` is False, inside the block only: by a
+    filter of this call's own, never the logger's level (the user's; a level set and put back raced across threads)."""
     absl = logging.getLogger("absl")
     own = lambda record: keep(record)  # noqa: E731  (one object per call: removing it leaves other calls' filters)
     absl.addFilter(own)

@@ -37,10 +37,8 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     tree : pytree or NNX node
     """
     totals: Counter[int] = Counter()
-    for name, leaf in named_leaves(tree):  # a variable shared by two counts once
-        _check_not_typeof(leaf, name)
-        if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)):
-            totals.update(_device_bytes(leaf, path=name))
+    for name, leaf in _checked_leaves(tree):  # a variable shared by two counts once
+        totals.update(_device_bytes(leaf, path=name))
     return dict(sorted(totals.items()))
 
 
@@ -81,10 +79,8 @@ def _spec_text(spec: jax.sharding.PartitionSpec) -> str:
 
 def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding.Sharding | None]]:
     """``(path, leaf, its sharding or None)`` of every state leaf of ``node``, a non-node or traced leaf refused."""
-    check_node(node, caller)
-    for name, leaf in (named := named_leaves(node)):
-        _check_not_typeof(leaf, name)  # a traced leaf read "host"
-    return [(name, leaf, getattr(leaf, "sharding", None)) for name, leaf in named]
+    check_node(node, caller)  # a traced leaf would read "host"
+    return [(name, leaf, getattr(leaf, "sharding", None)) for name, leaf in _checked_leaves(node)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,8 +187,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other, left_out = Counter(dict.fromkeys(ids, 0)), [], set(), {}, []
-    for name, value in named_leaves(node):
-        _check_not_typeof(value, name)
+    for name, value in _checked_leaves(node):
         if not is_array_like(value):
             left_out.append(f"{name} ({type(value).__name__})")
             continue
@@ -243,20 +238,24 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
     return {device.id: shard for device in (sharding.device_set if every else sharding.addressable_devices)}
 
 
-def _check_not_typeof(value: Any, path: str) -> None:
-    """Refuse ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes, misstating the bytes;
-    traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0; and deleted ones."""
-    for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
-        if isinstance(leaf, jax.core.Tracer):
-            raise TypeError(f"{path_key(keys, path)} is a traced array {UNDER_TRANSFORM}, placed nowhere yet: "
-                            "describe, bytes_per_device, sharding_of and partition_specs read placed arrays; call "
-                            "them outside the transformed function, on the state it takes or returns")
-        if isinstance(leaf, jax.core.ShapedArray):
-            raise TypeError(f"{path_key(keys, path)} is {leaf} (jax.typeof's), whose sharding omits the mesh's "
-                            "Auto axes: pass the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, "
-                            "abstract_sharded's)")
-        if isinstance(leaf, jax.Array):  # deleted (donated): its bytes were counted, freed on every device
-            check_placeable(leaf, f"{path_key(keys, path)} (shape {leaf.shape})")
+def _checked_leaves(tree: Any) -> list[tuple[str, Any]]:
+    """``named_leaves(tree)``, refusing ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes,
+    misstating the bytes; traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0;
+    and deleted ones."""
+    named = named_leaves(tree)
+    for path, value in named:
+        for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
+            name = path_key(keys, path)
+            if isinstance(leaf, jax.core.Tracer):
+                raise TypeError(f"{name} is a traced array {UNDER_TRANSFORM}, placed nowhere yet: describe, "
+                                "bytes_per_device, sharding_of and partition_specs read placed arrays; call them "
+                                "outside the transformed function, on the state it takes or returns")
+            if isinstance(leaf, jax.core.ShapedArray):
+                raise TypeError(f"{name} is {leaf} (jax.typeof's), whose sharding omits the mesh's Auto axes: pass "
+                                "the arrays, or jax.ShapeDtypeStruct leaves (jax.eval_shape's, abstract_sharded's)")
+            if isinstance(leaf, jax.Array):  # deleted (donated): its bytes were counted, freed on every device
+                check_placeable(leaf, f"{name} (shape {leaf.shape})")
+    return named
 
 
 def _same_layout(a: Any, b: Mesh) -> bool:
