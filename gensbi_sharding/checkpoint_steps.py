@@ -80,8 +80,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     TypeError, ValueError, FileNotFoundError
         ``path`` or ``base_dir`` not a str or ``os.PathLike``, or ``""``; ``path`` missing, a file, one item of a step
         dir (the folder to pass named), a step dir cut short or without its Orbax step metadata, or holding no complete
-        checkpoint (the run folders below it with one named, newest first); a folder whose step newer than its newest
-        complete one lost only that metadata (both named).
+        checkpoint (the run folders below it with one named, newest first; the error's ``runs`` holds their paths,
+        newest first); a folder whose step newer than its newest complete one lost only that metadata (both named).
     """
     given = as_path(path, "path", "outputs/run")
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
@@ -132,8 +132,10 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         f"{'it' if folder == resolved else folder}{listed}"
     if below := runs_below(resolved):  # outputs/, a date's or a sweep's folder: the runs it holds, named
         named = ", ".join(map(str, below[:3])) + (f" and {len(below) - 3} more" if len(below) > 3 else "")
-        raise reasoned(said, f"; it holds {len(below)} run folder(s) with a checkpoint, the newest first: {named}: "
-                             f"pass one of them, e.g. {below[0]}")
+        error = reasoned(said, f"; it holds {len(below)} run folder(s) with a checkpoint, the newest first: "
+                               f"{named}: pass one of them, e.g. {below[0]}")
+        error.runs = below  # as data: a caller naming them its own way does not scan again, nor parse the text
+        raise error
     raise FileNotFoundError(f"{said}; pass {_PASS}")
 
 

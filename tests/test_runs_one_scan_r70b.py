@@ -18,7 +18,7 @@ import gensbi_sharding.checkpoint_steps as steps
 from gensbi_sharding.checkpoint import CheckpointWriter
 from gensbi_sharding.harness import runs_below as harness_runs
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.runs_below import runs_found
+from gensbi_sharding.harness.runs_below import runs_note
 
 
 def _run(folder, when):
@@ -67,6 +67,6 @@ def test_sampling_a_folder_of_runs_scans_it_once(runs):
 
 
 def test_a_refusal_that_names_no_runs_gives_none():
-    assert runs_found(FileNotFoundError("no checkpoint in /x: looked for ...; pass a run dir")) is None
+    assert runs_note("/x", refusal=FileNotFoundError("no checkpoint in /x: looked for ...; pass a run dir")) == ""
     said = steps.reasoned("/x/4 is not a complete checkpoint (cut); /x holds no complete step", ": start without it")
-    assert runs_found(said) is None
+    assert runs_note("/x", "train.resume", said) == ""

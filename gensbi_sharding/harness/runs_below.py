@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gensbi_sharding.checkpoint_steps import runs_below  # the library names them too: one scan, both
 
-__all__ = ["runs_below", "runs_note", "runs_found", "sweep_jobs"]
+__all__ = ["runs_below", "runs_note", "sweep_jobs"]
 
 
 def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseException | None = None) -> str:
@@ -27,7 +27,7 @@ def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseEx
         shell and Hydra read it back; else as a path.
     refusal : BaseException, optional
         ``find_checkpoint``'s refusal of ``folder``, which scanned it already: the runs it names are taken from it
-        (``runs_found``), not scanned for again (was: twice, minutes on a folder of thousands of runs).
+        (its ``runs``), not scanned for again (was: twice, minutes on a folder of thousands of runs).
 
     Returns
     -------
@@ -35,49 +35,16 @@ def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseEx
         E.g. ``"; it holds 3 run folder(s) with a checkpoint, the newest: train.resume=/runs/b"``.
     """
     if refusal is not None:
-        count, newest_run = runs_found(refusal) or (0, None)
+        below = getattr(refusal, "runs", [])  # find_checkpoint's refusal keeps the runs it named as data
     else:
         below = runs_below(folder)
-        count, newest_run = len(below), below[0] if below else None
-    if not count:
+    if not below:
         return ""
     from gensbi_sharding.harness.override_grammar import hydra_override
 
-    newest = hydra_override(key, newest_run) if key else str(newest_run)
-    return f"; it holds {count} run folder(s) with a checkpoint, the newest: {newest}" + ("" if key else
+    newest = hydra_override(key, below[0]) if key else str(below[0])
+    return f"; it holds {len(below)} run folder(s) with a checkpoint, the newest: {newest}" + ("" if key else
                                                                                          ": pass one of them")
-
-
-#: How ``find_checkpoint`` names the runs under a folder that is none (``checkpoint_steps.runs_below``'s): its fix,
-#: after the refusal's ``reason``, then the newest run's path, again at its end.
-_FOUND = re.compile(r"; it holds ([0-9]+) run folder\(s\) with a checkpoint, the newest first: ")
-_PASS_ONE = ": pass one of them, e.g. "
-
-
-def runs_found(refusal: BaseException) -> tuple[int, Path] | None:
-    """The number of runs and the newest that ``find_checkpoint``'s ``refusal`` names under the folder it refused;
-    None where it names none (it found none, or refused for another reason).
-
-    Parameters
-    ----------
-    refusal : BaseException
-        What ``gensbi_sharding.find_checkpoint`` raised (its fix apart from its ``reason``).
-
-    Returns
-    -------
-    (int, pathlib.Path) or None
-    """
-    text, reason = str(refusal), getattr(refusal, "reason", None)
-    if not isinstance(reason, str) or not text.startswith(reason) or not (
-            found := _FOUND.match(text, len(reason))):
-        return None
-    named = text[found.end():]  # "<newest>, <next> ... and 2 more: pass one of them, e.g. <newest>"
-    at = named.find(_PASS_ONE)
-    while at >= 0:  # the newest is named first and last: the split where both agree (a path may hold the words)
-        if (newest := named[at + len(_PASS_ONE):]) and named.startswith(newest):
-            return int(found.group(1)), Path(newest)
-        at = named.find(_PASS_ONE, at + 1)
-    return None
 
 
 def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
