@@ -10,7 +10,7 @@ import re
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.composed_defaults import suggested_default
-from gensbi_sharding.harness.config import ConfigError, require
+from gensbi_sharding.harness.config import ConfigError, TrainConfig, require
 from gensbi_sharding.harness.distributed_checks import check_distributed
 from gensbi_sharding.harness.groups import chosen_options
 from gensbi_sharding.harness.held_out import val_pairs_problem
@@ -202,6 +202,15 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.data.x_transform in ("none", "log"),
            f"data.x_transform={override_literal(cfg.data.x_transform)} is not one of none, log")
     require(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
+    # AdamW's decay is decoupled and scaled by the rate (w <- w - lr * (update + weight_decay * w)): at lr * wd >= 1
+    # it flips the weights' signs each step instead of shrinking them, and above 2 they grow until the loss is NaN.
+    lr, decay = cfg.train.learning_rate, cfg.train.weight_decay
+    fix = f"train.weight_decay={min(TrainConfig.weight_decay, 0.1 / lr):g}"  # the default where it passes
+    require(lr * decay < 1, Refusal(
+        f"train.weight_decay={decay:g} with train.learning_rate={lr:g}: AdamW multiplies every weight by 1 - "
+        f"learning_rate * weight_decay = {1 - lr * decay:.3g} per step, which must lie above 0 (at 0 or below the "
+        "weights flip sign each step instead of shrinking, below -1 they grow until the loss is NaN)", fix,
+        how="; e.g. ", after=" (or a lower train.learning_rate)"))
     require(cfg.data.shards is None or cfg.data.shards >= 1,
            f"data.shards={cfg.data.shards} must be >= 1, or null for one per process")
     require(cfg.devices.cpu_count is None or cfg.devices.cpu_count >= 1,

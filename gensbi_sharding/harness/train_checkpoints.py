@@ -7,6 +7,7 @@ signal (``preemption.PreemptionWatch``), saving there. Re-exported by ``harness.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,11 +15,14 @@ import numpy as np
 from gensbi_sharding.harness.config import TrainConfig
 from gensbi_sharding.harness.interrupt_hold import hold_interrupt
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.train_notes import patience_note
 
 if TYPE_CHECKING:
     from gensbi_sharding.harness.preemption import PreemptionWatch
 
 __all__ = ["train_with_checkpoints"]
+
+log = logging.getLogger("gensbi_sharding")
 
 
 def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
@@ -70,6 +74,11 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
                                 last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)
     done = "train.steps" if start >= cfg.train.steps else "early stopping" if stopper.exhausted else None
+    note = None if done else patience_note(patience=cfg.train.patience, val_every=cfg.train.val_every,
+                                           steps=cfg.train.steps, start=start, since_best=stopper.since_best,
+                                           validated=stopper.best_step is not None)
+    if note is not None:  # let through by the checks (a preset's patience in a short run), so said here
+        log.warning("%s", note)
     if announce is not None:  # the phase's header: was "steps 10200..20000" before "nothing trained (early stopping)"
         announce(done is None, done)
     if done:  # an earlier attempt finished training
