@@ -26,7 +26,8 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --n
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# Everything but the end-to-end runs, sweeps and multi-process tests (@pytest.mark.slow).
+# Everything but the end-to-end runs, sweeps, multi-process tests and the tests that start a process or take over
+# ~0.5 s (@pytest.mark.slow): a quick check, under 3 minutes on 2 cores.
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
