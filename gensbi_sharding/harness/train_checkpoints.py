@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gensbi_sharding.harness.config import TrainConfig
+from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.interrupt_hold import hold_interrupt
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.train_notes import patience_note
@@ -78,7 +79,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                            steps=cfg.train.steps, start=start, since_best=stopper.since_best,
                                            validated=stopper.best_step is not None)
     if note is not None:  # let through by the checks (a preset's patience in a short run), so said here
-        log.warning("%s", note)
+        log.warning("%s", note, extra=EVERY_PROCESS)  # each process knows it: process 0 says it
     if announce is not None:  # the phase's header: was "steps 10200..20000" before "nothing trained (early stopping)"
         announce(done is None, done)
     if done:  # an earlier attempt finished training

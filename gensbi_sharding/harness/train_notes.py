@@ -43,16 +43,17 @@ def patience_note(*, patience: int, val_every: int, steps: int, start: int = 0, 
     """
     if patience <= 0 or steps <= start:
         return None
-    have = validations_between(start, steps, val_every)
+    # Only a validation before the last step can end the run early: a stop at the last step trained every step.
+    have = max(0, (steps - 1) // val_every - start // val_every) if val_every > 0 else 0
     # A first validation is always a new best; after it, each without a new best counts towards patience.
     need = patience - since_best if validated else patience + 1
     if have >= need:
         return None
     span = steps - start
-    every = span // need  # at least `need` multiples of it in (start, steps]
+    every = (span - 1) // need  # at least `need` multiples of it in (start, steps - 1]
     fix = (f"train.val_every={every} (or less) lets it stop early" if every >= 1 else
-           f"no train.val_every gives {need} validations in {span} step(s)")
+           f"no train.val_every gives {need} validations before the last of {span} step(s)")
     return (f"train.patience={patience} cannot end this run early: steps {start}..{steps} with "
-            f"train.val_every={val_every} validate {have} time(s), and early stopping needs {need} "
-            f"({f'its next {need}' if validated else f'a first best, then {patience}'} without a new best); "
+            f"train.val_every={val_every} validate {have} time(s) before the last step, and early stopping needs "
+            f"{need} ({f'its next {need}' if validated else f'a first best, then {patience}'} without a new best); "
             f"the run trains to train.steps={steps}. {fix}; train.patience=0 says no early stopping")
