@@ -136,7 +136,9 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                f"{named}: pass one of them, e.g. {below[0]}")
         error.runs = below  # as data: a caller naming them its own way does not scan again, nor parse the text
         raise error
-    raise FileNotFoundError(f"{said}; pass {_PASS}")
+    error = FileNotFoundError(f"{said}; pass {_PASS}")
+    error.runs = []  # scanned: none below it
+    raise error
 
 
 def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:

@@ -70,3 +70,26 @@ def test_a_refusal_that_names_no_runs_gives_none():
     assert runs_note("/x", refusal=FileNotFoundError("no checkpoint in /x: looked for ...; pass a run dir")) == ""
     said = steps.reasoned("/x/4 is not a complete checkpoint (cut); /x holds no complete step", ": start without it")
     assert runs_note("/x", "train.resume", said) == ""
+
+
+def test_a_folder_of_runs_beside_another_writers_checkpoint_still_names_its_runs(tmp_path):
+    """find_checkpoint refuses such a folder before it scans for runs (it names the other writer's checkpoint):
+    the runs are then scanned for, not dropped (review of round 70: the note was gone)."""
+    import orbax.checkpoint as ocp
+
+    from gensbi_sharding.harness.own_observation import sample_posterior
+    from gensbi_sharding.harness.resume import resume_step_dir
+
+    outputs = tmp_path / "outputs"
+    _run(outputs / "run_a", 1_000_000)
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save((outputs / "state").absolute(), {"w": np.ones(2)})
+    checkpointer.wait_until_finished()
+    with pytest.raises(ConfigError) as err:
+        resume_step_dir(OmegaConf.create({"train": {"resume": str(outputs)}}))
+    assert f"; it holds 1 run folder(s) with a checkpoint, the newest: train.resume={outputs / 'run_a'}" in \
+        str(err.value), str(err.value)
+    with pytest.raises(FileNotFoundError) as err:
+        sample_posterior(outputs, np.zeros(2))
+    assert f"it holds 1 run folder(s) with a checkpoint, the newest: {outputs / 'run_a'}: pass one of them" in \
+        str(err.value), str(err.value)

@@ -26,7 +26,7 @@ def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseEx
         The setting it was given as (``train.resume``): the newest run is then named as that override, as the
         shell and Hydra read it back; else as a path.
     refusal : BaseException, optional
-        ``find_checkpoint``'s refusal of ``folder``, which scanned it already: the runs it names are taken from it
+        ``find_checkpoint``'s refusal of ``folder``: where it scanned the folder already, the runs are taken from it
         (its ``runs``), not scanned for again (was: twice, minutes on a folder of thousands of runs).
 
     Returns
@@ -34,9 +34,10 @@ def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseEx
     str
         E.g. ``"; it holds 3 run folder(s) with a checkpoint, the newest: train.resume=/runs/b"``.
     """
-    if refusal is not None:
-        below = getattr(refusal, "runs", [])  # find_checkpoint's refusal keeps the runs it named as data
-    else:
+    # find_checkpoint's refusal keeps the runs it scanned for as data; one that refused before scanning (another
+    # writer's checkpoint beside the runs, a step cut short) has none: scan then
+    below = getattr(refusal, "runs", None)
+    if below is None:
         below = runs_below(folder)
     if not below:
         return ""
