@@ -210,8 +210,8 @@ def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devic
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         assert run_tiny(tmp_path / "none", "dry_run=true", "mesh=none", "rule=tensor")["status"] == "ok"
-    assert ("[3/3] dry run: compile one train step: mlp on no mesh (mesh=none): one device, nothing placed, rule 'tensor' "
-            "unused") in caplog.messages
+    assert ("[3/3] dry run: compile one train step: mlp on no mesh (mesh=none): one device, nothing placed, "
+            "rule 'tensor' unused") in caplog.messages
 
 
 @pytest.mark.slow  # a training run beside the dry run

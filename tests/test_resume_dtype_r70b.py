@@ -46,3 +46,12 @@ def test_a_resume_in_another_compute_dtype_names_both_and_the_override_that_keep
 def test_a_model_without_a_compute_dtype_says_nothing_of_one(tmp_path, caplog):
     step_dir = _checkpoint(tmp_path, 4)  # mlp: no model.dtype in either config
     assert _said(caplog, step_dir, "train.steps=12") == []
+
+
+def test_a_resume_that_trains_nothing_further_says_it_only_scores_in_the_new_dtype(tmp_path, caplog):
+    """train.steps at the checkpoint's step: nothing is trained, so the note does not say 'trains' (review of r70)."""
+    step_dir = _checkpoint(tmp_path, 8, "model=flux1")
+    said = _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=8")
+    assert said == [(logging.INFO, "train.resume: the checkpoint at step 8 was computed in model.dtype=float32 (this "
+                                   "run: model.dtype=bfloat16): from step 8 this run scores in bfloat16; add "
+                                   "model.dtype=float32 to compute as the saved run did")]

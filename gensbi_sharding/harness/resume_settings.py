@@ -151,8 +151,10 @@ def compute_dtype_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | 
         return None
     steps = config_value(saved, "train.steps")
     unfinished = isinstance(steps, int) and step < steps
+    further = config_value(now, "train.steps")
+    does = "trains and scores" if not isinstance(further, int) or further > step else "scores"  # else nothing to train
     return (f"train.resume: the checkpoint at step {step} was computed in model.dtype={old} (this run: "
-            f"model.dtype={new}): from step {step} this run trains and scores in {new}; add model.dtype={old} to "
+            f"model.dtype={new}): from step {step} this run {does} in {new}; add model.dtype={old} to "
             "compute as the saved run did", unfinished)
 
 
