@@ -134,8 +134,9 @@ def devices():
 # one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~5 s each
 # (quiet): they come last, in alphabetical order. Seconds per file (one worker's) from the junit of a quiet `make test`
 # in a fresh clone (2026-12-05 19:07, session 60's end; xdist's scheduling simulated from it: ends 650/649 s, were
-# 648/652); LONGEST_FIRST_FAST from the seconds, in that run, of the tests `make test-fast` runs (-m "not slow"), whose
-# order differs: test_preemption.py is nearly all slow (ends 263/264 s, were 259/267).
+# 648/652). LONGEST_FIRST_FAST: the seconds per file of `make test-fast`'s tests (-m "not slow"), from its run of
+# 2026-12-06 22:18 beside other jobs on the 2 cores (so ~3x a quiet run's; only their order is used), after the
+# tests that start a process or take over ~0.5 s were marked slow: Hydra compositions lead it now.
 LONGEST_FIRST = (
     "test_equivalence.py",  # ~149
     "test_preemption.py",  # ~146
@@ -193,40 +194,38 @@ LONGEST_FIRST = (
     "test_val_history_sets.py",  # ~6
 )
 LONGEST_FIRST_FAST = (
-    "test_setting_checks.py",  # ~32
-    "test_equivalence.py",  # ~26
-    "test_refusal_fixes.py",  # ~26
-    "test_init.py",  # ~24
-    "test_config.py",  # ~24
-    "test_evaluate.py",  # ~20
-    "test_sbibm_runner.py",  # ~19
-    "test_train.py",  # ~19
-    "test_gensbi_models.py",  # ~18
-    "test_state_check.py",  # ~15
-    "test_readme_examples.py",  # ~15
-    "test_sequential.py",  # ~13
-    "test_param_dtype.py",  # ~13
-    "test_flax_idioms.py",  # ~11
-    "test_start_imports.py",  # ~11
-    "test_resume_refusals.py",  # ~10
-    "test_sweep_check.py",  # ~10
-    "test_benchmark_cli.py",  # ~10
-    "test_checkpoint_inputs.py",  # ~10
-    "test_sweep_subdirs.py",  # ~9
-    "test_data.py",  # ~9
-    "test_gensbi_wrappers.py",  # ~7
-    "test_data_faults.py",  # ~7
-    "test_memory_check.py",  # ~7
-    "test_dry_run.py",  # ~7
-    "test_presets.py",  # ~7
-    "test_summary.py",  # ~7
-    "test_console.py",  # ~6
-    "test_docs_pages.py",  # ~6
-    "test_models.py",  # ~6
-    "test_suggested_defaults.py",  # ~6
-    "test_continued_runs.py",  # ~6
-    "test_checkpoint.py",  # ~6
-    "test_jax_unstarted.py",  # ~6
+    "test_refusal_fixes.py",  # ~71
+    "test_setting_checks.py",  # ~50
+    "test_config.py",  # ~47
+    "test_sbibm_runner.py",  # ~40
+    "test_suggested_defaults.py",  # ~29
+    "test_checkpoint_inputs.py",  # ~22
+    "test_resume_refusals.py",  # ~20
+    "test_model_checks.py",  # ~19
+    "test_sweep_check.py",  # ~19
+    "test_override_types.py",  # ~18
+    "test_summary.py",  # ~17
+    "test_gensbi_overrides.py",  # ~16
+    "test_hydra_mode_values_r68l.py",  # ~14
+    "test_sequential.py",  # ~14
+    "test_override_prefixes.py",  # ~13
+    "test_observation_checks.py",  # ~12
+    "test_gensbi_harness_faults.py",  # ~12
+    "test_checkpoint.py",  # ~11
+    "test_init_sharded_inputs.py",  # ~10
+    "test_unparsed_overrides_r66f.py",  # ~10
+    "test_group_compose_r67h.py",  # ~10
+    "test_flax_idioms.py",  # ~10
+    "test_continued_runs.py",  # ~9
+    "test_data_faults.py",  # ~8
+    "test_constrain_inputs.py",  # ~7
+    "test_batch_inputs.py",  # ~7
+    "test_untyped_fixes_r66h.py",  # ~7
+    "test_override_dicts.py",  # ~7
+    "test_hydra_entry_removal_r67.py",  # ~7
+    "test_readme_examples.py",  # ~6
+    "test_hydra_text_entry_fix_r68l.py",  # ~6
+    "test_list_settings.py",  # ~6
 )
 
 

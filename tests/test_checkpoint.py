@@ -128,7 +128,6 @@ def test_restore_on_another_mesh_and_rule_in_a_fresh_process(saved_run):
     assert out["key"] == np.asarray(jax.random.key_data(jax.random.key(7))).tolist()
 
 
-@pytest.mark.slow
 def test_resumed_training_matches_uninterrupted(tmp_path, devices):
     mesh_a, mesh_b = contract.make_mesh(model_axis=2), contract.make_mesh(model_axis=1)
     key = contract.replicate(jax.random.key(0), mesh_a)
@@ -158,6 +157,7 @@ def test_resumed_training_matches_uninterrupted(tmp_path, devices):
     assert kernel.sharding.is_equivalent_to(NamedSharding(mesh_b, P("data", None)), 2)
 
 
+@pytest.mark.slow
 def test_relative_path_resolves_against_base_dir(saved_run, monkeypatch):
     run_dir, _ = saved_run
     launch_dir, step_dir = run_dir.parent, run_dir / "checkpoints" / "1"
@@ -325,6 +325,7 @@ def test_a_config_with_a_value_missing_or_not_found_is_refused_naming_its_key(tm
         assert writer.config == {"a": 3, "m": {"w": 8}}  # a nested DictConfig: saved as the data it holds
 
 
+@pytest.mark.slow
 def test_info_is_saved_with_the_arrays_and_checked(tmp_path, devices):
     # A caller's own scalars (here, a training loop's early stopping) travel with its checkpoint.
     state, key = nnx.state(build()[0]), jax.random.key(0)

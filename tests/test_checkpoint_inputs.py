@@ -554,6 +554,7 @@ def test_restoring_into_an_optimizer_of_another_wrt_names_wrt(tmp_path, saved_wr
         checkpoint.restore(tmp_path / "1", target)
 
 
+@pytest.mark.slow
 def test_restoring_into_an_optimizer_of_another_transformation_still_names_it(tmp_path):
     # Same parameters covered, another transformation (adam saved, sgd with momentum now): not a wrt= difference.
     import optax
@@ -657,6 +658,7 @@ def test_a_checkpoint_of_another_optimizer_names_the_optimizer_and_how_to_switch
     assert switched.step.get_value() == 0 and jax.tree.leaves(switched.opt_state) == []  # plain sgd keeps no state
 
 
+@pytest.mark.slow
 def test_a_renamed_attribute_is_named_with_both_names(adam_run, devices):
     """self.up renamed self.up_proj: every difference is that name (in the model and in the optimizer's moments), but
     the fix named the model's hyperparameters; a layer added still names them."""

@@ -27,6 +27,7 @@ def test_a_run_of_ones_own_model_continued_without_its_search_path_names_the_fie
         "train.resume=auto, or choose another hydra.run.dir"), str(err.value)
 
 
+@pytest.mark.slow
 def test_a_field_a_built_in_model_no_longer_has_is_named_as_another_versions(tmp_path):
     from gensbi_sharding.harness.checkpoint_settings import lacked_settings
 

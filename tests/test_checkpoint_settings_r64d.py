@@ -1,6 +1,7 @@
 """A refusal's continue-advice for a run whose record is lost reads its checkpoint once and composes the command
 once (with its saved options once more), not once per question asked of it."""
 
+import pytest
 import hydra
 from omegaconf import OmegaConf
 
@@ -8,6 +9,7 @@ import gensbi_sharding.checkpoint as checkpoint
 from faults_helpers import counted, saved_checkpoint, under_command
 
 
+@pytest.mark.slow
 def test_the_advice_reads_the_checkpoint_once_and_composes_each_command_once(tmp_path, monkeypatch):
     # ~5 s: a checkpoint saved by Orbax and four Hydra compositions, as test_review64's case of this run.
     # Was: lacked_settings then saved_settings_overrides (further_hint's order) read it twice and composed 4 times

@@ -117,7 +117,6 @@ def _select(cfg, key):
 OPTION_CASES = [(group, option) for group, options in GROUP_OPTIONS.items() for option in options]
 
 
-@pytest.mark.slow
 def test_every_option_on_disk_is_covered():
     for group, options in GROUP_OPTIONS.items():
         # the shipped files (git's): a user's own (the README's conf/rule/my_rule.yaml) is no option this suite covers

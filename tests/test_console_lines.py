@@ -261,6 +261,7 @@ def test_a_stopped_sweeps_outcome_line_is_said_after_that_job_only(tmp_path, mon
     assert said == [["done: first", f"sweep stopped: 0 ok, 1 interrupted; in {tmp_path / 'first'}"], ["done: second"]]
 
 
+@pytest.mark.slow
 def test_every_step_header_reads_step_colon_details():
     # Was: "[2/7] mesh data=8 x model=1 (...)" and "[6/7] sample 256 posterior draws ..." beside "[3/7] data: ..."
     # and the others: two of the seven without the colon after the step's name. Every header the harness can print,
@@ -300,6 +301,7 @@ def test_a_refused_sweep_counts_the_sweeps_jobs_not_its_job_folders(tmp_path, ca
     assert "(1 never started)" in printed and f"hydra.run.dir={sweep / '2'}" in printed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, optimizer", [
     ((), "AdamW(lr=0.003, cosine, weight decay 0.0001), EMA decay 0.999"),
     (("train.ema_decay=0", "train.warmup_steps=2", "train.weight_decay=0", "train.schedule=constant",

@@ -295,6 +295,7 @@ def test_for_rule_of_the_empty_abstract_mesh_under_with_mesh_is_that_meshs():
     np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transform", ["grad", "vmap", "jvp"])
 def test_constrain_under_an_eager_transformation_places_on_the_active_mesh(transform):
     # Was, under mesh_context with no jit around: jax.grad / vmap / jvp of a function calling constrain raised JAX's

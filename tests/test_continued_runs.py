@@ -539,6 +539,7 @@ def test_a_score_kept_from_an_earlier_attempt_is_moved_back_and_other_files_are_
     assert not take_back(tmp_path / "posterior_samples.npz", tmp_path / "x.npz")  # a file of this attempt's: not moved
 
 
+@pytest.mark.slow
 def test_an_evaluation_the_weights_failed_names_the_commands_that_get_past_it_not_the_one_that_fails_again(tmp_path):
     # Was: "checkpoint .../40 was saved before it: once that is fixed, continue with: <the same command>", which samples
     # the same weights and fails again; the fix the error named, data.theta_transform=support, is refused on resume.

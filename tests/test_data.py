@@ -52,6 +52,7 @@ def test_load_task_shapes_split_and_stats(moons):
     assert np.all(np.abs(moons.theta_train) <= 1.0)
 
 
+@pytest.mark.slow
 def test_normalization_round_trip(moons):
     theta, x = moons.normalized("train")
     np.testing.assert_allclose(theta.mean(0), 0.0, atol=1e-5)

@@ -141,6 +141,7 @@ def test_validation_loss_ignores_padding_rows(mesh):
     assert got == pytest.approx((5 * a + 8 * c) / 13, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_a_validation_of_very_many_draws_stops_at_its_first_batch_when_asked(mesh):
     # Was: the key of every draw was made before the first batch (train.val_draws=100000000: gigabytes and
     # minutes), where no stop request is asked, so SIGTERM waited for it.

@@ -67,6 +67,7 @@ def test_the_advice_to_raise_the_budget_for_a_thousand_shards_runs_when_pasted(t
     assert "[7/7] outputs: written" in ran.stdout + ran.stderr
 
 
+@pytest.mark.slow
 def test_shards_share_one_read_only_copy_of_the_reference_samples():
     # Was: each shard read the task's bz2 CSV again (~13 ms) and held a copy of its own (10000 x dim_theta each)
     with warnings.catch_warnings():

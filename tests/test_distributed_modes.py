@@ -32,6 +32,7 @@ def test_a_run_in_explicit_mode_ends_with_its_result_line(tmp_path):
     assert last.startswith("done in ") and last.endswith(f"outputs in {tmp_path / 'r'}"), last
 
 
+@pytest.mark.slow
 def test_local_processes_beyond_the_hosts_memory_are_refused_before_any_starts(monkeypatch, tmp_path):
     # launch.py distributed=local data.num_simulations=100000000: was refused by each started process (after JAX's
     # import, one refusal per process); the sweep's pre-check did not check it at all. Now the parent refuses.

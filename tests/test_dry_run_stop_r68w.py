@@ -38,6 +38,7 @@ def _launch(*args, prelude=None, bound=240):
     return done.stdout + done.stderr, done.returncode
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_compile_stops_the_dry_run_as_interrupted(tmp_path, monkeypatch):
     import gensbi_sharding
 

@@ -65,10 +65,10 @@ CASES = [(rule, model_axis) for rule in ("replicated", "fsdp", "tensor", "fsdp_t
 # transformer's heads unsplit, as under replicated). The mlp's rows keep those branches (a
 # smaller data-parallel size; a split over a size-1 axis that leaves every parameter whole).
 DEGENERATE = {("replicated", 2), ("replicated", 4), ("tensor", 1)}
-# The fast subset (a quick check: under 3 minutes in all) runs one row, the mlp's fsdp on (4, 2), where both its
-# parameters and its batch are split; the rest complete the sweep in ``make test`` (@pytest.mark.slow).
+# The fast subset (a quick check: under 3 minutes in all) runs two rows, the mlp's fsdp and tensor on (4, 2), where
+# its parameters are split two ways; the rest complete the sweep in ``make test`` (@pytest.mark.slow).
 def _in_fast_subset(name, rule, model_axis):
-    return (name, rule, model_axis) == ("mlp", "fsdp", 2)
+    return name == "mlp" and rule in ("fsdp", "tensor") and model_axis == 2
 
 
 ROWS = [pytest.param(name, rule, model_axis,

@@ -247,6 +247,7 @@ def test_a_first_ctrl_c_lets_worker_processes_finish_their_folds(tmp_path):
     np.testing.assert_array_equal(result["scores"], c2st_scores(a, b, n_folds=2))  # one process, no Ctrl-C
 
 
+@pytest.mark.slow
 def test_pair_plot_writes_a_png_atomically(tmp_path):
     import matplotlib
 
@@ -343,6 +344,7 @@ def test_draws_holding_nan_or_inf_stop_at_once_naming_the_model_not_the_prior():
         assert drawn == [100]  # one block, no top-ups
 
 
+@pytest.mark.slow
 def test_a_nan_velocity_under_the_bijection_is_reported_as_the_models(tmp_path):
     from gensbi_sharding.harness.data import load_task
     from gensbi_sharding.harness.posterior import evaluate_observations
@@ -365,6 +367,7 @@ def test_a_larger_draw_starts_with_the_same_samples():
     np.testing.assert_allclose(more[:50], few, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_theta_as_simulated_is_sampled_inside_the_prior_and_reports_its_acceptance(tmp_path):
     """data.theta_transform=none: draws outside slcp's box are rejected before any file or C2ST."""
     from gensbi_sharding.harness.data import load_task

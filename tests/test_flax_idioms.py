@@ -192,6 +192,7 @@ FIXES = ("pass the vmap transform_metadata={nnx.PARTITION_NAME: None} (the stack
          "{nnx.PARTITION_NAME: 'layers'} with a rule table mapping it, e.g. {**dict(gs.RULES['fsdp']), 'layers': None}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule, kernel, bias", [("fsdp", P(None, "data", None), P(None, None)),
                                                 ("tensor", P(None, None, "model"), P(None, "model"))])
 def test_stacked_layers_without_transform_metadata_fall_back_naming_the_fix_that_places_them(rule, kernel, bias):

@@ -180,6 +180,7 @@ def test_flux1_of_single_stream_blocks_only_is_built_and_one_without_blocks_refu
     assert out.shape == (5, 2)
 
 
+@pytest.mark.slow
 def test_the_split_of_axes_dim_without_rope_is_named_as_without_effect():
     # Was: model.axes_dim=[4,4] with the absolute id strategy trained exactly as [8,0] (final train loss
     # 1.7532 both), not a word: only rope1d reads the sizes one by one, the rest only their sum.

@@ -74,6 +74,7 @@ def test_velocity_contract(name):
     assert not np.allclose(velocity(theta, x, t + 0.6), v, atol=1e-3)  # and on t
 
 
+@pytest.mark.slow
 def test_models_are_registered_with_their_config_fields():
     assert {"flux1", "simformer"} <= set(model_names())
     register_configs()
@@ -129,6 +130,7 @@ def test_sharded_init_equals_eager_and_places_by_the_plan(name):
     assert any(not got[k].sharding.is_fully_replicated for k in specs)  # fsdp split something
 
 
+@pytest.mark.slow
 def test_unsplittable_gensbi_variables_are_reported_as_fallbacks():
     # GenSBI's default Flux1 width: hidden 6 * 6 = 36 does not split over 8 devices.
     mesh = contract.make_mesh(model_axis=1)

@@ -56,6 +56,7 @@ def test_a_guidance_distilled_flux1_is_refused_when_wrapped_not_at_its_first_cal
     assert Flux1Velocity(Flux1(_flux1_params())).dim_theta == DIM_THETA  # the fix it names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrap, given, fix", [
     # Was: AttributeError: 'Flux1Params' object has no attribute 'params'
     (lambda p: Flux1Velocity(p), _flux1_params, "Flux1Velocity(Flux1(params))"),
@@ -70,6 +71,7 @@ def test_params_passed_for_the_model_name_the_model_to_build(wrap, given, fix):
     assert str(err.value).endswith(fix)
 
 
+@pytest.mark.slow
 def test_a_model_of_the_other_kind_names_the_wrapper_that_fits():
     # Was: AttributeError: 'SimformerParams' object has no attribute 'context_in_dim' (and 'Flux1Params' ... 'dim_joint')
     with pytest.raises(ValueError, match=r"^Flux1Velocity wraps a GenSBI model whose params have dim_obs, got "

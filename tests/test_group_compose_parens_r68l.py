@@ -18,7 +18,6 @@ SHIPPED_RULES = ["fsdp", "fsdp_tensor", "replicated", "tensor"]
 LOGS = "default, disabled, gensbi, none, stdout"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("typed, said", [
     ("rule=${mesh}", f"rule has no option ${{mesh}} (it resolves to dict; its options: {RULES}); pick one, e.g. "
                      "rule=replicated"),

@@ -26,6 +26,7 @@ def test_an_option_hydras_group_lacks_is_named_with_its_options(group):
     assert command_problem([]) is None  # left out, as advised
 
 
+@pytest.mark.slow
 def test_a_near_option_of_hydras_group_is_offered_and_passes():
     problem = command_problem(["hydra/job_logging=defualt"])
     assert problem.endswith("; did you mean hydra/job_logging=default? Or leave hydra/job_logging=defualt out")
@@ -54,7 +55,6 @@ def test_an_interpolation_hydra_cannot_resolve_as_a_choice_is_refused_and_the_fi
     assert command_problem([fix if a == arg else a for a in args]) is None  # the advice, pasted
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("arg, resolved", [("rule=${mesh}", "dict"), ("rule=${distributed}", "none")])
 def test_an_interpolation_that_resolves_to_no_option_names_what_it_resolves_to(arg, resolved):
     problem = command_problem([arg])

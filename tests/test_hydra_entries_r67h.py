@@ -59,6 +59,7 @@ def test_the_schema_walk_gives_a_dicts_entries_its_value_type_as_hydra_converts_
     assert _hydra(["++hydra.job.env_set.N=1"]).job.env_set.N == "1"  # str, as hydra_type says
 
 
+@pytest.mark.slow
 def test_a_yes_no_for_an_entry_hydra_lacks_is_quoted_with_plus_plus_and_composes():
     problem = command_problem(["hydra.job.env_set.OTHER=false"])  # was "hydra.job.env_set.OTHER='false'": refused
     pasted = shlex.split(problem.rsplit("quote it: ", 1)[1])

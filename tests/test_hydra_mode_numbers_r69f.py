@@ -20,6 +20,7 @@ from gensbi_sharding.harness.refusal import fix_of
 TAKES = "hydra.mode takes RUN or MULTIRUN by name (MULTIRUN: a sweep, as -m), not "
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fix", [
     (["hydra.mode=2", "hydra.run.dir=runs/a"], "hydra.mode=MULTIRUN"),  # was: refused for hydra.run.dir
     (["hydra.mode=2", "seed=0,1"], "hydra.mode=MULTIRUN"),  # with -m: was, ran the sweep

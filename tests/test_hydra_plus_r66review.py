@@ -32,6 +32,7 @@ def test_a_plus_hydra_runs_is_not_refused(arg):
     assert command_problem([arg]) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arg", ["+hydra.output_subdir=x", "+hydra.job.chdir=true", "+hydra.run.dir=runs/a"])
 def test_a_plus_hydra_refuses_is_refused_with_the_override_that_runs(arg):
     assert not hydra_composes(arg)

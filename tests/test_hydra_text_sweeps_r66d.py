@@ -36,6 +36,7 @@ def test_a_single_yes_no_for_a_text_setting_of_hydras_is_still_refused_with_its_
     assert command_problem(["-m", *shlex.split(problem.rsplit("quote it: ", 1)[1])]) is None
 
 
+@pytest.mark.slow
 def test_a_presets_sweeper_param_of_yes_nos_for_a_text_setting_is_refused_and_the_line_it_gives_runs_the_text(
         tmp_path):
     # Was: a preset's hydra.sweeper.params '+hydra.job.env_set.MY_FLAG: true,false' passed the command's checks and

@@ -356,6 +356,7 @@ class Unannotated(nnx.Module):
         self.norm = nnx.BatchNorm(8, rngs=rngs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mesh_or_none", ["mesh", None])
 def test_a_built_model_is_the_same_pytree_as_the_factorys_own(mesh_or_none, request):
     # Was: every variable came back with eager_sharding=False, Flax's default for an unannotated one being True, so

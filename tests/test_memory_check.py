@@ -108,6 +108,7 @@ def test_distributed_local_processes_share_the_host_for_their_simulations(device
     check_fits(cfg, gs.make_mesh(), _rule(cfg), available=16 * GB)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, named, fix", [
     (("experiment=quick", "model.width=100000"), "model.width=100000 (at its default 32: ", "model.width=32"),
     (("experiment=quick", "model=transformer", "model.embed=100000"), "model.embed=100000 (at its default 32: ",

@@ -71,6 +71,7 @@ def test_output_shape_dtype_finite(name):
     assert bool(jnp.all(jnp.isfinite(v)))
 
 
+@pytest.mark.slow
 def test_output_depends_on_every_input(name):
     model = build(name)
     theta, x, t = inputs()
@@ -99,7 +100,6 @@ def test_param_count_formula(name):
     assert counted == PARAM_COUNT[name](DIM_THETA, DIM_X, **TINY[name])
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(TASK_DIMS))
 @pytest.mark.parametrize("rule,mesh_shape", [("fsdp", {"data": 8, "model": 1}),
                                              ("tensor", {"data": 1, "model": 8}),

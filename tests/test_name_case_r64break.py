@@ -24,7 +24,6 @@ def test_a_task_name_in_another_case_is_offered_in_its_own(typed, meant):
     assert closest_name(typed, TASKS) == meant
 
 
-@pytest.mark.slow
 def test_a_group_option_in_another_case_is_offered_in_its_own():
     # Hydra lists every data file on disk, a user's too (docs/gensbi_models.md's conf/data/noisy_gauss.yaml); the
     # shipped ones are the tasks

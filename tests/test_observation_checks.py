@@ -91,6 +91,7 @@ def test_the_reference_sample_count_the_config_checks_assume_is_every_tasks():
     assert set(rows.values()) == {REFERENCE_SAMPLES}, rows
 
 
+@pytest.mark.slow
 def test_the_observation_files_the_config_checks_read_are_those_sbibm_jaxs_tasks_read():
     # log_observation_problem refuses data.x_transform=log before any folder is made, reading the package's files
     # without loading a task (sbibm_jax's tasks start JAX's backend): each file must hold what the task returns.

@@ -21,6 +21,7 @@ def test_sample_posterior_is_own_observations_alone():
     assert defined == ["gensbi_sharding/harness/own_observation.py"]
 
 
+@pytest.mark.slow
 def test_the_sequential_rounds_draw_through_posterior_draws(monkeypatch):
     import numpy as np
     from test_sequential import load

@@ -8,6 +8,7 @@ import pytest
 from gensbi_sharding.harness import folder_lock, outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask", [0o022, 0o002])
 def test_result_files_get_the_mode_the_umask_gives(tmp_path, umask):
     from gensbi_sharding.harness.evaluate import pair_plot

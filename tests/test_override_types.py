@@ -130,7 +130,6 @@ def test_a_preset_turns_multirun_on_only_where_its_file_says_so(group, option, m
     assert preset_is_multirun("experiment", "quick", ["pkg://elsewhere"])  # a package path may hold it
 
 
-@pytest.mark.slow
 def test_the_rule_options_said_are_the_shipped_four_and_the_users_own():
     # The cases' rule options come from the disk (a user's rule file is an option too); the shipped ones stay pinned.
     assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]

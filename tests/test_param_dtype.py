@@ -209,6 +209,7 @@ def test_flux1_settings_without_effect_are_named(flux1_bfloat16_run):
     assert [message for message in warned if "no effect" in message] == [ignored_settings(model)]
 
 
+@pytest.mark.slow
 def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it():
     # Was: silently ignored. Flux1Params sizes concat's tokens by val_emb_dim and id_emb_dim, and reads
     # axes_dim only under sum (concat refuses rope1d, its other reader).
@@ -227,6 +228,7 @@ def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it()
         assert ignored_settings(compose_tiny("model=flux1", *overrides).model) is None, overrides
 
 
+@pytest.mark.slow
 def test_flux1_float16_compute_on_cpu_is_refused_by_the_check_before_any_folder_where_cpu_is_known():
     # Was: job_problem (the check of a run's or each sweep job's config before Hydra makes a folder) left it to the
     # run, which refused it once JAX had started, inside the job's folder; a sweep ran every earlier job first.

@@ -943,6 +943,7 @@ def test_the_train_further_command_keeps_the_overrides_and_a_fresh_folder(tmp_pa
     assert train_further_hint(run, None, 40, None) == ""  # no checkpoint: nothing to continue from
 
 
+@pytest.mark.slow
 def test_a_sweeps_job_trains_further_beside_the_sweep_never_in_it(tmp_path):
     # Was: for job 0 of a sweep, "... hydra.run.dir=<sweep>/0-stepsmore"; run as printed, it became a row of the
     # sweep's summary (with a train.steps column the sweep never swept) and the sweep's refusal counted "3 of its 3

@@ -111,6 +111,7 @@ def test_help_opens_with_the_apps_own_help(help_and_hydra_config):
         assert text in proc.stdout, text
 
 
+@pytest.mark.slow
 def test_the_hydra_config_resolves_on_its_own(help_and_hydra_config):
     # Was a traceback: "Interpolation key 'verbose' not found" (the logging config read the job's key).
     proc = help_and_hydra_config[1]

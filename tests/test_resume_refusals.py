@@ -501,6 +501,7 @@ def test_resume_of_sizes_a_preset_gave_leads_with_the_preset(tmp_path, devices, 
         "the checkpoint was saved with model.width=32 (this run: model.width=64): add model.width=32.")
 
 
+@pytest.mark.slow
 def test_a_refused_resume_composes_only_the_configs_its_hint_needs(tmp_path, devices, monkeypatch):
     # Was 2 Hydra compositions for a preset the saving run chose (the second asked whether the preset is found without
     # the saving run's search path, where it had none), and every group's options looked up (a Hydra search each)
@@ -1151,6 +1152,7 @@ def test_a_resume_of_a_folder_whose_record_is_damaged_says_what_is_wrong_before_
     assert not (tmp_path / "new").exists() and (tmp_path / "old" / "metrics.json").read_text() == text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("saved_x64", [True, False])
 def test_a_checkpoint_of_a_run_under_the_other_x64_setting_is_refused_naming_the_variable(tmp_path, saved_x64):
     # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.resume=<a run without it> train.steps=40' resumed without
@@ -1203,6 +1205,7 @@ def test_the_x64_setting_checked_is_the_one_of_the_attempt_that_saved_the_step(t
     check_resume_settings(step_dir, now)  # step 3 saved by the later attempt, under this process's setting
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_the_other_x64_setting_may_still_be_evaluated(tmp_path):
     # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick train.resume=<a run without it> train.steps=20' (its final
     # step: nothing left to train, evaluated only, as it ran before this round) refused as "it would train on other

@@ -56,7 +56,6 @@ def test_builtin_presets_equal_rules(name):
     assert rule_table(composed(f"rule={name}").rule) == (name, dict(RULES[name]))
 
 
-@pytest.mark.slow
 def test_every_preset_says_when_to_use_it():
     presets = shipped_files(CONF / "rule")  # the ones git tracks: a user's own rule file is theirs to word
     assert {p.stem for p in presets} >= set(RULES) | {"fsdp_tensor"}

@@ -326,6 +326,7 @@ def test_run_accepts_extra_arguments_every_job_can_run(sbibm):
                          [1000]) is None
 
 
+@pytest.mark.slow
 def test_run_runs_a_task_and_budget_given_twice_once(sbibm, tmp_path, monkeypatch, capsys):
     # Was: two_moons 1000 launched four times (each failure moved aside and retried), "4 job(s) failed".
     jobs = FakeJobs(status="error")
@@ -495,6 +496,7 @@ def test_a_finished_job_with_one_observation_has_no_spread(sbibm, tmp_path):
     assert score_said(tmp_path) == ""
 
 
+@pytest.mark.slow
 def test_a_finished_jobs_run_line_reads_the_digits_its_table_row_reads(sbibm, tmp_path):
     # Was: a tiny 'sbibm.py run ... two_moons --budgets 1000' said 'C2ST 0.966 +- 0.010 over 10 observations' and
     # 'sbibm.py table' of it '0.967 +- 0.010' (and the job's own sweep summary 0.967): the mean 0.9665, summed by
@@ -580,6 +582,7 @@ def test_a_sequential_run_refuses_a_resume_its_rounds_would_ignore(sbibm, tmp_pa
         "one is started again), so it would be ignored; leave it out")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", ["stopped", "error"])
 def test_a_failed_or_stopped_sequential_job_is_said_to_start_again_not_to_continue(sbibm, tmp_path, monkeypatch,
                                                                                     status):
@@ -1048,6 +1051,7 @@ def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys)
         "| my_task | 1,000 | 0.600 (1 obs., no spread) | not published | not published |"]
 
 
+@pytest.mark.slow
 def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_path, capsys, monkeypatch):
     # Was: each such (task, budget) was only named on stderr; sbibm_table.md/.csv and the plot just lacked its
     # row, which read as never asked. A (task, budget) asked of `run` but never started had no trace at all.
@@ -1669,6 +1673,7 @@ def test_run_gives_a_tasks_own_settings_to_that_tasks_jobs_only(sbibm, tmp_path,
     assert "- model=transformer\n- train.steps=6000\n- mesh=none\n" in recorded
 
 
+@pytest.mark.slow
 def test_a_tasks_own_settings_apply_only_at_the_budget_they_were_measured_at(sbibm, tmp_path, monkeypatch, capsys):
     # Was: the transformer measured at 10^4 ran at 10^3 and 10^5 too, where the table's rows are the MLP's.
     jobs = FakeJobs()

@@ -204,6 +204,7 @@ class _Fitted(Exception):
     """Raised by a stand-in for the rounds' first fit: the data before it loaded."""
 
 
+@pytest.mark.slow
 def test_the_rounds_load_the_observation_the_checks_passed(monkeypatch):
     # Was: data.num_observation=7 eval.observations=[7,8] under data.x_transform=log (the check's own fix for two_moons)
     # passed every check, made the job's folder, then failed loading round 1 on observation 1 (load_task's default)
@@ -473,6 +474,7 @@ def test_a_job_folder_that_is_no_jobs_is_refused_in_one_line_before_anything_is_
         load("sequential").main(["--job", str(tmp_path / "empty"), "--task", "two_moons", "--budget", "1000"])
 
 
+@pytest.mark.slow
 def test_a_job_folder_holding_only_hidden_clutter_is_taken(rounds_never_start, tmp_path):
     """Typed: ``sequential.py --job <x>`` where <x> holds only what a file manager, a notebook or a killed job leaves
     (``.DS_Store``, ``.ipynb_checkpoints/``, a ``.sequential.json.<pid>.<hex>.tmp``). Was: refused as "holds
@@ -485,6 +487,7 @@ def test_a_job_folder_holding_only_hidden_clutter_is_taken(rounds_never_start, t
         load("sequential").main(["--job", str(tmp_path), "--task", "two_moons", "--budget", "1000"])
 
 
+@pytest.mark.slow
 def test_a_cells_folder_given_as_job_names_its_job_folder(rounds_never_start, tmp_path, capsys):
     """Typed: ``sequential.py --job <root>/two_moons_1000_sequential-2-box-0.5`` (``/job`` left off), a cell of a
     stopped ``sbibm.py run --rounds 2``. Was: "pass a new or empty folder, e.g. --job <cell>/<cell>", a folder run

@@ -48,7 +48,6 @@ def test_a_rule_files_table_is_refused_with_the_command_lines_checks(tmp_path, t
         assert command_problem([searched, "rule=r69rule", "rule.embed=data"]) is None  # the override wins
 
 
-@pytest.mark.slow
 def test_rules_listed_are_the_shipped_four_and_any_of_the_users():
     assert shipped_options("rule") == ["fsdp", "fsdp_tensor", "replicated", "tensor"]
     assert set(shipped_options("rule")) <= set(RULES.split(", "))
@@ -79,6 +78,7 @@ def test_overriding_an_axis_a_rule_file_leaves_out_names_the_override_that_sets_
         assert command_problem(["-m", searched, "experiment=quick", "rule=fsdp,r69rule", fixed]) is None
 
 
+@pytest.mark.slow
 def test_removing_an_axis_a_rule_file_leaves_out_advises_an_override_that_passes(tmp_path):
     # Typed: python launch.py rule=my_rule '~rule.heads' (the README's rule file, which leaves heads out). Was: "set
     # rule.heads=null to leave it unsplit", which the next command refused in turn (needs ++rule.heads=null).
@@ -376,6 +376,7 @@ def test_an_empty_name_is_said_as_typed_with_no_steps_to_add_it(key, registered,
         f"with {kind}=<name>")
 
 
+@pytest.mark.slow
 def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
     # Was: python launch.py hydra/launcher=slurm ... (no -m) trained here, on the login node, with no word of SLURM:
     # Hydra reads a launcher (and a sweeper, hydra.sweep.subdir) only in a multirun.
@@ -408,6 +409,7 @@ def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
     assert unused_folder_problem(composed("hydra/launcher=basic"), multirun=False) is None  # the default: as is
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["mlp", "simformer"])
 def test_activation_fields_set_where_no_activation_is_placed_are_named(model):
     # Was: activation=none activation.head_axis=model and mesh=none activation.batch_axis=model ran without a word

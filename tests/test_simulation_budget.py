@@ -17,6 +17,7 @@ from gensbi_sharding.harness.sweep_check import job_problem
 from gensbi_sharding.harness.tasks import TASK_DIMS, TASKS, task_dims
 
 
+@pytest.mark.slow
 def test_task_dims_known_without_sbibm_are_the_tasks_own():
     assert {name: task_dims(name) for name in TASKS} == TASK_DIMS
 

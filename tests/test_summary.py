@@ -405,6 +405,7 @@ def test_a_value_just_below_a_unit_reads_in_that_unit():
     assert [format_seconds(s) for s in (0.99996, 0.00099996, 599.97)] == ["1.0 s", "1.0 ms", "10.0 min"]
 
 
+@pytest.mark.slow
 def test_the_sweep_plot_marks_jobs_not_run_or_preempted_as_such_not_failed(tmp_path, drawn):
     """A stopped sweep's plot drew "failed" in red for its jobs never started and its preempted one,
     and its title counted them as failed ("4 jobs, 3 failed")."""

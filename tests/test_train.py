@@ -49,6 +49,7 @@ def leaves(tree):
     return [np.asarray(a) for a in jax.tree.leaves(tree)]
 
 
+@pytest.mark.slow
 def test_schedules():
     lr = optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100, end_value=0.0)
     tx = T.make_optimizer(learning_rate=1e-3, weight_decay=0.0, steps=100, warmup_steps=10)
@@ -121,6 +122,7 @@ def test_ema_is_placed_and_checkpointed_like_the_params(devices, tmp_path):
         "blocks/0/up/kernel"].spec), 2)
 
 
+@pytest.mark.slow
 def test_a_second_step_of_the_same_graph_mesh_and_placements_reuses_its_programs(devices):
     # Was: a new jitted pair per call, so every run in one process (a sweep's next job, an in-process run) traced,
     # lowered and compiled its step and validation loss again: about 0.9 s of a tiny run's 1.6 s.
@@ -421,6 +423,7 @@ def test_checkpoint_saves_and_validations_are_not_step_time(tmp_path, monkeypatc
                                                      / metrics["median_step_s"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_the_progress_bar_shows_no_best_validation_before_the_first(monkeypatch):
     """Before the first validation the bar read best_val=inf, as a diverged loss would."""
     postfixes = []

@@ -61,8 +61,8 @@ def test_sigterm_while_a_training_step_hangs_ends_the_run_within_its_bound_namin
     assert not list((out / "checkpoints").glob("3*"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("case", ["hung", "answered", "trained", "saving"])
+@pytest.mark.parametrize("case", ["hung"] + [pytest.param(c, marks=pytest.mark.slow)  # "hung": make test-fast's
+                                             for c in ("answered", "trained", "saving")])
 def test_the_watchdog_stops_only_an_unanswered_training_step_and_never_during_a_save(monkeypatch, case):
     import signal
     import threading
