@@ -17,6 +17,7 @@ from gensbi_sharding.harness.console_lines import evaluation_header, step_header
 from gensbi_sharding.harness.config_checks import scored_observations
 from gensbi_sharding.harness.distributed_checks import processes_config_problem
 from gensbi_sharding.harness.dry_run import dry_run_metrics
+from gensbi_sharding.harness.dry_run_stop import staged_check, stopped_during
 from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.memory_check import check_fits
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
@@ -88,7 +89,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
 
     if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
         raise ConfigError(problem)
-    watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
+    # A dry run's stop names its stage: it never trains, so not "before training"
+    with stopped_during("setup") if cfg.dry_run else contextlib.nullcontext():
+        watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     mesh = run_mesh(cfg, source, rule_name, table)
     # the resolved mesh, as the user asked for it
     log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh, dry_run=cfg.dry_run))
@@ -98,7 +101,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                    devices_used=mesh.devices.size if mesh else 1)  # device_count: those JAX sees (8 for mesh=none)
 
     if cfg.dry_run:
-        watch.check()
+        staged_check(watch.check)("setup")
         return dry_run_metrics(cfg, mesh, rule_name, table, stop_check=watch.check)
     check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
     watch.check()
