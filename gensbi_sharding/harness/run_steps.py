@@ -186,6 +186,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     metrics.update(compile_s=result.compile_s if trained else None, best_val_loss=result.val_loss,
                    median_step_s=result.median_step_s if trained else None,
                    samples_per_s=result.samples_per_s if trained else None, final_val_loss=last_val,
+                   speed_includes_warmup=result.speed_includes_warmup if trained else None,  # one step: its warm-up
                    steps=result.steps, final_step=ts.start_step + result.steps,
                    final_train_loss=train_loss, best_step=result.best_step,
                    stopped_early=result.stopped_early, val_history=result.val_history)
@@ -197,8 +198,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                  f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
     val_text = "n/a" if last_val is None else f"{last_val:.4f}"
     if result.steps:
-        log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d step%s), "
+        log.info("compile %.2f s, step %.2f ms, %.0f samples/s%s; train loss %.4f (mean of the last %d step%s), "
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
+                 " (one step timed: its warm-up included)" if result.speed_includes_warmup else "",
                  train_loss, window_steps, "s" * (window_steps != 1),
                  val_text, pipe.val_pairs)
     elif result.stopped_early:  # was "nothing left to train: ... step 75 of train.steps=300", naming no cause
