@@ -153,6 +153,8 @@ def _validate(cfg: DictConfig) -> None:
                                 shards=_data_shards(cfg))
     require(problem is None, problem or "")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
+    require(cfg.eval.batch_size >= 1, Refusal(f"eval.batch_size={cfg.eval.batch_size} must be >= 1",
+                                              "eval.batch_size=2048", how="; e.g. "))
     # Before simulating: the batch shuffler refuses a negative seed only after the simulation.
     require(cfg.seed >= 0, Refusal(f"seed={cfg.seed} must be >= 0", "seed=0", how="; e.g. "))
     require(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")

@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from gensbi_sharding.harness.dry_run_sampler import sampler_line, sampler_memory
 from gensbi_sharding.harness.dry_run_stop import staged_check
 
 __all__ = ["dry_run", "dry_run_metrics"]
@@ -79,6 +80,9 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     report = compiled_report(compiled)  # XLA's analysis of the compiled program: the compile's last part
     check("compile")  # heard during XLA's compile: its report is not the run's to print
     report.update(compile_s=time.perf_counter() - start, fallbacks=fallbacks)
+    # The evaluation's program too: eval.num_samples rows after training, not data.batch_size (dry_run_sampler)
+    report["sampler"] = sampler_memory(cfg, model, mesh, dim_theta=dim_theta, dim_x=dim_x) if cfg.eval.enabled else None
+    check("sampler compile")
     # The state per device as a training run reports it, from the abstract shapes at their shardings:
     # the step's memory above adds the batch and XLA's temporaries.
     nodes = {"model": model, "optimizer": optimizer, **({"ema": ema} if ema is not None else {})}
@@ -108,6 +112,8 @@ def _log(report: dict[str, Any]) -> None:
     lines += [f"| {op} | {c['count']} | {c['bytes']} |" for op, c in report["collectives"].items()]
     lines += [f"| total | {sum(c['count'] for c in report['collectives'].values())} | "
               f"{report['collective_bytes']} |", "", f"compile {report['compile_s']:.2f} s"]
+    if report.get("sampler") is not None:
+        lines += ["", sampler_line(report["sampler"], memory)]
     log.info("\n%s", "\n".join(lines))
 
 
@@ -203,4 +209,5 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict,
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),
+            "sampler_memory_bytes_per_device": (report["sampler"] or {}).get("memory", {}).get("total_bytes"),
             "collective_bytes_per_step": report["collective_bytes"], "model_axis_idle": idle is not None}

@@ -24,7 +24,7 @@ def dry_run_stop_text(stop: BaseException, stage: str) -> str:
         The stop (its ``signum`` and ``interrupted``).
     stage : str
         What the dry run was doing: ``"setup"``, ``"model trace"``, ``"abstract build"``, ``"lowering"``,
-        ``"compile"``, ``"report"``.
+        ``"compile"``, ``"sampler compile"``, ``"report"``.
 
     Returns
     -------

@@ -224,6 +224,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
             params=ema[0].param_state(model) if ema else params, observations=observations,
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
+            batch_size=cfg.eval.batch_size,  # rows integrated at once: the sampler's device memory
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
             plot=cfg.eval.plot, stop_check=watch.check_together, dtype=cfg.model.get("dtype", "float32"),
             scored=metrics.setdefault("c2st_observations", []),  # the header once it knows which are drawn:
