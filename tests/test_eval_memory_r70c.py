@@ -70,3 +70,20 @@ def test_the_dry_run_reports_the_samplers_memory_per_device(tmp_path, caplog):
     bigger = run_tiny(tmp_path / "all", "dry_run=true", "eval.enabled=true", "eval.num_samples=1000",
                       "eval.batch_size=1000")
     assert bigger["dry_run"]["sampler"]["memory"]["temp_bytes"] > sampler["memory"]["temp_bytes"]
+
+
+@pytest.mark.slow  # launch.py's dry run, end to end (~10 s)
+def test_launch_dry_run_prints_the_evaluations_memory(tmp_path):
+    import subprocess
+    import sys
+
+    from faults_helpers import LAUNCH, TINY
+
+    done = subprocess.run([sys.executable, str(LAUNCH), *TINY, "dry_run=true", "eval.enabled=true",
+                           "eval.num_samples=1000", "eval.batch_size=500", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=LAUNCH.parent, capture_output=True, text=True, timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "dry run done" in said, said[-3000:]
+    assert "evaluation (posterior sampler, 500 rows at once, eval.batch_size): per device " in said, said[-3000:]
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert saved["sampler_memory_bytes_per_device"] > 0 and saved["dry_run"]["sampler"]["rows"] == 500
