@@ -53,3 +53,17 @@ def test_a_one_step_run_says_its_speed_includes_the_warm_up(tmp_path, caplog):
 def test_a_run_of_several_steps_in_one_window_reports_no_warm_up(tmp_path):
     metrics = run_tiny(tmp_path, "train.log_every=100")  # TINY's 8 steps in one window
     assert metrics["speed_includes_warmup"] is False and metrics["samples_per_s"] > 0
+
+
+@pytest.mark.slow  # launch.py, one step, end to end (~10 s)
+def test_launch_of_one_step_says_its_speed_includes_the_warm_up(tmp_path):
+    import subprocess
+    import sys
+
+    from faults_helpers import LAUNCH, TINY
+
+    done = subprocess.run([sys.executable, str(LAUNCH), *TINY, "train.steps=1", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=LAUNCH.parent, capture_output=True, text=True, timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "samples/s (one step timed: its warm-up included)" in said, said[-3000:]
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["speed_includes_warmup"] is True
