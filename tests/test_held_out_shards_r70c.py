@@ -49,3 +49,22 @@ def test_the_pipeline_holds_out_the_pairs_the_check_counts():
     cfg = compose_tiny("data.num_simulations=1194", "data.val_fraction=0.01", "data.shards=8")
     validate(cfg)
     assert build_pipeline(cfg.data, seed=0, mesh=None, shards=8).val_pairs == held_out_pairs(1194, 0.01, 8) == 10
+
+
+@pytest.mark.slow  # launch.py refuses before simulating (~5 s)
+def test_launch_refuses_a_sharded_split_below_the_minimum_and_its_fix_runs(tmp_path):
+    import subprocess
+    import sys
+
+    from faults_helpers import LAUNCH, TINY
+
+    def launch(*overrides, folder):
+        done = subprocess.run([sys.executable, str(LAUNCH), *TINY, *overrides, "dry_run=true",
+                               f"hydra.run.dir={tmp_path / folder}"], cwd=LAUNCH.parent, capture_output=True,
+                              text=True, timeout=300)
+        return done.returncode, done.stdout + done.stderr
+
+    code, said = launch(*SHARDED, folder="refused")
+    assert code != 0 and "holds out 8 of the 1000 simulations" in said, said[-3000:]
+    code, said = launch("data.num_simulations=1194", "data.val_fraction=0.01", "data.shards=8", folder="fixed")
+    assert code == 0 and "dry run done" in said, said[-3000:]
