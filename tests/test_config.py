@@ -322,7 +322,8 @@ def test_a_refused_mesh_spec_names_the_one_it_meant_once(compose_config, spec, f
 @pytest.mark.parametrize("overrides,held_out,fixes", [
     # Was accepted: 1e-6 of 10,000 rounds to 0 held-out pairs, which the split silently made 1, so the best weights
     # and early stopping followed the loss of one pair.
-    (("data.val_fraction=1e-6",), 0, ("data.val_fraction=0.001", "data.num_simulations=10000000")),
+    # The message counts the pairs as the split holds them out (split_rows.held_out_pairs): 1, not the 0 of rounding.
+    (("data.val_fraction=1e-6",), 1, ("data.val_fraction=0.001", "data.num_simulations=10000000")),
     (("data.val_fraction=0.0001",), 1, ("data.val_fraction=0.001", "data.num_simulations=100000")),
     (("data.num_simulations=50", "data.batch_size=32"), 5,
      ("data.val_fraction=0.2", "data.num_simulations=100 ")),  # the budget's kind

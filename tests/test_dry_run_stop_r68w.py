@@ -53,8 +53,10 @@ def test_ctrl_c_during_the_compile_stops_the_dry_run_as_interrupted(tmp_path, mo
         run_tiny(tmp_path, "dry_run=true")
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["status"] == "interrupted", metrics.get("error")
-    assert metrics["error"].startswith("interrupted by Ctrl-C (SIGINT) before training (nothing trained: no "
-                                       "checkpoint to save); a dry run has nothing to continue: "), metrics["error"]
+    # was "... before training (nothing trained: no checkpoint to save); ...": a dry run never trains (round 70)
+    assert metrics["error"].startswith("interrupted by Ctrl-C (SIGINT) during the dry run's compile (a dry run trains "
+                                       "nothing: no checkpoint, no report); a dry run has nothing to continue: "), \
+        metrics["error"]
     assert "dry_run" not in metrics  # no report: the compile's figures were not the run's to record
 
 

@@ -156,6 +156,7 @@ class TrainConfig:
 class EvalConfig:
     enabled: bool = True
     num_samples: int = 10_000  # posterior samples per observation, scored against as many reference rows
+    batch_size: int = 2048  # posterior rows integrated at once: the sampler's device memory (flow_sampler.BATCH_ROWS)
     ode_steps: int = 32
     c2st_folds: int = 5
     observations: Optional[List[int]] = None  # e.g. [1,2,3]; None: [data.num_observation]

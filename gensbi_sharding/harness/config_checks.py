@@ -117,6 +117,17 @@ def _folds_refusal(cfg: DictConfig, reason: str = "") -> Refusal:
                    "observation for C2ST, so at most that many samples and half as many folds)")
 
 
+def _data_shards(cfg: DictConfig) -> int:
+    """The shards the split rounds over, as far as the config tells before JAX starts: ``data.shards``, else one per
+    process where the processes are written (``distributed.num_processes``, or ``distributed=local``'s count)."""
+    if cfg.data.shards is not None:
+        return max(int(cfg.data.shards), 1)
+    distributed = cfg.get("distributed") or {}
+    if distributed.get("mode", "none") == "none":
+        return 1
+    return max(int(distributed.get("num_processes") or distributed.get("local_processes") or 1), 1)
+
+
 def _validate(cfg: DictConfig) -> None:
     problem = interpolation_problem(cfg) or dry_run_resume_problem(cfg)  # first: the checks below read resolved values
     require(problem is None, problem or "")
@@ -138,9 +149,12 @@ def _validate(cfg: DictConfig) -> None:
         require(cfg.data[key] >= 1, f"data.{key}={cfg.data[key]} must be >= 1")
     require(0.0 < cfg.data.val_fraction < 1.0,
            f"data.val_fraction={cfg.data.val_fraction} must lie strictly between 0 and 1")
-    problem = val_pairs_problem(cfg.data.num_simulations, cfg.data.val_fraction, cfg.data.batch_size)
+    problem = val_pairs_problem(cfg.data.num_simulations, cfg.data.val_fraction, cfg.data.batch_size,
+                                shards=_data_shards(cfg))
     require(problem is None, problem or "")
     require(cfg.train.steps >= 1, f"train.steps={cfg.train.steps} must be >= 1")
+    require(cfg.eval.batch_size >= 1, Refusal(f"eval.batch_size={cfg.eval.batch_size} must be >= 1",
+                                              "eval.batch_size=2048", how="; e.g. "))
     # Before simulating: the batch shuffler refuses a negative seed only after the simulation.
     require(cfg.seed >= 0, Refusal(f"seed={cfg.seed} must be >= 0", "seed=0", how="; e.g. "))
     require(cfg.train.log_every >= 1, f"train.log_every={cfg.train.log_every} must be >= 1")

@@ -17,6 +17,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from gensbi_sharding.harness.dry_run_sampler import sampler_line, sampler_memory
+from gensbi_sharding.harness.dry_run_stop import staged_check
+
 __all__ = ["dry_run", "dry_run_metrics"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -49,12 +52,12 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     from gensbi_sharding.harness.step_check import check_step_keeps_state
     from gensbi_sharding.harness.train import make_step_functions
 
-    check = stop_check or (lambda: None)
+    check = staged_check(stop_check)  # a stop names the stage it cut short, not "before training"
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
     plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=bool(cfg.strict))
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
-    check()
+    check("model trace")
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)
     ema = (abstract_sharded(lambda: EMA(build()[0], cfg.train.ema_decay), mesh, rule, warn=False)
            if cfg.train.ema_decay > 0 else None)  # placed as run.py places it: by the plan of the same rule
@@ -66,17 +69,20 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     key = jax.eval_shape(lambda: jax.random.key(0))
     if mesh is not None:
         key = jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=NamedSharding(mesh, P()))
-    check()
+    check("abstract build")
     start = time.perf_counter()
     lowered = functions.train_step.lower(state, batch, key)
     # A step whose output state has other types than its input compiles, yet fails at its second
     # call: the dry run must refuse it as training would.
     check_step_keeps_state(state, lowered.out_info[0])
-    check()
+    check("lowering")
     compiled = lowered.compile()
-    check()  # heard during XLA's compile: its report is not the run's to print
-    report = compiled_report(compiled)
+    report = compiled_report(compiled)  # XLA's analysis of the compiled program: the compile's last part
+    check("compile")  # heard during XLA's compile: its report is not the run's to print
     report.update(compile_s=time.perf_counter() - start, fallbacks=fallbacks)
+    # The evaluation's program too: eval.num_samples rows after training, not data.batch_size (dry_run_sampler)
+    report["sampler"] = sampler_memory(cfg, model, mesh, dim_theta=dim_theta, dim_x=dim_x) if cfg.eval.enabled else None
+    check("sampler compile")
     # The state per device as a training run reports it, from the abstract shapes at their shardings:
     # the step's memory above adds the batch and XLA's temporaries.
     nodes = {"model": model, "optimizer": optimizer, **({"ema": ema} if ema is not None else {})}
@@ -106,6 +112,8 @@ def _log(report: dict[str, Any]) -> None:
     lines += [f"| {op} | {c['count']} | {c['bytes']} |" for op, c in report["collectives"].items()]
     lines += [f"| total | {sum(c['count'] for c in report['collectives'].values())} | "
               f"{report['collective_bytes']} |", "", f"compile {report['compile_s']:.2f} s"]
+    if report.get("sampler") is not None:
+        lines += ["", sampler_line(report["sampler"], memory)]
     log.info("\n%s", "\n".join(lines))
 
 
@@ -197,9 +205,9 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict,
     if idle and not hint:
         log.info("%s", idle)
     _real_run_fits(cfg, mesh, rule_name, table)
-    if stop_check is not None:  # heard while the report was made: stopped, not "dry run done"
-        stop_check()
+    staged_check(stop_check)("report")  # heard while the report was made: stopped, not "dry run done"
     memory = report["memory"] or {}
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),
+            "sampler_memory_bytes_per_device": (report["sampler"] or {}).get("memory", {}).get("total_bytes"),
             "collective_bytes_per_step": report["collective_bytes"], "model_axis_idle": idle is not None}

@@ -15,7 +15,13 @@ import numpy as np
 
 from gensbi_sharding import batch_axes, mesh_context, pad_for_mesh, replicate, shard_sample_init
 
-__all__ = ["FlowSampler", "CHUNK_STEPS"]
+__all__ = ["FlowSampler", "CHUNK_STEPS", "BATCH_ROWS"]
+
+#: Rows integrated at once by default (``eval.batch_size``). Measured (8 simulated CPU devices, mesh (8, 1), the
+#: default rule; docs/memory.md): the GPU-sized Flux1 of benchmarks/gensbi_scale.py needs 4.0 GB of temporaries a
+#: device to integrate 10,000 rows at once, against its train step's 2.2 GB at data.batch_size=1024; 2,048 rows need
+#: 0.42 GB. The default mlp: 2.7 MB at 10,000 rows against 2.4 MB for the step, 0.56 MB at 2,048.
+BATCH_ROWS = 2048
 
 #: ODE steps per compiled call: between calls the sampler asks ``stop_check`` and Python runs its signal handlers
 #: (a Ctrl-C raises there), so a stop is answered within this many steps. As one program, the whole integration of
@@ -45,6 +51,11 @@ class FlowSampler:
         t (B,), all float32, returning (B, dim_theta), in the model's (z-scored) units.
     rows, num_steps : int
         Samples per call and integration steps, both >= 1 (checked by the caller).
+    batch_size : int, optional
+        Rows integrated at once (``eval.batch_size``): a call runs ``rows`` in blocks of this many, one compiled
+        program for them all, so the sampler's device memory follows it, not ``rows`` (10,000 samples of a GPU-sized
+        model at once can outgrow the train step's). The same noise rows, the same samples, bit for bit. None:
+        ``BATCH_ROWS``.
     mesh : jax.sharding.Mesh or None
         Mesh the samples are split over (its batch axes); None: default device.
     params : pytree, optional
@@ -62,12 +73,13 @@ class FlowSampler:
     """
 
     def __init__(self, velocity_fn: Callable[..., Any], *, rows: int, num_steps: int, mesh: Any,
-                 params: Any = None, stop_check: Callable[[], None] | None = None):
+                 params: Any = None, stop_check: Callable[[], None] | None = None, batch_size: int | None = None):
         import jax
 
         self.rows, self.mesh, self.params, self.num_steps = rows, mesh, params, num_steps
+        self.block = min(rows, batch_size or BATCH_ROWS)  # rows per program call
         self.stop_check = stop_check or (lambda: None)
-        self._padded, _ = pad_for_mesh(rows, mesh)
+        self._padded, _ = pad_for_mesh(self.block, mesh)
         # Per instance, not a module-level cache keyed on velocity_fn: such a cache would keep
         # every caller's closure (and any arrays it holds) alive.
         self._integrate = jax.jit(self._integrator(velocity_fn, num_steps))
@@ -117,10 +129,28 @@ class FlowSampler:
         ndarray, shape (rows, dim_theta), float32
             Padding rows removed; gathered from every process in a multi-process run.
         """
+        blocks = [self._block(observation, noise[at:at + self.block]) for at in range(0, self.rows, self.block)]
+        return np.concatenate(blocks)[:self.rows]
+
+    def compiled_block(self, dim_x: int, dim_theta: int) -> Any:
+        """The compiled program of one block of ODE steps (``jax.stages.Compiled``), from shapes alone: what
+        ``compiled_report`` reads the sampler's per-device memory from (``params`` may be abstract:
+        ``jax.ShapeDtypeStruct`` leaves at their shardings)."""
+        import jax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+        rows_at = None if self.mesh is None else NamedSharding(self.mesh, P(batch_axes(self.mesh) or None))
+        everywhere = None if self.mesh is None else NamedSharding(self.mesh, P())
+        theta = jax.ShapeDtypeStruct((self._padded, dim_theta), np.float32, sharding=rows_at)
+        obs = jax.ShapeDtypeStruct((dim_x,), np.float32, sharding=everywhere)
+        with mesh_context(self.mesh):
+            return self._integrate.lower(theta, obs, self.params, np.int32(0)).compile()
+
+    def _block(self, observation: np.ndarray, noise: np.ndarray) -> np.ndarray:
         import jax
 
         padded = np.zeros((self._padded, noise.shape[1]), np.float32)
-        padded[:self.rows] = noise
+        padded[:len(noise)] = noise
         with mesh_context(self.mesh):
             out, obs = shard_sample_init(padded, self.mesh), replicate(observation, self.mesh)
             for first in range(0, self.num_steps, CHUNK_STEPS):
@@ -132,4 +162,4 @@ class FlowSampler:
         if jax.process_count() > 1:  # rows live on other hosts too: gather the global array
             from jax.experimental import multihost_utils
             out = multihost_utils.process_allgather(out, tiled=True)
-        return np.asarray(out, dtype=np.float32)[:self.rows]
+        return np.asarray(out, dtype=np.float32)[:len(noise)]

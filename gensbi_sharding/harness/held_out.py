@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from gensbi_sharding.harness.refusal import Refusal
+from gensbi_sharding.harness.split_rows import held_out_pairs
 
 __all__ = ["DATA_SHARDS", "MIN_VAL_PAIRS", "config_value", "effective_shards", "held_out_changes",
            "val_pairs_problem"]
@@ -105,11 +106,13 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
     return changed
 
 
-def val_pairs_problem(num_simulations: int, val_fraction: float, batch_size: int = 1) -> str | None:
+def val_pairs_problem(num_simulations: int, val_fraction: float, batch_size: int = 1, shards: int = 1) -> str | None:
     """The refusal of a ``data.val_fraction`` (or budget) that holds out fewer than ``MIN_VAL_PAIRS`` pairs; else None.
 
     Each suggested fix also leaves ``batch_size`` training pairs: ``experiment=quick data.num_simulations=50`` was
     told ``data.val_fraction=0.2``, which left 40 training pairs for its batch of 64 and was refused in turn.
+    The pairs are counted as the split takes them, shard by shard (``split_rows.held_out_pairs``):
+    ``data.num_simulations=1000 data.val_fraction=0.01 data.shards=8`` holds out 8, not the 10 of the whole budget.
 
     Parameters
     ----------
@@ -119,6 +122,8 @@ def val_pairs_problem(num_simulations: int, val_fraction: float, batch_size: int
         ``data.val_fraction``, in (0, 1).
     batch_size : int, optional
         ``data.batch_size``: the training pairs a fix must leave (default 1).
+    shards : int, optional
+        The data shards the budget splits over (``data.shards``, or one per process); default 1.
 
     Returns
     -------
@@ -126,22 +131,29 @@ def val_pairs_problem(num_simulations: int, val_fraction: float, batch_size: int
         The message naming the value, the pairs it holds out, and the smallest ``data.val_fraction`` (and the
         ``data.num_simulations`` at this fraction) that hold out ``MIN_VAL_PAIRS``.
     """
-    held_out = round(val_fraction * num_simulations)
+    def held(budget: int, fraction: float) -> int:
+        return held_out_pairs(budget, fraction, shards)
+
+    held_out = held(num_simulations, val_fraction)
     if held_out >= MIN_VAL_PAIRS:
         return None
     fixes = []
     if num_simulations > MIN_VAL_PAIRS:  # else no fraction below 1 leaves a training pair beside them
         fraction = MIN_VAL_PAIRS / num_simulations
         scale = 10.0 ** (math.floor(math.log10(fraction)) - 1)  # two significant digits, rounded up
-        text = f"{math.ceil(round(fraction / scale, 6)) * scale:.2g}"
-        if float(text) < 1 and num_simulations - round(float(text) * num_simulations) >= batch_size:
+        steps = math.ceil(round(fraction / scale, 6))
+        while steps * scale < 1 and held(num_simulations, float(f"{steps * scale:.2g}")) < MIN_VAL_PAIRS:
+            steps += 1  # per-shard rounding may need a step or more above the whole budget's fraction
+        text = f"{steps * scale:.2g}"
+        if float(text) < 1 and num_simulations - held(num_simulations, float(text)) >= batch_size:
             fixes += [f"data.val_fraction={text}", f" (the smallest that holds out {MIN_VAL_PAIRS})"]
     budget = max(math.ceil(MIN_VAL_PAIRS / val_fraction), math.ceil(batch_size / (1 - val_fraction)) - 2)
-    while round(val_fraction * budget) < MIN_VAL_PAIRS or budget - round(val_fraction * budget) < batch_size:
-        budget += 1  # the smallest budget holding out the minimum and leaving a batch: a step or two
+    while held(budget, val_fraction) < MIN_VAL_PAIRS or budget - held(budget, val_fraction) < batch_size:
+        budget += 1  # the smallest budget holding out the minimum and leaving a batch: a step or a few per shard
     fixes += [f"data.num_simulations={budget}", " at this fraction" + (
         f" (the smallest that also leaves data.batch_size={batch_size} training pairs)" if batch_size > 1 else "")]
+    over = f" (split over {shards} data shards, each rounding its own share)" if shards > 1 else ""
     return Refusal(f"data.val_fraction={val_fraction} holds out {held_out} of the {num_simulations} simulations "
-                   f"(data.num_simulations) for validation, fewer than the {MIN_VAL_PAIRS} pairs a run validates on "
-                   "(the best weights and early stopping follow their loss)", fixes[0], how=": set ",
+                   f"(data.num_simulations){over} for validation, fewer than the {MIN_VAL_PAIRS} pairs a run "
+                   "validates on (the best weights and early stopping follow their loss)", fixes[0], how=": set ",
                    after=fixes[1] + "".join(f" or {fix}{said}" for fix, said in zip(fixes[2::2], fixes[3::2])))

@@ -149,7 +149,7 @@ def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_th
     model, _, *ema = nnx.merge(functions.graphdef, best)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     sampler = flow_sampler.FlowSampler(lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t), rows=num_samples,
-                                       num_steps=ode_steps, mesh=mesh,
+                                       num_steps=ode_steps, mesh=mesh, batch_size=cfg.eval.get("batch_size"),
                                        params=ema[0].param_state(model) if ema else params)
     samples, acceptance = draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed),
                                               task.get_prior_dist().support, num_samples)

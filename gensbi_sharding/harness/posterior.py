@@ -142,7 +142,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
                           stop_check: Callable[[], None] | None = None, step: int | None = None,
                           dtype: str | None = None, scored: list | None = None,
                           weights: str | None = None, checkpoint_step: int | None = None,
-                          announce: Callable[[list[int]], None] | None = None) -> dict[str, Any]:
+                          announce: Callable[[list[int]], None] | None = None,
+                          batch_size: int | None = None) -> dict[str, Any]:
     """Sample and score each observation; returns the metrics to merge into ``metrics.json``.
 
     Parameters
@@ -183,6 +184,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     announce : callable, optional
         Called once before the first observation with the observations whose earlier score is kept (``[]``: all
         are drawn), so the caller's header says which are drawn (``console_lines.evaluation_header``).
+    batch_size : int, optional
+        ``eval.batch_size``: rows integrated at once (the sampler's device memory; the same samples at any size).
 
     Returns
     -------
@@ -207,7 +210,7 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
     rows, outside = [] if scored is None else scored, 0
     stop_check = stop_check or (lambda: None)
     sampler = FlowSampler(velocity, rows=num_samples, num_steps=ode_steps, mesh=mesh, params=params,  # one compile
-                          stop_check=stop_check)  # also between chunks of ODE steps
+                          stop_check=stop_check, batch_size=batch_size)  # also between chunks of ODE steps
 
     def settings_of(k: int) -> dict[str, Any]:  # num_samples: the rows drawn, so the acceptance
         return {key: value for key, value in dict(num_observation=k, c2st_seed=seed, noise_seed=noise_seed(seed, k),

@@ -17,6 +17,7 @@ from gensbi_sharding.harness.console_lines import evaluation_header, step_header
 from gensbi_sharding.harness.config_checks import scored_observations
 from gensbi_sharding.harness.distributed_checks import processes_config_problem
 from gensbi_sharding.harness.dry_run import dry_run_metrics
+from gensbi_sharding.harness.dry_run_stop import staged_check, stopped_during
 from gensbi_sharding.harness.hints import overrides_named
 from gensbi_sharding.harness.memory_check import check_fits
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
@@ -88,7 +89,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
 
     if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
         raise ConfigError(problem)
-    watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
+    # A dry run's stop names its stage: it never trains, so not "before training"
+    with stopped_during("setup") if cfg.dry_run else contextlib.nullcontext():
+        watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     mesh = run_mesh(cfg, source, rule_name, table)
     # the resolved mesh, as the user asked for it
     log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh, dry_run=cfg.dry_run))
@@ -98,7 +101,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                    devices_used=mesh.devices.size if mesh else 1)  # device_count: those JAX sees (8 for mesh=none)
 
     if cfg.dry_run:
-        watch.check()
+        staged_check(watch.check)("setup")
         return dry_run_metrics(cfg, mesh, rule_name, table, stop_check=watch.check)
     check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
     watch.check()
@@ -183,6 +186,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     metrics.update(compile_s=result.compile_s if trained else None, best_val_loss=result.val_loss,
                    median_step_s=result.median_step_s if trained else None,
                    samples_per_s=result.samples_per_s if trained else None, final_val_loss=last_val,
+                   speed_includes_warmup=result.speed_includes_warmup if trained else None,  # one step: its warm-up
                    steps=result.steps, final_step=ts.start_step + result.steps,
                    final_train_loss=train_loss, best_step=result.best_step,
                    stopped_early=result.stopped_early, val_history=result.val_history)
@@ -194,8 +198,9 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                  f", stopped early at step {ts.start_step + result.steps}" if result.stopped_early else "")
     val_text = "n/a" if last_val is None else f"{last_val:.4f}"
     if result.steps:
-        log.info("compile %.2f s, step %.2f ms, %.0f samples/s; train loss %.4f (mean of the last %d step%s), "
+        log.info("compile %.2f s, step %.2f ms, %.0f samples/s%s; train loss %.4f (mean of the last %d step%s), "
                  "val loss %s over %d pairs", result.compile_s, 1e3 * result.median_step_s, result.samples_per_s,
+                 " (one step timed: its warm-up included)" if result.speed_includes_warmup else "",
                  train_loss, window_steps, "s" * (window_steps != 1),
                  val_text, pipe.val_pairs)
     elif result.stopped_early:  # was "nothing left to train: ... step 75 of train.steps=300", naming no cause
@@ -219,6 +224,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             sims=sims, velocity=lambda p, th, xx, t: nnx.merge(graphdef, p, rest)(th, xx, t),
             params=ema[0].param_state(model) if ema else params, observations=observations,
             num_samples=cfg.eval.num_samples, ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds,
+            batch_size=cfg.eval.batch_size,  # rows integrated at once: the sampler's device memory
             seed=cfg.seed, mesh=mesh, n_jobs=cfg.eval.c2st_jobs, out=out, write=run_folder.is_writer(),
             plot=cfg.eval.plot, stop_check=watch.check_together, dtype=cfg.model.get("dtype", "float32"),
             scored=metrics.setdefault("c2st_observations", []),  # the header once it knows which are drawn:

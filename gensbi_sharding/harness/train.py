@@ -38,6 +38,7 @@ from gensbi_sharding import mesh_context
 from gensbi_sharding.harness.progress import progress_bar
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
+from gensbi_sharding.harness.train_speed import steady_step_s
 from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps, say_again, types_of
 from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
@@ -153,6 +154,7 @@ class TrainResult:
     best_step: int | None = None  # global step whose weights were returned (None: not validated)
     stopped_early: bool = False
     val_history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    speed_includes_warmup: bool = False  # one step run: its time holds the first dispatch's warm-up (train_speed)
 
 
 def host_values(arrays: list) -> np.ndarray:
@@ -195,8 +197,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     not per step; a resumed run's windows are the uninterrupted run's),
     training steps only: validations, and whatever ``on_step`` runs inside
     ``timer.paused(state)`` (checkpoint saves), are left out, after the queued steps are
-    waited for (``harness.step_timer``); ``median_step_s`` is the median over windows, the first (the warm-up of
-    the first dispatches) left out whenever another follows.
+    waited for (``harness.step_timer``); ``median_step_s``: ``train_speed.steady_step_s`` (the warm-up left out).
     ``timer``: the one ``on_step`` pauses (None: a new one). The first step's compile is
     timed separately (``compile_s``). ``window_head``: a resumed run's earlier losses of the
     steps of ``start_step``'s window (from its joined history), counted in the first window's
@@ -238,7 +239,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                            dynamic_ncols=True, leave=False)
         timer = timer if timer is not None else StepTimer()
         batch, window_steps, stop, halted = first, 0, False, False
-        head = [float(v) for v in window_head]
+        head, first_step_s = [float(v) for v in window_head], None
         timer.start_window()
         first_validation = len(history)
         try:
@@ -248,6 +249,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                     batch = next(batches)
                 state, loss = compiled(state, batch, key)
                 losses.append(loss)
+                if not i and steps > 1:  # one sync: a single window is timed from its second step on (train_speed)
+                    jax.block_until_ready(loss)
+                    first_step_s = timer.window_s()
                 if on_step is not None:  # checkpoints, preemption; it sees the global step number
                     halted = bool(on_step(step, state))
                 window_steps += 1
@@ -266,7 +270,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                             f"{step + 1 - window_steps - len(head)}..{step}; lower train.learning_rate or check the "
                             "data")
                     elapsed = timer.window_s()  # the loss read above waited for the window's steps
-                    windows.append(elapsed / window_steps)
+                    windows.append((elapsed, window_steps))
                     # Before the first validation there is no best: "inf" read as a diverged loss.
                     best = f"{stopper.best_loss:.4f}" if stopper.best_step is not None else "not yet"
                     bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=best,
@@ -288,11 +292,9 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         if not halted:
             state = stopper.with_best(functions, state, start_step + len(losses))
         state = functions.variables(state)
-    # The first window holds the warm-up of the first dispatches: left out whenever another follows (two too).
-    steady = windows[1:] if len(windows) > 1 else windows
-    median = float(np.median(steady))
+    median, warm = steady_step_s(windows, first_step_s)  # the warm-up of the first dispatches left out where it can
     return TrainResult(state=state, losses=host_values(losses),
                        val_loss=stopper.best_loss if history else None, compile_s=compile_s,
                        median_step_s=median, samples_per_s=batch_size / median if median > 0 else float("nan"),
-                       steps=len(losses), best_step=stopper.best_step, stopped_early=stop and len(losses) < steps,
-                       val_history=history)
+                       steps=len(losses), speed_includes_warmup=warm, best_step=stopper.best_step,
+                       stopped_early=stop and len(losses) < steps, val_history=history)
