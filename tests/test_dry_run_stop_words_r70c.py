@@ -16,6 +16,7 @@ import pytest
 from faults_helpers import run_tiny
 
 
+@pytest.mark.slow
 def test_a_sigterm_during_the_compile_names_the_dry_runs_compile(tmp_path, monkeypatch):
     import gensbi_sharding
 

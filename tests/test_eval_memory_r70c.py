@@ -29,6 +29,7 @@ def _sampler(rows, batch_size, mesh):
                        mesh=mesh, params=params, batch_size=batch_size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mesh_shape", [None, (8, 1)])
 def test_blocks_of_rows_give_the_samples_of_one_block(mesh_shape):
     mesh = None if mesh_shape is None else make_mesh()
@@ -56,6 +57,7 @@ def test_eval_batch_size_below_1_is_refused_with_a_fix_that_passes():
     assert compose_tiny().eval.batch_size == 2048
 
 
+@pytest.mark.slow
 def test_the_dry_run_reports_the_samplers_memory_per_device(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         metrics = run_tiny(tmp_path / "blocks", "dry_run=true", "eval.enabled=true", "eval.num_samples=1000",

@@ -43,6 +43,7 @@ def test_the_check_counts_one_shard_per_local_process():
                               "distributed.local_processes=8"))
 
 
+@pytest.mark.slow
 def test_the_pipeline_holds_out_the_pairs_the_check_counts():
     from gensbi_sharding.harness.pipeline import build_pipeline
 

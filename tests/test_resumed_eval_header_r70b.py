@@ -27,6 +27,7 @@ def test_the_header_names_the_observations_drawn_and_those_kept():
         "attempt scored them from the same weights")
 
 
+@pytest.mark.slow
 def test_the_evaluation_announces_the_observations_it_keeps_before_drawing(tmp_path, monkeypatch):
     # (a few seconds: two C2ST classifier fits, as test_evaluate's resumed-evaluation tests)
     from gensbi_sharding.harness import posterior

@@ -41,6 +41,7 @@ def test_the_training_loop_times_a_single_window_from_its_second_step(log_every,
     assert result.speed_includes_warmup is False
 
 
+@pytest.mark.slow
 def test_a_one_step_run_says_its_speed_includes_the_warm_up(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         metrics = run_tiny(tmp_path, "train.steps=1", "train.log_every=1")
@@ -50,6 +51,7 @@ def test_a_one_step_run_says_its_speed_includes_the_warm_up(tmp_path, caplog):
     assert "samples/s (one step timed: its warm-up included); train loss" in line, line
 
 
+@pytest.mark.slow
 def test_a_run_of_several_steps_in_one_window_reports_no_warm_up(tmp_path):
     metrics = run_tiny(tmp_path, "train.log_every=100")  # TINY's 8 steps in one window
     assert metrics["speed_includes_warmup"] is False and metrics["samples_per_s"] > 0
