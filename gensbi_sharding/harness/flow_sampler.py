@@ -54,7 +54,8 @@ class FlowSampler:
     batch_size : int, optional
         Rows integrated at once (``eval.batch_size``): a call runs ``rows`` in blocks of this many, one compiled
         program for them all, so the sampler's device memory follows it, not ``rows`` (10,000 samples of a GPU-sized
-        model at once can outgrow the train step's). The same noise rows, the same samples, bit for bit. None:
+        model at once can outgrow the train step's). The same noise rows at any size; the samples equal to float32
+        rounding across sizes (XLA's CPU matmul rounds by a program's row count), bit for bit at one size. None:
         ``BATCH_ROWS``.
     mesh : jax.sharding.Mesh or None
         Mesh the samples are split over (its batch axes); None: default device.

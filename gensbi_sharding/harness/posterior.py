@@ -185,7 +185,8 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         Called once before the first observation with the observations whose earlier score is kept (``[]``: all
         are drawn), so the caller's header says which are drawn (``console_lines.evaluation_header``).
     batch_size : int, optional
-        ``eval.batch_size``: rows integrated at once (the sampler's device memory; the same samples at any size).
+        ``eval.batch_size``: rows integrated at once (the sampler's device memory; the same noise rows at any size,
+        the samples equal to float32 rounding).
 
     Returns
     -------
