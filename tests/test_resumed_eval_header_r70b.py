@@ -93,3 +93,21 @@ def test_a_kept_score_names_the_file_it_was_read_from_when_it_takes_another_name
     assert caplog.messages[-1].endswith("; scored by an earlier attempt at step 5, kept: posterior_samples.npz (was "
                                         "posterior_samples.attempt1.npz)"), caplog.messages
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c2st.attempt1.csv", "c2st.csv", "posterior_samples.npz"]
+
+
+@pytest.mark.slow  # two evaluations of two observations each
+def test_a_kept_score_read_from_another_observations_name_says_read_from_not_was(tmp_path, caplog):
+    """Observations reordered ([1, 2], then [2, 1]): observation 1's score is read from posterior_samples.npz, which
+    stays (it becomes observation 2's): 'was posterior_samples.npz' said a move that never happened (review of r70)."""
+    from gensbi_sharding.harness import posterior
+    from gensbi_sharding.harness.data import load_task
+
+    sims = load_task("two_moons", num_simulations=64, seed=0, theta_transform="none")
+    run = dict(sims=sims, velocity=lambda params, theta, x, t: theta * params, params=jnp.float32(1.0),
+               num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path, write=True, plot=False,
+               title=lambda *a: "", step=5)
+    posterior.evaluate_observations(**run, observations=[1, 2])
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        posterior.evaluate_observations(**run, observations=[2, 1])
+    said = [m for m in caplog.messages if m.startswith("observation 1: C2ST")]
+    assert len(said) == 1 and said[0].endswith("kept: posterior_samples_1.npz (read from posterior_samples.npz)"), said

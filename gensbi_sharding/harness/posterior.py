@@ -246,12 +246,16 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),
                "c2st_scores": scores.tolist(), "n": n, "acceptance": acceptance}
         rows.append(row)
+        # A set-aside copy is moved back to this attempt's name; any other file it was read from stays as it is
+        moved = bool(write and kept is not None and source != path and take_back(source, path))
+        origin = "" if kept is None or source == path else f" (was {source.name})" if moved else \
+            f" (read from {source.name})"
         log.info("observation %d: C2ST %.3f ± %.3f over %d folds (%d vs %d samples; 0.5 = indistinguishable "
                  "from the reference posterior)%s", k, row["c2st"], row["c2st_sd_folds"], n_folds, n, n,
-                 f"; scored by an earlier attempt at step {step}, kept: {path.name}" + (  # and which file it was
-                     f" (was {source.name})" if source.name != path.name else "") if kept is not None else "")
+                 f"; scored by an earlier attempt at step {step}, kept: {path.name}{origin}" if kept is not None
+                 else "")
         if write:
-            if kept is None or (source != path and not take_back(source, path)):  # kept under its other name
+            if kept is None or (source != path and not moved):  # kept under its other name: written under this one
                 outputs.write_npz(path, samples=samples, reference=reference[:n], observation=x_o, c2st=row["c2st"],
                                   c2st_scores=scores, acceptance=acceptance, **settings,
                                   **({} if checkpoint_step is None else {"checkpoint_step": checkpoint_step}))
