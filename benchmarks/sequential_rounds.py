@@ -125,7 +125,8 @@ def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np
     from gensbi_sharding.harness.posterior import draw_inside_support, posterior_draws
 
     support = tasks.get_task(sims.name).get_prior_dist().support
-    sampler = FlowSampler(velocity, rows=n, num_steps=cfg.eval.ode_steps, mesh=None, params=params)
+    sampler = FlowSampler(velocity, rows=n, num_steps=cfg.eval.ode_steps, mesh=None, params=params,
+                          batch_size=cfg.eval.batch_size)  # the device memory eval.batch_size allows
     return draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed), support, n)[0]
 
 
@@ -285,4 +286,4 @@ def sequential_scores(cfg, budget: int, method: Method, observations: list[int],
                 sims=sims, velocity=velocity, params=params, observations=[k], num_samples=cfg.eval.num_samples,
                 ode_steps=cfg.eval.ode_steps, n_folds=cfg.eval.c2st_folds, seed=cfg.seed, mesh=None,
                 out=Path(out), write=False, plot=False, title=lambda *_: "",
-                stop_check=stop_check)["c2st_observations"][0]
+                stop_check=stop_check, batch_size=cfg.eval.batch_size)["c2st_observations"][0]

@@ -64,3 +64,16 @@ def test_a_training_run_stopped_in_its_setup_still_says_before_training(tmp_path
     monkeypatch.setattr(run_steps, "platform_problem", sigterm_in_setup)
     stopped = run_tiny(tmp_path)
     assert stopped["error"].startswith("preempted by SIGTERM before training (nothing trained: no checkpoint to save)")
+
+
+def test_a_stop_during_the_report_says_its_figures_were_printed_not_that_there_is_no_report():
+    """The report stage comes after the figures are logged: "no report" was untrue there (second review of r70)."""
+    from types import SimpleNamespace
+
+    from gensbi_sharding.harness.dry_run_stop import dry_run_stop_text
+
+    stop = SimpleNamespace(interrupted=False, signum=signal.SIGTERM)
+    assert dry_run_stop_text(stop, "report") == ("preempted by SIGTERM during the dry run's report (a dry run trains "
+                                                 "nothing: no checkpoint, its figures printed above, not written to "
+                                                 "metrics.json)")
+    assert dry_run_stop_text(stop, "compile").endswith("(a dry run trains nothing: no checkpoint, no report)")

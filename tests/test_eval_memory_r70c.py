@@ -4,7 +4,8 @@ Was: the posterior sampler integrated all eval.num_samples rows (10,000) in one 
 run knew only data.batch_size: measured on 8 simulated devices, the GPU-sized Flux1 needs 4.0 GB of temporaries a
 device to sample 10,000 rows at once against its train step's 2.2 GB (1024 rows), so a model that trained could run
 out of device memory in its evaluation, the training lost. Now the rows go in blocks of eval.batch_size (2048: 0.42
-GB), the same noise rows giving the same samples bit for bit, and the dry run reports the sampler's memory.
+GB), the same noise rows giving the same samples to float32 rounding (bit for bit at one size), and the dry run
+reports the sampler's memory.
 """
 
 import json
@@ -29,8 +30,7 @@ def _sampler(rows, batch_size, mesh):
                        mesh=mesh, params=params, batch_size=batch_size)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mesh_shape", [None, (8, 1)])
+@pytest.mark.parametrize("mesh_shape", [pytest.param(None, marks=pytest.mark.slow), (8, 1)])  # (8, 1): quick check
 def test_blocks_of_rows_give_the_samples_of_one_block(mesh_shape):
     mesh = None if mesh_shape is None else make_mesh()
     noise = np.random.default_rng(0).standard_normal((100, 2)).astype(np.float32)
@@ -89,3 +89,36 @@ def test_launch_dry_run_prints_the_evaluations_memory(tmp_path):
     assert "evaluation (posterior sampler, 500 rows at once, eval.batch_size): per device " in said, said[-3000:]
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert saved["sampler_memory_bytes_per_device"] > 0 and saved["dry_run"]["sampler"]["rows"] == 500
+
+
+@pytest.mark.parametrize("batch_size", [0, -3, 2.5])
+def test_the_sampler_refuses_a_block_of_no_rows_rather_than_taking_the_default(batch_size):
+    """Was: batch_size=0 meant the default 2,048 rows, a negative value went through (second review of r70)."""
+    from gensbi_sharding.harness.flow_sampler import FlowSampler
+
+    with pytest.raises(ValueError, match=f"batch_size={batch_size!r}: rows integrated at once, an int >= 1"):
+        FlowSampler(lambda th, xx, t: th, rows=10, num_steps=2, mesh=None, batch_size=batch_size)
+
+
+def test_the_sequential_rounds_sample_in_blocks_of_eval_batch_size(monkeypatch):
+    """benchmarks/sequential_rounds.py built its sampler without eval.batch_size: always 2,048 rows at once, whatever
+    the user set after the dry run's memory note (second review of r70)."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+    from test_sequential import load
+
+    from gensbi_sharding.harness import flow_sampler
+
+    asked = []
+
+    class Spy:
+        def __init__(self, *args, **kwargs):
+            asked.append(kwargs.get("batch_size"))
+            raise RuntimeError("spied")
+
+    monkeypatch.setattr(flow_sampler, "FlowSampler", Spy)
+    cfg = OmegaConf.create({"eval": {"ode_steps": 2, "batch_size": 64}})
+    with pytest.raises(RuntimeError, match="spied"):
+        load().draws(cfg, SimpleNamespace(name="two_moons"), None, None, None, 10, 3)
+    assert asked == [64]

@@ -35,7 +35,7 @@ def _said(caplog, step_dir, *overrides):
 @pytest.mark.parametrize("step, level", [(4, logging.WARNING), (8, logging.INFO)])  # unfinished, finished
 def test_a_resume_in_another_compute_dtype_names_both_and_the_override_that_keeps_it(tmp_path, caplog, step, level):
     step_dir = _checkpoint(tmp_path, step, "model=flux1")
-    said = _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=12")
+    said = _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=12", "eval.enabled=true")
     assert said == [(level, f"train.resume: the checkpoint at step {step} was computed in model.dtype=float32 (this "
                             f"run: model.dtype=bfloat16): from step {step} this run trains and scores in bfloat16; "
                             "add model.dtype=float32 to compute as the saved run did")]
@@ -51,7 +51,16 @@ def test_a_model_without_a_compute_dtype_says_nothing_of_one(tmp_path, caplog):
 def test_a_resume_that_trains_nothing_further_says_it_only_scores_in_the_new_dtype(tmp_path, caplog):
     """train.steps at the checkpoint's step: nothing is trained, so the note does not say 'trains' (review of r70)."""
     step_dir = _checkpoint(tmp_path, 8, "model=flux1")
-    said = _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=8")
+    said = _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=8", "eval.enabled=true")
     assert said == [(logging.INFO, "train.resume: the checkpoint at step 8 was computed in model.dtype=float32 (this "
                                    "run: model.dtype=bfloat16): from step 8 this run scores in bfloat16; add "
                                    "model.dtype=float32 to compute as the saved run did")]
+
+
+def test_a_resume_that_neither_trains_nor_scores_says_nothing_of_the_dtype(tmp_path, caplog):
+    step_dir = _checkpoint(tmp_path, 8, "model=flux1")
+    assert _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=8", "eval.enabled=false") == []
+    said = _said(caplog, step_dir, "model=flux1", "model.dtype=bfloat16", "train.steps=12", "eval.enabled=false")
+    assert [m for _, m in said] == ["train.resume: the checkpoint at step 8 was computed in model.dtype=float32 (this "
+                                    "run: model.dtype=bfloat16): from step 8 this run trains in bfloat16; add "
+                                    "model.dtype=float32 to compute as the saved run did"]

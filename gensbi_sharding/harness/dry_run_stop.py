@@ -30,12 +30,15 @@ def dry_run_stop_text(stop: BaseException, stage: str) -> str:
     -------
     str
         ``"<interrupted|preempted> by <signal> during the dry run's <stage> (a dry run trains nothing: no checkpoint,
-        no report)"``.
+        no report)"``; at ``"report"``, whose figures are printed already: ``"..., its figures printed above, not
+        written to metrics.json)"``.
     """
     name = ("Ctrl-C (SIGINT)" if stop.interrupted
             else signal.Signals(stop.signum).name if stop.signum else "a preemption notice")
+    # At the report stage its figures are already printed, none of them yet in metrics.json
+    left = "its figures printed above, not written to metrics.json" if stage == "report" else "no report"
     return (f"{'interrupted' if stop.interrupted else 'preempted'} by {name} during the dry run's {stage} "
-            "(a dry run trains nothing: no checkpoint, no report)")
+            f"(a dry run trains nothing: no checkpoint, {left})")
 
 
 @contextmanager

@@ -70,7 +70,7 @@ class FlowSampler:
     Raises
     ------
     ValueError
-        At the first call, if the velocity's output is not (B, dim_theta).
+        ``batch_size`` not an int >= 1; at the first call, if the velocity's output is not (B, dim_theta).
     """
 
     def __init__(self, velocity_fn: Callable[..., Any], *, rows: int, num_steps: int, mesh: Any,
@@ -78,7 +78,9 @@ class FlowSampler:
         import jax
 
         self.rows, self.mesh, self.params, self.num_steps = rows, mesh, params, num_steps
-        self.block = min(rows, batch_size or BATCH_ROWS)  # rows per program call
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(f"batch_size={batch_size!r}: rows integrated at once, an int >= 1 (None: {BATCH_ROWS})")
+        self.block = min(rows, BATCH_ROWS if batch_size is None else batch_size)  # rows per program call
         self.stop_check = stop_check or (lambda: None)
         self._padded, _ = pad_for_mesh(self.block, mesh)
         # Per instance, not a module-level cache keyed on velocity_fn: such a cache would keep

@@ -152,7 +152,11 @@ def compute_dtype_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | 
     steps = config_value(saved, "train.steps")
     unfinished = isinstance(steps, int) and step < steps
     further = config_value(now, "train.steps")
-    does = "trains and scores" if not isinstance(further, int) or further > step else "scores"  # else nothing to train
+    trains = not isinstance(further, int) or further > step  # at the checkpoint's step: nothing to train
+    scores = config_value(now, "eval.enabled") is not False
+    if not (trains or scores):
+        return None  # nothing is computed in either dtype
+    does = " and ".join(verb for verb, done in (("trains", trains), ("scores", scores)) if done)
     return (f"train.resume: the checkpoint at step {step} was computed in model.dtype={old} (this run: "
             f"model.dtype={new}): from step {step} this run {does} in {new}; add model.dtype={old} to "
             "compute as the saved run did", unfinished)
