@@ -61,8 +61,8 @@ TRAIN = ", ".join(f.name for f in dataclasses.fields(TrainConfig))
     (["train.optim.lr=1"], f"train.optim.lr=1: train.optim is not a setting of train (did you mean "
                            f"train.learning_rate?); its settings: {TRAIN}; set train.learning_rate=1"),
     (["eval.c2st.folds=3"], "eval.c2st.folds=3: eval.c2st is not a setting of eval (did you mean eval.c2st_folds?); "
-                            "its settings: enabled, num_samples, ode_steps, c2st_folds, observations, c2st_jobs, plot; "
-                            "set eval.c2st_folds=3"),
+                            "its settings: enabled, num_samples, batch_size, ode_steps, c2st_folds, observations, "
+                            "c2st_jobs, plot; set eval.c2st_folds=3"),
     (["-m", "train.optim.lr=1,2"], f"train.optim.lr=1,2: train.optim is not a setting of train (did you mean "
                                    f"train.learning_rate?); its settings: {TRAIN}; set train.learning_rate=1,2"),
     (["model.foo.bar=1"], "model.foo.bar=1: model.foo is not a setting of the default model=mlp; its settings: "

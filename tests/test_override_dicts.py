@@ -43,8 +43,8 @@ def test_a_dict_two_levels_deep_names_the_setting_meant():
     # Was: Hydra's multi-line "Could not override 'eval'. ... Key 'c2st' not in 'EvalConfig'".
     assert command_problem(["eval={c2st:{folds:3}}"]) == (
         "eval={c2st:{folds:3}} stands for eval.c2st.folds=3: eval.c2st is not a setting of eval (did you mean "
-        "eval.c2st_folds?); its settings: enabled, num_samples, ode_steps, c2st_folds, observations, c2st_jobs, plot; "
-        "set eval.c2st_folds=3")
+        "eval.c2st_folds?); its settings: enabled, num_samples, batch_size, ode_steps, c2st_folds, observations, "
+        "c2st_jobs, plot; set eval.c2st_folds=3")
     assert command_problem(["eval={c2st_folds:3}"]) is None
 
 

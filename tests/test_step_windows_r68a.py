@@ -35,8 +35,7 @@ def _run(steps: int, ends: list[float]) -> T.TrainResult:
 @pytest.mark.parametrize("ends, median", [
     ([8.0, 10.0], 1.0),              # two windows: 4 s/step warming up, then 1 (was their mean, 2.5)
     ([8.0, 10.0, 13.0], 1.25),       # three: the median of 1 and 1.5, as before
-    ([8.0], 4.0),                    # one: it is all there is
-])
+])  # one window: timed from its second step on since round 70 (tests/test_train_speed_r70c.py)
 def test_the_median_step_leaves_out_the_first_window_when_another_follows(ends, median):
     result = _run(2 * len(ends), ends)
     assert result.median_step_s == pytest.approx(median) and result.samples_per_s == pytest.approx(8 / median)

@@ -218,9 +218,11 @@ def _validate(cfg: DictConfig) -> None:
     require(cfg.train.weight_decay >= 0, f"train.weight_decay={cfg.train.weight_decay} must be >= 0")
     # AdamW's decay is decoupled and scaled by the rate (w <- w - lr * (update + weight_decay * w)): at lr * wd >= 1
     # it flips the weights' signs each step instead of shrinking them, and above 2 they grow until the loss is NaN.
+    # Refused where the decay is the larger factor (it is the cause); a rate far too large diverges in training,
+    # whose error names the rate (its tests drive divergence by one: 1e25 at the default decay).
     lr, decay = cfg.train.learning_rate, cfg.train.weight_decay
     fix = f"train.weight_decay={min(TrainConfig.weight_decay, 0.1 / lr):g}"  # the default where it passes
-    require(lr * decay < 1, Refusal(
+    require(lr * decay < 1 or decay <= lr, Refusal(
         f"train.weight_decay={decay:g} with train.learning_rate={lr:g}: AdamW multiplies every weight by 1 - "
         f"learning_rate * weight_decay = {1 - lr * decay:.3g} per step, which must lie above 0 (at 0 or below the "
         "weights flip sign each step instead of shrinking, below -1 they grow until the loss is NaN)", fix,

@@ -249,8 +249,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                     batch = next(batches)
                 state, loss = compiled(state, batch, key)
                 losses.append(loss)
-                if not i and steps > 1:  # one sync: a single window is timed from its second step on (train_speed)
-                    jax.block_until_ready(loss)
+                if not i and steps > 1 and (start_step + steps - 1) // log_every == start_step // log_every:
+                    jax.block_until_ready(loss)  # one window only: timed from its second step on (train_speed)
                     first_step_s = timer.window_s()
                 if on_step is not None:  # checkpoints, preemption; it sees the global step number
                     halted = bool(on_step(step, state))
