@@ -126,7 +126,7 @@ def draws(cfg, sims, velocity, params, x_o: np.ndarray, n: int, seed: int) -> np
 
     support = tasks.get_task(sims.name).get_prior_dist().support
     sampler = FlowSampler(velocity, rows=n, num_steps=cfg.eval.ode_steps, mesh=None, params=params,
-                          batch_size=cfg.eval.batch_size)  # the device memory eval.batch_size allows
+                          batch_size=cfg.eval.get("batch_size"))  # the memory eval.batch_size allows (None: default)
     return draw_inside_support(posterior_draws(sims, sampler, x_o, seed=seed), support, n)[0]
 
 
