@@ -134,9 +134,9 @@ def devices():
 # one worker could start a ~90 s file as the other ran out of files). The files not listed take under ~5 s each
 # (quiet): they come last, in alphabetical order. Seconds per file (one worker's) from the junit of a quiet `make test`
 # in a fresh clone (2026-12-05 19:07, session 60's end; xdist's scheduling simulated from it: ends 650/649 s, were
-# 648/652). LONGEST_FIRST_FAST: the seconds per file of `make test-fast`'s tests (-m "not slow"), from its run of
-# 2026-12-06 22:18 beside other jobs on the 2 cores (so ~3x a quiet run's; only their order is used), after the
-# tests that start a process or take over ~0.5 s were marked slow: Hydra compositions lead it now.
+# 648/652). LONGEST_FIRST_FAST: the seconds per file of `make test-fast`'s tests (-m "not slow"), from its run in a
+# quiet fresh clone (2026-12-06 23:38), after the tests that start a process or take over ~0.5 s were marked slow:
+# Hydra compositions lead it now.
 LONGEST_FIRST = (
     "test_equivalence.py",  # ~149
     "test_preemption.py",  # ~146
@@ -194,38 +194,38 @@ LONGEST_FIRST = (
     "test_val_history_sets.py",  # ~6
 )
 LONGEST_FIRST_FAST = (
-    "test_refusal_fixes.py",  # ~71
-    "test_setting_checks.py",  # ~50
-    "test_config.py",  # ~47
-    "test_sbibm_runner.py",  # ~40
-    "test_suggested_defaults.py",  # ~29
-    "test_checkpoint_inputs.py",  # ~22
-    "test_resume_refusals.py",  # ~20
-    "test_model_checks.py",  # ~19
-    "test_sweep_check.py",  # ~19
-    "test_override_types.py",  # ~18
-    "test_summary.py",  # ~17
-    "test_gensbi_overrides.py",  # ~16
-    "test_hydra_mode_values_r68l.py",  # ~14
-    "test_sequential.py",  # ~14
-    "test_override_prefixes.py",  # ~13
-    "test_observation_checks.py",  # ~12
-    "test_gensbi_harness_faults.py",  # ~12
+    "test_refusal_fixes.py",  # ~21
+    "test_config.py",  # ~20
+    "test_setting_checks.py",  # ~18
+    "test_sbibm_runner.py",  # ~12
+    "test_checkpoint_inputs.py",  # ~12
     "test_checkpoint.py",  # ~11
-    "test_init_sharded_inputs.py",  # ~10
-    "test_unparsed_overrides_r66f.py",  # ~10
-    "test_group_compose_r67h.py",  # ~10
-    "test_flax_idioms.py",  # ~10
-    "test_continued_runs.py",  # ~9
-    "test_data_faults.py",  # ~8
-    "test_constrain_inputs.py",  # ~7
-    "test_batch_inputs.py",  # ~7
-    "test_untyped_fixes_r66h.py",  # ~7
-    "test_override_dicts.py",  # ~7
-    "test_hydra_entry_removal_r67.py",  # ~7
+    "test_suggested_defaults.py",  # ~9
+    "test_override_types.py",  # ~9
+    "test_resume_refusals.py",  # ~9
+    "test_sweep_check.py",  # ~8
+    "test_model_checks.py",  # ~7
+    "test_summary.py",  # ~6
     "test_readme_examples.py",  # ~6
-    "test_hydra_text_entry_fix_r68l.py",  # ~6
-    "test_list_settings.py",  # ~6
+    "test_equivalence.py",  # ~6
+    "test_sequential.py",  # ~5
+    "test_observation_checks.py",  # ~5
+    "test_hydra_mode_values_r68l.py",  # ~5
+    "test_gensbi_overrides.py",  # ~5
+    "test_init_sharded_inputs.py",  # ~4
+    "test_flax_idioms.py",  # ~4
+    "test_own_observation.py",  # ~4
+    "test_continued_runs.py",  # ~4
+    "test_rules.py",  # ~3
+    "test_gensbi_harness_faults.py",  # ~3
+    "test_override_prefixes.py",  # ~3
+    "test_untyped_fixes_r66h.py",  # ~3
+    "test_override_dicts.py",  # ~3
+    "test_batch_inputs.py",  # ~3
+    "test_group_compose_r67h.py",  # ~3
+    "test_list_settings.py",  # ~3
+    "test_init.py",  # ~2
+    "test_constrain_inputs.py",  # ~2
 )
 
 

@@ -176,6 +176,7 @@ def test_constrain_leaves_non_dividing_dimension_unsplit(mesh):
     assert y.sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factory,hparams,count,pattern", [
     (make_mlp, dict(width=16, depth=2, mlp_ratio=2, time_embed_dim=8), 3, '[{"data"}, {}]'),
     (make_transformer, dict(embed=16, depth=1, heads=4, mlp_ratio=2, time_embed_dim=8), 6,

@@ -171,6 +171,7 @@ def test_relative_path_resolves_against_base_dir(saved_run, monkeypatch):
     assert restored.path == step_dir and restored.step == 1
 
 
+@pytest.mark.slow
 def test_a_symlinked_or_dotted_path_gives_the_real_step_folder(saved_run, tmp_path):
     # Was the path as typed, made absolute: through a symlink (runs/latest) the harness recorded resumed_from
     # as latest/checkpoints/1, which names another run once latest moves on; "<step>/.." gave "<step>/../1",

@@ -568,6 +568,7 @@ def test_restoring_into_an_optimizer_of_another_transformation_still_names_it(tm
     assert "wrt=" not in str(info.value).split("Only the optimizer state differs")[0]
 
 
+@pytest.mark.slow
 def test_restoring_into_a_stateless_optimizer_names_the_transformation_not_wrt(tmp_path):
     # Plain sgd keeps no per-parameter state: its optimizer covers none, which is another transformation, not wrt=.
     import optax
@@ -709,6 +710,7 @@ def test_saving_an_abstract_state_is_refused_naming_the_variable(tmp_path, devic
     assert committed_steps(tmp_path / "checkpoints") == [1]
 
 
+@pytest.mark.slow
 def test_the_key_restored_by_default_goes_where_a_one_device_target_is(tmp_path, devices):
     """A target on device 3 (no mesh): the key went to device 0, and the first step mixing them raised 'Received
     incompatible devices for jitted computation'."""
@@ -963,6 +965,7 @@ def test_a_restore_mismatch_names_paths_as_the_target_and_its_fix_name_them(tmp_
     assert {"/".join(map(str, k)) for k, _ in nnx.to_flat_state(target)} == {"bias", "kernel"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [None, {"use_bias": True}])
 def test_a_refusal_points_at_the_saved_hyperparameters_only_when_some_were_saved(tmp_path, devices, config):
     # Was: a writer given no config= saved {} as <step>/config, and restore still said "build the model with the
@@ -984,6 +987,7 @@ def test_a_refusal_points_at_the_saved_hyperparameters_only_when_some_were_saved
         assert ("CheckpointWriter(..., config=...) saves them" in message) == (config is None and "submodules" in told)
 
 
+@pytest.mark.slow
 def test_a_tuple_restored_from_a_saved_dict_or_the_reverse_names_the_top_level_entries(adam_run, tmp_path, devices):
     """(model, optimizer) saved, {'model': ..., 'opt': ...} restored (or the reverse, or a dict's keys renamed): every
     node fit but the fix named the model's hyperparameters; now the top-level entries of both and the target as saved."""

@@ -575,6 +575,7 @@ def test_a_rule_file_without_a_name_is_called_by_its_file(tmp_path):
     assert under_command(["rule=fsdp", "rule.mlp=model"], lambda cfg: rule_table(cfg.rule))[0] == "fsdp+overrides"
 
 
+@pytest.mark.slow
 def test_a_rule_files_table_changed_on_the_command_line_is_reported_as_overridden(tmp_path):
     # Was: launch.py rule=my_rule ++rule.heads=model (the README's rule file) was reported as rule 'my_rule' in the
     # console and metrics.json, its table not the file's; a built-in so changed was 'fsdp+overrides'.
@@ -789,6 +790,7 @@ def test_the_processes_settings_check_ignores_how_each_process_joined(monkeypatc
         "distributed.coordinator_address, distributed.timeout_s, distributed.heartbeat_s)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["nowhere", "a_file"])
 def test_a_resume_path_that_holds_no_run_names_train_resume(compose_config, tmp_path, where):
     # Was "FileNotFoundError: checkpoint path '...' does not exist ...; pass a run dir ...", naming no override.

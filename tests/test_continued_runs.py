@@ -19,6 +19,7 @@ from gensbi_sharding.harness.summary import write_summary
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, job_command
 
 
+@pytest.mark.slow
 def test_a_requeued_continuation_continued_once_by_auto_still_resumes_its_own_checkpoint(tmp_path, monkeypatch,
                                                                                        caplog):
     # Was: `python launch.py train.resume=a hydra.run.dir=b`, preempted after b's own save, continued once by hand

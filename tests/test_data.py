@@ -64,6 +64,7 @@ def test_normalization_round_trip(moons):
         moons.normalized("test")
 
 
+@pytest.mark.slow
 def test_seed_reproducible():
     a = D.load_task("two_moons", num_simulations=20, seed=1)
     b = D.load_task("two_moons", num_simulations=20, seed=1)

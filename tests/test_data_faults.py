@@ -99,6 +99,7 @@ def test_run_drops_non_finite_simulations_and_its_batch_hint_starts_the_run(monk
 
 # ------------------------------------------------------------------ case 2: every held-out pair counts
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [1, 2])
 def test_every_held_out_pair_is_in_a_validation_batch(mesh, shards):
     cfg = compose_tiny("data.num_simulations=1024", "data.batch_size=64")
@@ -162,6 +163,7 @@ def test_a_validation_of_very_many_draws_stops_at_its_first_batch_when_asked(mes
 
 # ------------------------------------------------------------------ case 5: one function decides a batch size
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, shards, first_hint", [
     (("data.batch_size=64",), 3, 72),  # must be a multiple of lcm(3 shards, 8 devices) = 24
     (("data.batch_size=63",), 3, 72),

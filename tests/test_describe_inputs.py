@@ -79,6 +79,7 @@ def test_a_state_of_jax_typeof_values_is_refused_naming_the_variable_not_reporte
     assert gs.describe(placed, mesh).n_leaves == 2  # the arrays themselves: counted
 
 
+@pytest.mark.slow
 def test_sub_byte_dtypes_count_packed_as_the_device_holds_them(devices):
     import jax
     import jax.numpy as jnp

@@ -43,6 +43,7 @@ def test_blocks_of_rows_give_the_samples_of_one_block(mesh_shape):
     assert np.array_equal(blocks(observation, noise), blocks(observation, noise))  # at one eval.batch_size: exact
 
 
+@pytest.mark.slow
 def test_the_sampler_program_follows_the_block_not_all_the_rows():
     mesh = make_mesh()
     temps = {rows: _sampler(4096, rows, mesh).compiled_block(3, 2).memory_analysis().temp_size_in_bytes

@@ -410,6 +410,7 @@ def test_every_observation_and_top_up_samples_with_one_compiled_program(tmp_path
     assert traces == [(100, 5), (100, 5)]  # the loop body's two velocities, traced once for everything
 
 
+@pytest.mark.slow
 def test_a_top_up_integrates_only_the_rows_it_adds_and_keeps_the_stream():
     from gensbi_sharding.harness.data import load_task
     from gensbi_sharding.harness.flow_sampler import FlowSampler

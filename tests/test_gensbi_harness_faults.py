@@ -21,6 +21,7 @@ ROPE = "model.id_embedding_strategy=[rope1d,rope1d]"
 
 # ------------------------------------------------- a rope id strategy with other than two axes_dim sizes
 
+@pytest.mark.slow
 def test_a_user_built_flux1_with_rope_and_one_axes_dim_size_is_refused_by_the_wrapper():
     # Was, at the first call inside GenSBI's EmbedND: "IndexError: list index out of range" ([8]), or
     # "mul got incompatible shapes for broadcasting" ([4,2,2]): the 1-D ids have two axes, one size each.
@@ -160,6 +161,7 @@ def test_activation_fields_a_model_does_not_read_are_named(monkeypatch):
 
 # ------------------------------------------------- a Flux1 GenSBI builds, refused
 
+@pytest.mark.slow
 def test_flux1_of_single_stream_blocks_only_is_built_and_one_without_blocks_refused():
     # Was: model.depth=0 refused ("must be an integer >= 1"), though GenSBI's Flux1 builds and trains with
     # depth=0 (single-stream blocks only). With no block of either kind the velocity ignores x: refused.

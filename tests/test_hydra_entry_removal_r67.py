@@ -32,6 +32,7 @@ def test_an_entry_hydra_holds_is_removed_as_hydra_removes_it(args, gone):
     assert key not in held  # what Hydra composes: the entry removed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, said", [
     (["~hydra.callbacks.nope"], "~hydra.callbacks.nope: Hydra's config holds no hydra.callbacks.nope to remove (it "
                                 "holds launcher_preflight, refuse_completed, sweep_summary); leave ~hydra.callbacks.nope "

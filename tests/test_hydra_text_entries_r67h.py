@@ -50,6 +50,7 @@ def test_text_entries_pass(typed):
     assert command_problem([typed]) is None
 
 
+@pytest.mark.slow
 def test_a_yes_no_in_env_copy_is_quoted_and_the_variable_named_so_must_be_set(monkeypatch):
     monkeypatch.delenv("false", raising=False)
     lines = command_problem(["hydra.job.env_copy=[false]"]).splitlines()  # both refusals, each with its fix

@@ -345,6 +345,7 @@ def test_model_runs_after_sharded_init():
                                factory_for("mlp")()(theta, x, jnp.full((8,), 0.5)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_fallback_warning_parity_with_shard_model():
     mesh = make_mesh(model_axis=1)
     eager, expected = recorded(lambda: shard_model(Annotated(nnx.Rngs(0)), mesh, "fsdp"))

@@ -267,6 +267,7 @@ def test_a_stacked_layer_axis_can_be_left_unsplit_by_a_rule_table_and_the_fallba
         gs.shard_model_by_table(model, mesh, {"layers": "data"})  # splitting needs the vocabulary (typos)
 
 
+@pytest.mark.slow
 def test_a_rule_in_the_contracts_own_form_of_pairs_is_a_table_everywhere_and_shard_model_names_where_it_goes():
     # Was refused by every function taking a rule ("rule must be a name ... or a rule table mapping"), though
     # RULES holds each rule as (logical axis, mesh axes) pairs (Flax's logical_axis_rules too), and shard_model

@@ -11,6 +11,7 @@ from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.groups import CONF
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fix", [(["mesh.devices={a:1}"], "mesh.devices=[1]"),
                                        (["mesh.devices={}"], "mesh.devices=[1]"),
                                        (["eval.observations={a:1}"], "eval.observations=[1]"),

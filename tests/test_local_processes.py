@@ -744,6 +744,7 @@ def test_processes_killed_at_a_second_ctrl_c_say_nothing_on_the_console(tmp_path
     assert "F fatal: coordinator gone" in (tmp_path / "process_1.log").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed", ["distributed.process_id=0", "distributed.coordinator_address=10.0.0.1:1234",
                                    "distributed.num_processes=4"])
 def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is_refused_naming_it(typed, monkeypatch):

@@ -65,6 +65,7 @@ def test_the_run_refuses_before_simulating(devices, tmp_path):
     assert "model.width=100000" in metrics["error"] and "val_pairs" not in metrics  # nothing simulated, nothing built
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides, named, fix", [
     (("model=flux1", "model.axes_dim=[100000,0]"), "model.axes_dim=[100000,0] (at its default [8,0]: ",
      "model.axes_dim=[8,0]"),
@@ -164,6 +165,7 @@ def test_a_float_setting_offered_is_the_largest_that_fits_to_two_digits(devices)
                    available=2_800_000)
 
 
+@pytest.mark.slow
 def test_where_no_smaller_value_fits_the_message_says_so_and_names_splitting(devices):
     cfg = compose_tiny("model.width=300")  # its simulations take 49.2 KB of the 52 KB: 2.8 KB left for the state
     with pytest.raises(ConfigError) as err:

@@ -221,6 +221,7 @@ def test_bad_hyper_parameters_raise(name, bad, match):
         build(name, **bad)
 
 
+@pytest.mark.slow
 def test_bad_input_shapes_raise(name):
     model = build(name)
     theta, x, t = inputs()

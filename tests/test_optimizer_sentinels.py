@@ -64,6 +64,7 @@ def _running_max() -> optax.GradientTransformation:
     return optax.GradientTransformation(init, update)
 
 
+@pytest.mark.slow
 def test_an_optimizer_state_holding_inf_anywhere_is_saved_and_restored_as_is_in_every_form(tmp_path, devices):
     # Was: saved as nnx.state(optimizer) (OptState variables), yet as a plain dict (nnx.to_pure_dict) refused,
     # "the train state at step 2 is not finite (3 array(s) hold NaN or inf, e.g. opt/opt_state/1/bound, ...)".

@@ -492,6 +492,7 @@ def test_ctrl_c_during_c2st_keeps_that_whole_score_and_stops(tmp_path, monkeypat
             assert all(np.array_equal(kept[key], written[key]) for key in kept.files), name
 
 
+@pytest.mark.slow
 def test_signal_before_training_stops_at_once(tmp_path, monkeypatch, devices):
     from gensbi_sharding.harness import pipeline
 

@@ -38,6 +38,7 @@ def test_a_refusal_whose_fix_keeps_a_refused_value_names_both_fixes_in_one_messa
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed, fix", [
     ("train.stpes=1.5", "train.steps=2"),  # a misspelled key whose value, moved over, is refused too
     ("trian.steps=1.5", "train.steps=2"),
@@ -183,6 +184,7 @@ def test_a_refusals_fix_is_data_beside_its_words(args, fix):
     assert fix in problem and problem.startswith(args[0].split("=")[0])
 
 
+@pytest.mark.slow
 def test_the_run_checks_refusals_carry_their_fix():
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.hints import model_axis_problem
@@ -498,6 +500,7 @@ def test_a_rule_file_labelled_with_a_builtins_name_is_refused_naming_a_label_tha
     assert registered_name_problem(fixed, {"rule": "mine"}) is None and fixed.rule.mlp == "model"
 
 
+@pytest.mark.slow
 def test_several_overrides_refused_at_once_are_one_list_whose_fixes_together_pass():
     # Was: "+seeed=2: ... write seed=2" alone; train.steps=1.5 and data.batch_size=x were refused one run later each.
     args = ["experiment=quick", "train.steps=1.5", "data.batch_size=x", "+seeed=2"]
@@ -514,6 +517,7 @@ def test_several_overrides_refused_at_once_are_one_list_whose_fixes_together_pas
     assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None  # the command it leads to runs
 
 
+@pytest.mark.slow
 def test_an_override_refused_beside_a_value_the_run_refuses_lists_both_in_one_refusal():
     # Was: `launch.py train.steps=1.5 seed=-1` named train.steps=1.5 alone; once fixed, seed=-1 was refused next run
     # (the command checks' list ended where the run's own checks of the config begin)

@@ -32,6 +32,7 @@ def _said(caplog, step_dir, *overrides):
     return [(r.levelno, r.getMessage()) for r in caplog.records if "model.dtype" in r.getMessage()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step, level", [(4, logging.WARNING), (8, logging.INFO)])  # unfinished, finished
 def test_a_resume_in_another_compute_dtype_names_both_and_the_override_that_keeps_it(tmp_path, caplog, step, level):
     step_dir = _checkpoint(tmp_path, step, "model=flux1")

@@ -1029,6 +1029,7 @@ def test_a_resume_of_a_step_whose_array_data_alone_is_lost_is_refused_with_a_fix
     assert run_tiny(tmp_path / "run", "train.resume=auto", "train.steps=16", "train.ema_decay=0")["status"] == "ok"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps, then", [((4, 8), "resumes from step 4"),
                                          ((8,), "starts afresh in this folder (no other step is complete)")])
 def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(tmp_path, steps, then):
@@ -1179,6 +1180,7 @@ def test_a_checkpoint_of_a_run_under_the_other_x64_setting_is_refused_naming_the
     check_resume_settings(step_dir, now)
 
 
+@pytest.mark.slow
 def test_the_x64_setting_checked_is_the_one_of_the_attempt_that_saved_the_step(tmp_path):
     # Was: 'JAX_ENABLE_X64=1 launch.py experiment=quick hydra.run.dir=<run> train.resume=auto', <run> interrupted at
     # step 4 without it, was refused, but its refused attempt's record (status error, jax_enable_x64 true at its top

@@ -75,6 +75,7 @@ def test_a_job_resumed_after_a_stop_in_its_evaluation_names_what_it_draws(tmp_pa
     assert drawn == [posterior.noise_seed(0, 2)]
 
 
+@pytest.mark.slow
 def test_a_kept_score_names_the_file_it_was_read_from_when_it_takes_another_name(tmp_path, caplog):
     """Was: "the earlier attempt's files, kept under new names: posterior_samples.attempt1.npz, ...", then
     "observation 1: ... kept: posterior_samples.npz", the .attempt1 file gone: moved back, said nowhere."""

@@ -15,6 +15,7 @@ from gensbi_sharding.harness import train
 from test_run_report import Velocity
 
 
+@pytest.mark.slow
 def test_the_first_windows_loss_counts_the_earlier_attempts_steps_of_it(devices, capsys):
     model = Velocity(nnx.Rngs(0))
     functions, state = train.make_step_functions(model, nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param), None)

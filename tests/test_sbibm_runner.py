@@ -232,6 +232,7 @@ def test_run_refuses_a_root_in_a_runs_folder_before_writing(sbibm, tmp_path, mon
     assert jobs.commands == [] and sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["root/two_moons_1000", "root/two_moons_1000/again", "root/sub", "multirun"])
 def test_run_refuses_a_root_inside_another_roots_or_a_sweeps_folder_before_writing(sbibm, tmp_path, monkeypatch,
                                                                                     given):
@@ -1040,6 +1041,7 @@ def test_table_names_a_job_of_another_preset_or_none(sbibm, tmp_path, monkeypatc
     rebuilt = sbibm.table_from_results(tmp_path / "out" / "sbibm_results.csv", tmp_path / "again")
     assert note in rebuilt.splitlines()
 
+@pytest.mark.slow
 def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys):
     # Was a ValueError traceback ('my_task' is not in tuple): rows were sorted by sbibm's task list.
     fake_job(tmp_path / "a" / "job", "my_task", 1000, scores((1, 0.6)))
@@ -1760,6 +1762,7 @@ def test_run_checks_extra_arguments_against_a_tasks_own_model_before_any_job(sbi
     assert extra_problem(["mesh=none", "model.width=64"], ["gaussian_linear_uniform"], [1000], per_task=True) is None
 
 
+@pytest.mark.slow
 def test_run_checks_an_unknown_key_against_the_tasks_own_model(sbibm):
     from sbibm_checks import extra_problem
 

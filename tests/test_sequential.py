@@ -51,6 +51,7 @@ def test_the_truncated_prior_draws_inside_the_widened_box_and_the_support(task, 
                             max_draws=10 ** 5, chunk=50_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("margin", [0.0, 0.1])
 def test_the_ellipsoid_holds_its_samples_and_its_draws_but_not_the_corners_a_box_would_keep(margin):
     """``--region ellipsoid``: the samples' Gaussian's region out to their largest Mahalanobis distance, times
@@ -186,6 +187,7 @@ def test_a_platform_jax_cannot_start_stops_before_the_folder_is_touched_in_one_l
     assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["metrics.json"]
 
 
+@pytest.mark.slow
 def test_the_environments_refusal_comes_without_the_usage_text(tmp_path, capsys, monkeypatch):
     # Was: argparse's usage lines above "JAX_PLATFORMS=cuda is not available here", which no argument fixes
     from gensbi_sharding.harness import cpu_count
@@ -221,6 +223,7 @@ def test_the_rounds_load_the_observation_the_checks_passed(monkeypatch):
         next(rounds.sequential_scores(cfg, 100, Method(2), [7, 8], say=lambda line: None))
 
 
+@pytest.mark.slow
 def test_an_unusable_observation_in_the_rounds_names_the_scored_set(monkeypatch):
     # Was: "... (two_moons's 7, 8): data.num_observation=7", the override already given, not the observations scored
     rounds = load()

@@ -78,6 +78,7 @@ def test_a_sequential_job_without_scores_is_still_started_again_in_place(rounds_
         load_sequential().main(["--job", str(job), "--task", "two_moons", "--budget", "1000"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("margin", [0.0, 0.5])
 def test_a_box_holds_its_samples_when_one_lies_on_the_priors_face(margin):
     # Was: with --margin 0 a sample on the box prior's face (1.0: +inf in the support bijection's coordinates) made

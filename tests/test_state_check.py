@@ -37,6 +37,7 @@ def _strict_in_run(cfg, mesh, rule):
     model_plan(model, mesh, rule, strict=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [(), ("dry_run=true",)])  # a dry run plans as strict=true does: refused too
 def test_strict_fallbacks_are_refused_before_any_folder_as_the_run_refuses_them(devices, extra):
     from gensbi_sharding.harness.sweep_check import job_problem

@@ -80,6 +80,7 @@ def test_a_check_before_composing_suggests_the_value_the_commands_groups_compose
     assert command_problem([*args[:-1], fix]) is None  # typed in place of the refused override, it passes the checks
 
 
+@pytest.mark.slow
 def test_a_check_before_composing_suggests_a_preset_of_ones_own(tmp_path):
     from gensbi_sharding.harness.command_checks import command_problem
 

@@ -73,6 +73,7 @@ def test_swept_keys_come_from_the_jobs_overrides(sweep):
     assert swept_keys(rows, declared=["activation", "rule.embed"]) == ["activation", "rule.embed"]
 
 
+@pytest.mark.slow
 def test_summary_csv_has_a_column_per_swept_key_and_exact_numbers(sweep):
     summary = write_summary(sweep, declared=["rule.embed", "activation"])
     with open(summary.csv_path, newline="") as f:
@@ -237,6 +238,7 @@ def buffer_png(buffer, *args):
     buffer.write(PNG)
 
 
+@pytest.mark.slow
 def test_plots_are_written(tmp_path):
     path = plot_losses(tmp_path / "losses.png", steps=np.arange(1, 9), losses=np.linspace(2, 1, 8), window=2,
                        val_steps=[8], val_losses=[1.1], resumed_at=[4], title="two_moons")
@@ -273,6 +275,7 @@ def test_a_job_continued_alone_is_put_back_into_its_sweeps_summary(sweep):
     assert refresh_sweep_summary(sweep.parent / "not_a_sweep" / "0") is None  # no multirun.yaml: nothing
 
 
+@pytest.mark.slow
 def test_a_job_continued_with_another_override_is_still_its_sweeps_job(sweep):
     # Was: job 1 continued alone with activation={strategy:model} no longer matched its declared configuration,
     # which got a phantom "| 4 | data | {strategy:none} | ... | not run |" row: a 4-job sweep listed 5.

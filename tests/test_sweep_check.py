@@ -314,6 +314,7 @@ def test_a_refusal_every_job_of_a_sweep_shares_is_said_once():
 BAD = ("train.steps=-1", "data.batch_size=0", "mesh=dict", "mesh.model_axis=3")
 
 
+@pytest.mark.slow
 def test_several_bad_values_of_a_run_are_one_list_each_with_its_fix_whose_fixes_together_pass():
     # Was: "ConfigError: data.batch_size=0 must be >= 1; e.g. data.batch_size=256" alone; train.steps=-1 and
     # mesh.model_axis=3 were said one run later each, once the value before them was fixed.

@@ -179,6 +179,7 @@ class ScaledVelocity(nnx.Module):
         return velocity
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting, equal_setting", [(0.75, np.float32(0.75)), (1, 1.0), (True, 1),
                                                     ((0.75, 2), (np.float32(0.75), 2))])
 def test_settings_equal_in_value_but_not_in_type_get_steps_of_their_own(setting, equal_setting):
@@ -454,6 +455,7 @@ def test_the_progress_bar_shows_no_best_validation_before_the_first(monkeypatch)
                                                   f"{result.val_loss:.4f}"]
 
 
+@pytest.mark.slow
 def test_the_loss_curve_is_copied_to_the_host_not_stacked_into_one_program(monkeypatch):
     # Was: jnp.stack over every step's loss at the end of the loop and after a Ctrl-C: XLA compiled one program
     # of that many operands (9.5 s at 5,000 steps, minutes at the sbibm preset's 20,000, during which a Ctrl-C

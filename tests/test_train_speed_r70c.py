@@ -26,6 +26,7 @@ def test_steady_step_s_leaves_the_first_step_out_of_a_single_window():
     assert steady_step_s([], None)[1] is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_every,clock,median", [
     (4, [0.0, 0.0, 10.0, 13.0, 13.0], 1.0),  # one window: 10 s of warm-up in step 1, then 1 s a step
     (2, [0.0, 0.0, 10.0, 10.0, 12.0, 12.0], 1.0),  # two windows: the first left out, as before

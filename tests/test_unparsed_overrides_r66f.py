@@ -108,6 +108,7 @@ def test_a_flags_value_is_no_bare_word(args):
 # Hydra's own settings given a shape Hydra cannot take (found by fuzzing): all passed every check, then Hydra's
 # several-line "Cannot assign int to Dict[str, str] / full_key / object_type", "Ambiguous value" without -m, or
 # (its advice) "Sweeping over Hydra's configuration is not supported" with -m.
+@pytest.mark.slow
 def test_a_dict_setting_of_hydras_given_one_value_names_how_to_set_an_entry():
     problem = command_problem(["hydra.job.env_set=1"])
     assert problem == ('hydra.job.env_set=1: hydra.job.env_set holds entries by name (a dict), not one value; set one '
@@ -175,6 +176,7 @@ def test_a_hydra_setting_of_a_type_names_hydras_default_where_it_has_one_and_it_
 # A package (@pkg) Hydra cannot apply (found by fuzzing): passed every check, then Hydra's "Override seed@pkg=1 looks
 # like a config group override, but config group 'seed' does not exist" or "Could not override 'rule@pkg'. No match
 # in the defaults list", each with its HYDRA_FULL_ERROR line and no fix.
+@pytest.mark.slow
 def test_a_package_on_a_key_that_is_no_group_names_the_plain_override_which_runs():
     assert command_problem(["seed@pkg=1"]) == ("seed@pkg=1: @pkg places a config group's option "
                                                "(group@package=option), and seed is no group; write seed=1")
@@ -190,6 +192,7 @@ def test_a_package_on_a_group_the_config_lists_without_one_names_the_plain_overr
 
 # + on a setting Hydra's own config holds (found by fuzzing): passed every check, then Hydra's "Could not append to
 # config. An item is already at 'hydra.output_subdir'. Either remove + prefix ... Or add a second + ..." in 4 lines.
+@pytest.mark.slow
 @pytest.mark.parametrize("arg", ["+hydra.output_subdir=x", "+hydra.job.chdir=true", "+hydra.run.dir=runs/a"])
 def test_a_plus_on_a_setting_of_hydras_names_the_override_without_it_which_runs(arg):
     key = arg[1:].split("=", 1)[0]

@@ -46,6 +46,7 @@ def test_a_range_refusal_of_an_untyped_config_offers_the_fix_a_composed_one_does
     validate_every(_untyped(tmp_path, edit, fix, plain=plain))  # the fix, set: it passes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plain", [False, True])
 def test_several_refusals_of_an_untyped_config_are_listed_with_every_fix_together(tmp_path, plain):
     # Was: the first alone ("train.steps=-3 must be >= 1"), the next said once that was fixed

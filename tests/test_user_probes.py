@@ -237,6 +237,7 @@ def test_tied_weights_count_once_in_a_tuple_of_nodes(devices):
     assert gs.bytes_per_device((model, optimizer))[0] == alone + gs.bytes_per_device(optimizer)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["model", "tuple"])
 def test_a_model_with_tied_weights_saved_as_a_node_restores(tmp_path, devices, given):
     # Was saved as a pytree: "encode/kernel" and "decode/kernel" both, so restoring the very model it was

@@ -42,6 +42,7 @@ def test_the_validation_loss_of_the_same_weights_is_the_same_at_every_batch_size
     assert losses[1] == pytest.approx(losses[0], rel=1e-6) and losses[2] == pytest.approx(losses[0], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_a_held_out_pair_keeps_its_index_at_every_batch_size_and_shard_layout():
     def indexed(batch_size, shards):
         pipe = build_pipeline(compose_tiny(f"data.batch_size={batch_size}").data, seed=0, mesh=None, shards=shards)
@@ -149,6 +150,7 @@ def _drawn_shapes(jaxpr):
     return shapes
 
 
+@pytest.mark.slow
 def test_a_held_out_batch_draws_only_its_own_rows():
     # Was: every batch drew (t, z) for all held-out rows (2 x 16 here; 10^6 simulations at batch 256 added 45 s per
     # validation) and kept its own 16.

@@ -15,6 +15,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import validate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides,factor,fix", [
     (("train.weight_decay=1000",), "-2", "train.weight_decay=0.0001"),
     (("train.weight_decay=400",), "-0.2", "train.weight_decay=0.0001"),

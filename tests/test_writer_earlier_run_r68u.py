@@ -24,6 +24,7 @@ def _first_save(folder, step, keep=2):
     return [w for w in caught if "CheckpointWriter" in str(w.message)], writer.steps()
 
 
+@pytest.mark.slow
 def test_a_new_run_saving_beside_an_earlier_runs_steps_is_warned_naming_the_steps_keep_deletes(tmp_path):
     # Was: the second run's saves went beside the first run's steps without a word, and keep deleted those
     # (folder [6, 9] -> [9, 10] -> [10, 20]: run 1's checkpoints gone, runs mixed); now its first save warns, naming

@@ -62,6 +62,7 @@ def test_a_64_bit_runs_own_continue_commands_set_jax_enable_x64(tmp_path, monkey
         assert job_command(["experiment=quick", "seed=0"], run, multirun=False).startswith("python launch.py ")
 
 
+@pytest.mark.slow
 def test_a_run_killed_before_its_metrics_says_its_x64_setting_from_its_launch(tmp_path, monkeypatch):
     # Killed (SIGKILL) after a checkpoint, before any metrics.json: its claim recorded the setting with its launch,
     # so the continue command carries it and a resume under the other setting is refused (was: neither)
