@@ -13,15 +13,15 @@ import pytest
 
 from faults_helpers import run_tiny
 
-from gensbi_sharding.harness.train_notes import patience_note, validations_between
+from gensbi_sharding.harness.train_notes import early_validations, patience_note
 from gensbi_sharding.harness.validation import validates_at
 
 
 @pytest.mark.parametrize("start,steps,every", [(0, 8, 100), (0, 8, 3), (0, 3000, 250), (7, 8, 1), (5, 23, 4),
                                                (0, 9, 0), (250, 3000, 250)])
-def test_validations_between_counts_what_the_loop_validates(start, steps, every):
-    loop = sum(validates_at(s, val_every=every, last_step=steps) for s in range(start + 1, steps + 1))
-    assert validations_between(start, steps, every) == loop
+def test_early_validations_counts_what_the_loop_validates_before_its_last_step(start, steps, every):
+    loop = sum(validates_at(s, val_every=every, last_step=steps) for s in range(start + 1, steps))
+    assert early_validations(start, steps, every) == loop
 
 
 def test_an_unreachable_patience_is_named_with_a_val_every_that_reaches_it():
@@ -32,7 +32,7 @@ def test_an_unreachable_patience_is_named_with_a_val_every_that_reaches_it():
     assert "train.val_every=142 (or less)" in note
     # The advice passes: with it the patience can end the run (21 validations), one more is still too few.
     assert patience_note(patience=20, val_every=142, steps=3000) is None
-    assert validations_between(0, 3000, 142) == 22 and validations_between(0, 3000, 143) == 21
+    assert early_validations(0, 3000, 142) == 21 and early_validations(0, 3000, 143) == 20
     assert patience_note(patience=21, val_every=143, steps=3000) is not None
     # 143 validates 21 times, the 21st at step 3000 itself: a stop there is no early stop (review of round 70)
     assert patience_note(patience=20, val_every=143, steps=3000) is not None

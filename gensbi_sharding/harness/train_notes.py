@@ -6,17 +6,14 @@ carries its validations), before the first step.
 
 from __future__ import annotations
 
-__all__ = ["validations_between", "patience_note"]
+__all__ = ["early_validations", "patience_note"]
 
 
-def validations_between(start: int, steps: int, val_every: int) -> int:
-    """How many validations the loop runs after steps ``start + 1 .. steps``: every ``val_every`` steps (0: none)
-    and after the last step (``validation.validates_at``)."""
-    if steps <= start:
-        return 0
-    if val_every <= 0:
-        return 1
-    return steps // val_every - start // val_every + (steps % val_every != 0)
+def early_validations(start: int, steps: int, val_every: int) -> int:
+    """How many validations the loop runs before its last step, after steps ``start + 1 .. steps - 1``: every
+    ``val_every`` steps (0: none; ``validation.validates_at``). Only these can end a run early: a stop at the last
+    step trained every step."""
+    return max(0, (steps - 1) // val_every - start // val_every) if val_every > 0 else 0
 
 
 def patience_note(*, patience: int, val_every: int, steps: int, start: int = 0, since_best: int = 0,
@@ -43,8 +40,7 @@ def patience_note(*, patience: int, val_every: int, steps: int, start: int = 0, 
     """
     if patience <= 0 or steps <= start:
         return None
-    # Only a validation before the last step can end the run early: a stop at the last step trained every step.
-    have = max(0, (steps - 1) // val_every - start // val_every) if val_every > 0 else 0
+    have = early_validations(start, steps, val_every)
     # A first validation is always a new best; after it, each without a new best counts towards patience.
     need = patience - since_best if validated else patience + 1
     if have >= need:
