@@ -66,6 +66,7 @@ def test_a_job_resumed_after_a_stop_in_its_evaluation_names_what_it_draws(tmp_pa
     first = run_tiny(tmp_path, *overrides)
     assert first["status"] == "preempted", (drawn, first.get("c2st_observations"), first.get("error"))
     drawn.clear()
+    caplog.clear()  # only the second attempt's lines (an earlier test may leave INFO on)
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         assert run_tiny(tmp_path, *overrides)["status"] == "ok"
     header = [m for m in caplog.messages if m.startswith("[6/7]")]
@@ -108,6 +109,7 @@ def test_a_kept_score_read_from_another_observations_name_says_read_from_not_was
                num_samples=100, ode_steps=2, n_folds=2, seed=0, mesh=None, out=tmp_path, write=True, plot=False,
                title=lambda *a: "", step=5)
     posterior.evaluate_observations(**run, observations=[1, 2])
+    caplog.clear()  # only the second attempt's lines (an earlier test may leave INFO on)
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         posterior.evaluate_observations(**run, observations=[2, 1])
     said = [m for m in caplog.messages if m.startswith("observation 1: C2ST")]
