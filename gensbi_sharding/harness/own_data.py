@@ -47,7 +47,7 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
     Raises
     ------
     ConfigError
-        If ``data`` is not a ``SimulationData``; an array is not 2-D (rows, dim) of real numbers, the train and
+        If ``data`` is not a ``SimulationData``; an array is not 2-D (rows, dim >= 1) of real numbers, the train and
         val splits disagree in rows or dims, ``observation`` is not ``(dim_x,)`` or a statistic not ``(dim,)``;
         a value is NaN or inf (the factory must drop such simulations, as ``load_task`` does, and count them in
         ``dropped_non_finite``); a std is not > 0; or its ``x_transform`` is not the one asked for.
@@ -78,6 +78,10 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
             if value.ndim != 2 or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
                 raise ConfigError(f"{where} returned {field} of shape {value.shape} and dtype {value.dtype}: "
                                   f"give (rows, dim_{var}) real numbers{_array_fix(field, value, var)}")
+            if value.shape[1] == 0:  # was taken: a model of no parameter (or no data) built and trained on nothing
+                raise ConfigError(f"{where} returned {field} of shape {value.shape}: no {var} columns; give "
+                                  f"(rows, dim_{var}) with dim_{var} >= 1, one column per "
+                                  f"{'parameter' if var == 'theta' else 'feature'}")
             if dims.setdefault(var, value.shape[1]) != value.shape[1]:
                 raise ConfigError(f"{where} returned {field} of {value.shape[1]} columns but {var}_train of "
                                   f"{dims[var]}: both splits hold the same dim_{var}")
