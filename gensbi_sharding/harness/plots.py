@@ -156,6 +156,16 @@ def memory_parts(metrics: dict[str, Any]) -> list[float | None]:
     return [*parts, rest if is_number(rest) and rest > 0 else None, best if is_number(best) and best > 0 else None]
 
 
+def _c2st_floor(rows: Sequence[dict[str, Any]]) -> float:
+    """The C2ST panel's lower limit: 0.4, or the tenth at least 0.02 below the lowest score less its spread.
+
+    C2ST reads under 0.5 on few samples (``eval.num_samples=20``: 0.35); a fixed 0.4 hid such a job's bar and its
+    error bar, with no "n/a" beside it: the job looked unmeasured."""
+    lows = [r["metrics"]["c2st"] - (c2st_spread(r["metrics"]) or 0.0)
+            for r in rows if is_number(r["metrics"].get("c2st"))]
+    return max(0.0, min([0.4, *(np.floor(10 * (low - 0.02)) / 10 for low in lows)]))
+
+
 def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, *, dry_run: bool = False,
                title: str = "") -> Path:
     """``sweep_summary.png``: one panel per measure, one bar per job, grouped by the swept keys.
@@ -244,7 +254,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
                 bottom += value / scale
         if metric_keys == ["c2st"]:
             ax.axhline(0.5, color="gray", linestyle="--", linewidth=1)
-            ax.set_ylim(0.4, 1.02)
+            ax.set_ylim(_c2st_floor(rows), 1.02)
         ax.set_title(panel + (f" ({unit})" if is_bytes else ""), fontsize="medium")
         if "ema" in metric_keys:
             ax.set_ylabel("parameters (dark) + optimizer state (light) + EMA (//)\n+ best weights kept for early "
