@@ -50,7 +50,7 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
         If ``data`` is not a ``SimulationData``; an array is not 2-D (rows, dim >= 1) of real numbers, the train and
         val splits disagree in rows or dims, ``observation`` is not ``(dim_x,)`` or a statistic not ``(dim,)``;
         a value is NaN or inf (the factory must drop such simulations, as ``load_task`` does, and count them in
-        ``dropped_non_finite``); a std is not > 0; or its ``x_transform`` is not the one asked for.
+        ``dropped_non_finite``, an int >= 0); a std is not > 0; or its ``x_transform`` is not the one asked for.
     """
     where = f"data={name}'s factory"
     if not isinstance(data, SimulationData):
@@ -102,6 +102,12 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
         if field.endswith("_std") and not (value > 0).all():
             raise ConfigError(f"{where} returned {field} with entries <= 0 ({value.tolist()}): z-scoring divides "
                               "by it; store a zero std as 1, as global_stats does")
+    dropped = data.dropped_non_finite  # summed over shards into metrics.json's non_finite_simulations
+    if isinstance(dropped, bool) or not isinstance(dropped, int | np.integer) or dropped < 0:
+        # was: None or "3" a TypeError in the pipeline's sum, -5 or 2.5 written to metrics.json as the count
+        raise ConfigError(f"{where} returned dropped_non_finite={dropped!r}: give the count of simulations it dropped "
+                          "for NaN or inf, an int >= 0 (0 where none), as load_task does")
+    data = dataclasses.replace(data, dropped_non_finite=int(dropped))
     if x_transform is not None and data.x_transform != x_transform:
         raise ConfigError(f"{where} returned x_transform={data.x_transform!r} for data.x_transform={x_transform}: "
                           f"pass the factory's x_transform keyword on to SimulationData(x_transform=...), or set "
