@@ -161,9 +161,12 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
             raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
                              f"pass one row, x_o[i] (shape ({dim_x},)), per call")
         stem = Path(source).with_suffix("")  # a file per row: sample.py takes a file, not x_o[i]
+        # The paths as Python and the shell read them back: was '{source}' pasted as typed, which a quote in a
+        # folder's name (John's data) broke, and a $ in it the shell expanded
+        split = (f"import numpy as np; [np.save({os.fspath(stem)!r} + f'_{{i}}.npy', row) "
+                 f"for i, row in enumerate(np.load({os.fspath(source)!r}))]")
         raise ValueError(f"{source} holds {shape[0]} observations (shape {shape}), but a posterior is drawn at one; "
-                         f"save one file per row: python -c \"import numpy as np; "
-                         f"[np.save(f'{stem}_{{i}}.npy', row) for i, row in enumerate(np.load('{source}'))]\", "
+                         f"save one file per row: python -c {_shell_word(split)}, "
                          f"then run sample.py on each {stem.name}_<i>.npy")
     if x_o.ndim != 1 or x_o.size != dim_x:
         from gensbi_sharding.harness.tasks import TASK_DIMS
