@@ -25,6 +25,7 @@ def _job(job: str, rule: str, c2st: float, sd: float) -> dict:
                             median_step_s=0.01, c2st=c2st, c2st_sd_folds=sd, wall_s=12.0)}
 
 
+@pytest.mark.slow  # matplotlib draws a figure: seconds on 2 cores
 def test_a_c2st_under_0_4_and_its_spread_lie_inside_the_panel(tmp_path, drawn):
     from gensbi_sharding.harness.plots import plot_sweep
 
@@ -35,6 +36,7 @@ def test_a_c2st_under_0_4_and_its_spread_lie_inside_the_panel(tmp_path, drawn):
     assert low == pytest.approx(0.2) and high == pytest.approx(1.02)  # 0.35 - 0.08 = 0.27 lies above 0.2
 
 
+@pytest.mark.slow  # matplotlib draws a figure: seconds on 2 cores
 def test_scores_above_0_42_keep_the_panel_from_0_4(tmp_path, drawn):
     from gensbi_sharding.harness.plots import plot_sweep
 

@@ -83,6 +83,9 @@ def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: in
     for i, step in enumerate(resumed_at):
         ax.axvline(step, color="gray", linestyle=":", label="resumed" if i == 0 else None)
     ax.set_xlabel("step")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: a 20-step run's axis read 19.25, 19.5
     ax.set_ylabel("flow-matching loss")
     positive = np.concatenate([means, np.asarray(val_losses, dtype=np.float64)])
     if len(positive) and np.all(positive > 0) and positive.max() / positive.min() > 20:
