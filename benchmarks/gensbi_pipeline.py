@@ -61,6 +61,10 @@ FIXED = {
     "eval.observations": "nothing: both sides score one observation; data.num_observation picks it",
     "eval.enabled": "nothing: both sides are scored by C2ST",
     "dry_run": "nothing: both sides train",
+    # Early stopping or a resumed checkpoint would leave the harness's side fewer steps than GenSBI's, under a
+    # caption that says --steps of each (GenSBI's side has its early stopping off, and starts from scratch)
+    "train.patience": "nothing: early stopping is off on both sides, so both run every --steps step",
+    "train.resume": "nothing: both sides train every --steps step from scratch",
 }
 
 

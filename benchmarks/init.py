@@ -158,24 +158,28 @@ def main() -> int:
             for way in ways:
                 runs[way].append(run_child(way, args, saved[way] if repeat == 0 else None))
         difference = {way: largest_difference(saved[way], saved["eager"]) for way in ways}
+    # Sizes in their own unit: a small model (--width 8 --depth 1) read "0.00 GB float32" and a fullest device
+    # peak of "0.000" GB, as if it held nothing. Imported after the children ran: the parent needs JAX for nothing else
+    from gensbi_sharding.harness.units import format_bytes
+
     gb = 1e9
     keys = ("wall_s", "cpu_s", "peak", "base", "fullest")
     median = {way: {key: statistics.median(r[key] for r in runs[way]) for key in keys} for way in ways}
     eager = median["eager"]
     print(f"mlp width={args.width} depth={args.depth} mlp_ratio={args.mlp_ratio}: "
-          f"{runs['eager'][0]['model_bytes'] / gb:.2f} GB float32; rule {args.rule!r} on "
+          f"{format_bytes(runs['eager'][0]['model_bytes'])} float32; rule {args.rule!r} on "
           f"({N_DEVICES // args.model_axis}, {args.model_axis}), {N_DEVICES} simulated CPU devices")
     print(f"medians of {args.repeats} fresh process(es) per way; resident peak = ru_maxrss, "
           f"base = resident after JAX started ({eager['base'] / gb:.2f} GB)")
     print()
     print("| way | wall (s) | wall ratio | CPU (s) | CPU ratio | resident peak (GB) | peak ratio | above base (GB) "
-          "| fullest device peak (GB) | largest difference to eager |")
+          "| fullest device peak | largest difference to eager |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for way in ways:
         m = median[way]
         print(f"| {way} | {m['wall_s']:.2f} | {m['wall_s'] / eager['wall_s']:.2f} | {m['cpu_s']:.2f} | "
               f"{m['cpu_s'] / eager['cpu_s']:.2f} | {m['peak'] / gb:.2f} | "
-              f"{m['peak'] / eager['peak']:.2f} | {(m['peak'] - m['base']) / gb:.2f} | {m['fullest'] / gb:.3f} | "
+              f"{m['peak'] / eager['peak']:.2f} | {(m['peak'] - m['base']) / gb:.2f} | {format_bytes(m['fullest'])} | "
               f"{difference[way]:.3g} |")
     return 0
 

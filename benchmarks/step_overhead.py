@@ -1,7 +1,7 @@
 """Harness train-step overhead against a minimal hand-written ``nnx.jit`` step.
 
 Same model, same shardings (rule placed by ``shard_model``), same placed batch, one
-process. Both steps are compiled first, then timed alternately in blocks; the
+process. Both steps are compiled first, then timed in blocks, which of them goes first swapped every block; the
 table reports median seconds per step and the ratio harness / hand-written
 (target <= 1.05), judged at the size it is set for (the defaults' 203,778 parameters, --width 128
 --depth 3, or more) only: a smaller model's step is mostly per-call overhead.
@@ -48,6 +48,29 @@ def build(rule: str, mesh, width: int, depth: int):
     shard_model(model, mesh, rule)
     shard_model(optimizer, mesh, rule)
     return model, optimizer
+
+
+def alternate(first, second, blocks: int) -> tuple[list[float], list[float]]:
+    """``blocks`` timings of each of two zero-argument timers, the order swapped every block.
+
+    ``first`` runs first in even blocks, ``second`` in odd ones (as ``shard_model.py``'s trials): always timing one
+    before the other gave whichever ran second a machine the first had just warmed (caches, clock, a neighbour's
+    load pattern), a bias the median of blocks keeps.
+
+    Returns
+    -------
+    tuple of list of float
+        ``(first's timings, second's timings)``, each in block order.
+    """
+    a, b = [], []
+    for block in range(blocks):
+        if block % 2:
+            b.append(second())
+            a.append(first())
+        else:
+            a.append(first())
+            b.append(second())
+    return a, b
 
 
 def main() -> int:
@@ -110,10 +133,7 @@ def main() -> int:
 
     with mesh_context(mesh):
         time_harness(), time_hand()  # warm-up (compiles the hand-written step)
-        ours, hand = [], []
-        for _ in range(args.blocks):
-            ours.append(time_harness())
-            hand.append(time_hand())
+        ours, hand = alternate(time_harness, time_hand, args.blocks)
     m_ours, m_hand = statistics.median(ours), statistics.median(hand)
     n_params = sum(leaf.size for leaf in jax.tree.leaves(nnx.state(model, nnx.Param)))
     ratio = m_ours / m_hand
