@@ -3,7 +3,9 @@ what places arrays on a mesh inside the constructor it traces."""
 
 import contextvars
 import inspect
+import os
 import re
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,7 @@ from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_key
 
 _FLAG_OFF = type("EagerShardingOff", (int,), {})(0)  # Flax's eager_sharding off (0 == False), not a user's False
+_LIBRARIES = tuple(os.path.dirname(m.__file__) + os.sep for m in (jax, flax))  # their frames: not the user's
 _NOT_SCALAR = object()  # a leaf to jax.tree (no pytree node): trace_factory's stand-in for a traced leaf
 _TRACING_FACTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracing_factory", default=None)
 #: ``refuse_in_factory``'s fixes: an input placed inside the constructor; the model placed there (its own placing).
@@ -26,9 +29,11 @@ UNDER_TRANSFORM = "under a JAX transformation (jax.jit, jax.grad, ...)"
 # Per caller of trace_factory: what it does with the constructor, what it returns, how to build the model eagerly and
 # do the same (the fixes' words hold for each).
 _ABSTRACT_WORK = "traces the model itself, holding no values, and lays it out by its plan"
-_PLACE_IT = "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)"
+#: Run as written (shard_model places in place and returns None: ``shard_model(factory(), ...)`` lost the model).
+PLACE_EAGERLY = ("place it: model = factory(); shard_model(model, mesh, rule) (a rule table: model = factory(); "
+                 "shard_model_by_table(model, mesh, rule); in the harness: model.init=eager)")
 _CALLERS = {"init_sharded": ("builds the model itself, on one device, then places it by its plan", "the model",
-                             _PLACE_IT), "abstract_sharded": (_ABSTRACT_WORK, "the abstract model", _PLACE_IT),
+                             PLACE_EAGERLY), "abstract_sharded": (_ABSTRACT_WORK, "the abstract model", PLACE_EAGERLY),
             "abstract_state_for": (_ABSTRACT_WORK, "the abstract state",
                                    "pass the built model: abstract_state_for(factory(), mesh, rule)")}
 
@@ -124,9 +129,13 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
             jax.errors.TracerIntegerConversionError) as error:  # is a ConcretizationTypeError
         if ask := next((line for line in str(error).splitlines() if _ASKED.match(line)), None):  # w.devices()
             raise ValueError(_asks_built(caller, ask)) from error  # is no value read: ensure_compile_time_eval fails
+        where = next((f" in {frame.f_code.co_qualname} ({frame.f_code.co_filename}:{line})" for frame, line in
+                      reversed(list(traceback.walk_tb(error.__traceback__)))  # the innermost frame not JAX's or Flax's:
+                      if not frame.f_code.co_filename.startswith(_LIBRARIES)), "")  # GenSBI's Flux1Params.__post_init__
         raise ValueError(f"{caller} traces the constructor, which reads a value it computed ({type(error).__name__}"
-                         f": {str(error).splitlines()[0]}); compute that value under jax.ensure_compile_time_eval() "
-                         f"if it depends on no random draw, or build it eagerly and {_CALLERS[caller][2]}") from error
+                         f": {str(error).splitlines()[0]}){where}; compute that value under "
+                         "jax.ensure_compile_time_eval() if it depends on no random draw, or build it eagerly and "
+                         f"{_CALLERS[caller][2]}") from error
     except AttributeError as error:  # w.block_until_ready(), w.sharding: JAX's words named no caller, no fix
         if "traced array" not in str(error):
             raise

@@ -16,7 +16,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.leaf_checks import check_placeable, host_view
 from gensbi_sharding.messages import shown
-from gensbi_sharding.factory import (UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
+from gensbi_sharding.factory import (PLACE_EAGERLY, UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
                                      refuse_in_factory, trace_factory, under_transform)
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
@@ -90,7 +90,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
                              "group of variables, and two traces built different values (a draw from NumPy's or "
                              "Python's global random state, the clock): each group would hold another draw. Seed it "
                              "inside the factory (np.random.default_rng(0)) or draw from nnx.Rngs, or build it eagerly "
-                             "and place it: shard_model(factory(), mesh, rule)")
+                             f"and {PLACE_EAGERLY}")
         for path in constants if first is None else ():  # the NumPy values the factory built (the first trace
             jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
                 c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])

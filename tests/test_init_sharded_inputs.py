@@ -69,7 +69,8 @@ def test_init_sharded_refuses_a_constructor_whose_groups_would_hold_other_draws(
         gs.init_sharded(unseeded, mesh, "fsdp", warn=False)
     assert str(error.value).startswith("init_sharded traces the factory 'unseeded' once per group of variables, and "
                                        "two traces built different values"), str(error.value)
-    assert "np.random.default_rng(0)" in str(error.value) and "shard_model(factory(), mesh, rule)" in str(error.value)
+    assert "np.random.default_rng(0)" in str(error.value)
+    assert "model = factory(); shard_model(model, mesh, rule)" in str(error.value)
 
     def seeded():
         rng = np.random.default_rng(0)
@@ -141,7 +142,8 @@ def test_placing_inside_a_traced_constructor_names_the_cause_and_fix(place, init
     # run passing what the real init then failed on).
     factory, mesh = _lazy_model(place)
     with pytest.raises(ValueError, match=rf"{place.__name__} called inside the model's constructor while "
-                       rf"{init.__name__} traces it.*unplaced inside the factory.*shard_model\(factory\(\), mesh"):
+                       rf"{init.__name__} traces it.*unplaced inside the factory.*"
+                       r"model = factory\(\); shard_model\(model, mesh"):
         init(factory, mesh)
 
 
@@ -173,8 +175,9 @@ def _placing_the_model(call, mesh, tmp_path):
 # What each tracer returns, and how to build the model outside it: each fix's words hold for each tracer.
 _RESULTS = {"init_sharded": "the model init_sharded returns", "abstract_sharded": "the abstract model abstract_sharded "
             "returns", "abstract_state_for": "the abstract state abstract_state_for returns"}
-_EAGER = {"init_sharded": "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)",
-          "abstract_sharded": "place it: shard_model(factory(), mesh, rule) (in the harness: model.init=eager)",
+_PLACE_EAGERLY = ("place it: model = factory(); shard_model(model, mesh, rule) (a rule table: model = factory(); "
+                  "shard_model_by_table(model, mesh, rule); in the harness: model.init=eager)")
+_EAGER = {"init_sharded": _PLACE_EAGERLY, "abstract_sharded": _PLACE_EAGERLY,
           "abstract_state_for": "pass the built model: abstract_state_for(factory(), mesh, rule)"}
 _PLACED_INPUT = ("an input placed on the mesh's devices cannot enter it: build the sample input unplaced inside the "
                  "factory (a NumPy or jnp array: jnp.ones((8, dim))), or build the model eagerly and {eager}")
@@ -420,7 +423,8 @@ def test_a_constructor_asking_its_array_what_only_a_built_one_has_is_named_with_
     for build, caller in ((init_sharded, "init_sharded"), (abstract_sharded, "abstract_sharded")):
         with pytest.raises(ValueError, match=rf"{caller} traces the constructor, which asks an array it computed for "
                                              rf"what only a built array has \(The '{ask}' .* not available on traced "
-                                             r"array.*build it eagerly and place it: shard_model\(factory\(\), mesh"):
+                                             r"array.*build it eagerly and place it: "
+                                             r"model = factory\(\); shard_model\(model, mesh"):
             build(Asks, mesh, "fsdp")
     with pytest.raises(ValueError, match=r"abstract_state_for traces the constructor.*pass the built model"):
         abstract_state_for(Asks, mesh, "fsdp")
@@ -446,7 +450,7 @@ def test_a_constructor_asking_what_jax_refuses_as_a_concretization_is_named_as_a
 
     with pytest.raises(ValueError, match=rf"init_sharded traces the constructor, which asks an array it computed for "
                                          rf"what only a built array has \({re.escape(words)} on traced array.*build it "
-                                         r"eagerly and place it: shard_model\(factory\(\), mesh"):
+                                         r"eagerly and place it: model = factory\(\); shard_model\(model, mesh"):
         init_sharded(Asks, mesh, "fsdp")
     placed = Asks()  # eagerly, then placed: the fix given
     gs.shard_model(placed, mesh, "replicated")
