@@ -8,17 +8,14 @@ as a user gets it: the harness's (``conf/train``) and GenSBI's defaults (warm-up
 clipping, EMA, a validation batch every 100 steps) with its peak learning rate set to the harness's (GenSBI's 1e-4
 default is tuned for 50,000 steps) and early stopping off (so both run every step).
 
-Time per step is the median over steady steps: the harness's own windows
-(``median_step_s``); for GenSBI the interval between successive batch requests inside
-its loop (one per step), after the first 20 steps (compilation). C2ST: both sides'
-posterior samples at the benchmark observation against the reference, with the
-harness's ``evaluate.c2st`` and the same sample count and folds; GenSBI's twice, with its EMA
-weights (its default for sampling) and with its last weights: its EMA starts from the initial
-weights and takes ``optax.ema``'s state, not the debiased output, so after ``steps`` steps of decay
-0.999 it still holds 0.999**steps of them (13% after 2000 steps).
+Time per step is the median over steady steps: the harness's own windows (``median_step_s``); for GenSBI the
+interval between successive batch requests inside its loop (one per step), after the first 20 steps (compilation).
+C2ST: both sides' posterior samples at the benchmark observation against the reference, with the harness's
+``evaluate.c2st`` and the same sample count and folds; GenSBI's twice, with its EMA weights (its default for
+sampling) and with its last weights: its EMA starts from the initial weights and takes ``optax.ema``'s state, not
+the debiased output, so after ``steps`` steps of decay 0.999 it still holds 0.999**steps of them (13% after 2000).
 
-``--profile`` adds a cProfile of ``--profile-steps`` GenSBI steps (after warm-up)
-and prints where their host time goes.
+``--profile`` adds a cProfile of ``--profile-steps`` GenSBI steps (after warm-up) and prints where their host time goes.
 
 Run: ``nice -n 10 .venv/bin/python benchmarks/gensbi_pipeline.py [--steps 2000] [--profile]``
 """
@@ -47,8 +44,7 @@ from cli_args import bars_off_unless_terminal, count, fit_console, integer, new_
 from hydra.errors import HydraException  # noqa: E402
 
 WARMUP_STEPS = 20  # GenSBI steps left out of its step time: compilation
-#: Keys this script sets for both sides: an override of one would change the harness's side alone (GenSBI's
-#: takes the flag), or break the like-for-like comparison the table's caption states.
+#: Keys this script sets for both sides: an override would change the harness's side alone (GenSBI's takes the flag)
 FIXED = {
     "train.steps": "--steps", "data.batch_size": "--batch-size", "seed": "--seed",
     "eval.num_samples": "--num-samples", "eval.c2st_folds": "--folds",
