@@ -214,7 +214,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
               mesh: Mesh | None = None) -> jax.Array:
     """Pin the layout of activation ``x`` (GSPMD's sharding constraint, arXiv:2105.04663; outside jit a
     ``jax.device_put``, Explicit axes by ``jax.sharding.reshard``, a ``shard_map``'s Manual axes left out); same
-    shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh, its names checked all the same.
+    shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh, its names checked all the same (in
+    ``jax.jit`` without a mesh, warned if ``partition_axis`` names mesh axes).
 
     Parameters
     ----------
@@ -229,7 +230,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Warns
     -----
     ShardingFallbackWarning
-        One per call (per trace under ``jax.jit``) naming the dimensions left unsplit and why.
+        One per call (per trace under ``jax.jit``) naming the dimensions left unsplit and why, or, traced without an
+        active mesh, the mesh axes ``partition_axis`` names and the fix (``mesh=mesh`` or ``mesh_context(mesh)``).
 
     Raises
     ------
@@ -249,7 +251,11 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
-        partition_axis._formed()
+        axes = tuple(dict.fromkeys(a for value in partition_axis._formed() for a in mesh_axes_of(value)))
+        if axes and isinstance(x, jax.core.Tracer):  # was silent: in jit the output sat on one device, unseen
+            warnings.warn(f"constrain: partition_axis splits over {axes} but no mesh is active, so activation "
+                          f"{tuple(names)} is left unconstrained; pass mesh=mesh or call it inside "
+                          "gs.mesh_context(mesh)", ShardingFallbackWarning, stacklevel=2)
         return x
     check_placeable(x, f"constrain: x (shape {x.shape})")  # a NumPy array outside jit: placed here
     manual = frozenset(jax.sharding.get_abstract_mesh().manual_axes)

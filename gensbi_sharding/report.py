@@ -73,8 +73,9 @@ def partition_specs(node: Any) -> dict[str, str]:
 
 def _spec_text(spec: jax.sharding.PartitionSpec) -> str:
     """``spec`` as ``partition_specs`` and ``describe`` show it, e.g. ``"P('data', None)"``, ``"P('data')"``: one form
-    whatever JAX's ``repr`` (``"PartitionSpec(...)"`` in older releases, ``"P('data',)"`` now)."""
-    return "P(" + ", ".join(repr(entry) for entry in spec) + ")"
+    whatever JAX's ``repr`` (``"PartitionSpec(...)"`` in older releases, ``"P('data',)"`` now). A replicated spec is
+    ``"P()"`` however it came: ``P(None)`` (a name the rule maps to None) read apart from it to a grep for "P()"."""
+    return "P(" + (", ".join(map(repr, spec)) if any(e is not None for e in spec) else "") + ")"
 
 
 def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding.Sharding | None]]:
