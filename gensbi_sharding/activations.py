@@ -29,7 +29,6 @@ ACTIVATION_NAMES: dict[str, str] = {
 
 class _Fields(NamedTuple):
     """``PartitionAxis``'s fields and defaults (a NamedTuple's ``__new__`` cannot be written in its body)."""
-
     batch_axis: MeshAxes = "data"
     sequence_axis: MeshAxes = None
     query_sequence_axis: MeshAxes = None
@@ -61,10 +60,8 @@ class PartitionAxis(_Fields):
         For ``"batch"`` and ``"heads"`` dimensions.
     hidden_state_axis, attention_dim_axis : MeshAxes, default None
         ``"hidden"`` (the model width) and ``"head_dim"`` (each head's width) dimensions.
-    sequence_axis, query_sequence_axis, key_sequence_axis : MeshAxes, default None
-    bias_head_sequence_axis, bias_key_sequence_axis, generation_query_sequence_axis : MeshAxes, default None
-    generation_key_sequence_axis, generation_attention_dim_axis : MeshAxes, default None
-        The ``bias_*`` and ``generation_*`` fields are validated only.
+    sequence_axis, query_sequence_axis, key_sequence_axis, bias_*, generation_* : MeshAxes, default None
+        The ``bias_*`` and ``generation_*`` fields (``generation_head_axis`` too) are validated only.
     """
 
     __slots__ = ()
@@ -129,9 +126,8 @@ class PartitionAxis(_Fields):
             target = () if logical in absent else mesh_axes_of(table.get(logical))  # [] splits nothing, as in plans
             return _pack(tuple(a for a in target if sizes[a] > 1 and a not in batch))
 
-        heads = follow("heads")
-        return cls(batch_axis=_pack(batch), head_axis=heads, hidden_state_axis=follow("embed"),
-                   generation_head_axis=heads)
+        return cls(batch_axis=_pack(batch), hidden_state_axis=follow("embed"),
+                   **dict.fromkeys(("head_axis", "generation_head_axis"), follow("heads")))
 
     def resolve(self, mesh: Mesh) -> "PartitionAxis":
         """This strategy checked against ``mesh``, lists made tuples (hashable: a static model attribute).
@@ -192,9 +188,8 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
     pa = partition_axis.resolve(mesh)
     entries, used, unsplit = [], set(), {}
     for name, dim in zip(names, shape):
-        target = None if name is None else getattr(pa, ACTIVATION_NAMES[name])
         # checked by resolve; inside shard_map x is one block, already split over its Manual axes
-        axes = tuple(a for a in mesh_axes_of(target) if a not in manual)
+        axes = tuple(a for a in mesh_axes_of(name and getattr(pa, ACTIVATION_NAMES[name])) if a not in manual)
         target = _pack(axes)
         size = math.prod(mesh.shape[a] for a in axes)
         if axes and used.intersection(axes):  # the fix: the axes left, where they split it
@@ -229,7 +224,8 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     Warns
     -----
     ShardingFallbackWarning
-        One per call (per trace under ``jax.jit``) naming the dimensions left unsplit and why.
+        One per call (per trace under ``jax.jit``) naming the dimensions left unsplit and why, or, traced without an
+        active mesh, the mesh axes ``partition_axis`` names and the fix (``mesh=mesh`` or ``mesh_context(mesh)``).
 
     Raises
     ------
@@ -249,7 +245,11 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
-        partition_axis._formed()
+        axes = tuple(dict.fromkeys(a for value in partition_axis._formed() for a in mesh_axes_of(value)))
+        if axes and isinstance(x, jax.core.Tracer):  # was silent: in jit the output sat on one device, unseen
+            warnings.warn(f"constrain: partition_axis splits over {axes} but no mesh is active, so activation "
+                          f"{tuple(names)} is left unconstrained; pass mesh=mesh or call it inside "
+                          "gs.mesh_context(mesh)", ShardingFallbackWarning, stacklevel=2)
         return x
     check_placeable(x, f"constrain: x (shape {x.shape})")  # a NumPy array outside jit: placed here
     manual = frozenset(jax.sharding.get_abstract_mesh().manual_axes)

@@ -72,9 +72,9 @@ def partition_specs(node: Any) -> dict[str, str]:
 
 
 def _spec_text(spec: jax.sharding.PartitionSpec) -> str:
-    """``spec`` as ``partition_specs`` and ``describe`` show it, e.g. ``"P('data', None)"``, ``"P('data')"``: one form
-    whatever JAX's ``repr`` (``"PartitionSpec(...)"`` in older releases, ``"P('data',)"`` now)."""
-    return "P(" + ", ".join(repr(entry) for entry in spec) + ")"
+    """``spec`` as ``partition_specs`` and ``describe`` show it, e.g. ``"P('data', None)"``, whatever JAX's ``repr``;
+    all-None ``"P()"``, as an unannotated variable's (``P(None)`` was missed by a grep for "P()")."""
+    return "P(" + (", ".join(map(repr, spec)) if any(e is not None for e in spec) else "") + ")"
 
 
 def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding.Sharding | None]]:
