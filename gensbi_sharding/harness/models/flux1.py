@@ -20,11 +20,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from flax import nnx
+from omegaconf import OmegaConf
 
 from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.nodes import is_int
 from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_params, positive_int, prepare_inputs
-from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES
+from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES, check_model
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
 __all__ = ["Flux1Velocity", "make_flux1", "flux1_params", "compute_dtype", "ID_STRATEGIES_1D"]
@@ -198,6 +199,15 @@ def flux1_params(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float
         raise ValueError(f"model.depth=0 and model.depth_single_blocks=0: the velocity would ignore x; "
                          "set model.depth_single_blocks=1 or model.depth=1")
     dims["depth"] = int(depth)
+    # The harness's own checks of a model=flux1 section (run before any simulation there), so a Python caller gets
+    # the same one-line ValueError naming model.<field> rather than GenSBI's deep ZeroDivisionError (axes_dim=[0,0]),
+    # TypeError (mlp_ratio=-1) or a model that outputs NaN (theta=0 with rope1d ids).
+    check_model(OmegaConf.create(dict(
+        name="flux1", init="eager", mlp_ratio=float(mlp_ratio), num_heads=dims["num_heads"], depth=dims["depth"],
+        depth_single_blocks=int(depth_single_blocks), qkv_bias=bool(qkv_bias),
+        axes_dim=None if axes_dim is None else [int(a) for a in axes_dim], val_emb_dim=val_emb_dim,
+        id_emb_dim=id_emb_dim, id_merge_mode=id_merge_mode, theta=theta, id_embedding_strategy=list(strategies),
+        param_dtype=param_dtype, dtype=dtype)), traced=False)
     fields = dict(
         in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=float(mlp_ratio),
         num_heads=dims["num_heads"], depth=dims["depth"], depth_single_blocks=depth_single_blocks,
