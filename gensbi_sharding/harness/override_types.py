@@ -153,9 +153,11 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         multirun = command.multirun if key not in ("sweep", "experiment") else any(
             a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in command.args)
         if swept and sweeps_need_m and not multirun and not key.startswith("hydra"):
-            # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses.
+            # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses; a
+            # key inside a rule takes a list (several mesh axes), the group itself (rule=fsdp,tensor) one option
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
-                      if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation")) else "")
+                      if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation") and "." in key)
+                      else "")
             return (f"{arg}: several values are a sweep, one job per value, which needs -m: {command_for()} -m "
                     f"... {shlex.quote(arg)}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:
