@@ -12,7 +12,7 @@ import pytest
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.devices import CLUSTER_VARIABLES, check_coordinator
-from gensbi_sharding.harness.distributed_checks import check_distributed, partial_cluster
+from gensbi_sharding.harness.distributed_checks import check_cluster_ranks, check_distributed, partial_cluster
 
 EXPLICIT = ("distributed.mode=explicit", "distributed.coordinator_address=localhost:1234")
 
@@ -45,6 +45,24 @@ def test_a_partial_slurm_environment_names_what_jax_also_needs():
     assert partial_cluster(CLUSTER_VARIABLES, full) == ""
 
 
+SLURM = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "localhost", "SLURM_LOCALID": "0"}
+
+
+@pytest.mark.parametrize("rank, count", [("3", "2"), ("2", "2"), ("-1", "2"), ("one", "2")])
+def test_a_slurm_rank_not_below_its_count_names_both_variables(rank, count):
+    with pytest.raises(ConfigError) as caught:
+        check_cluster_ranks(CLUSTER_VARIABLES, {**SLURM, "SLURM_PROCID": rank, "SLURM_NTASKS": count})
+    assert f"distributed=auto: SLURM_PROCID={rank} with SLURM_NTASKS={count} is not a rank of the job" \
+           in str(caught.value)
+    assert "found no cluster" not in str(caught.value)
+
+
+def test_consistent_or_absent_cluster_variables_pass():
+    assert check_cluster_ranks(CLUSTER_VARIABLES, {**SLURM, "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}) == {}
+    assert check_cluster_ranks(CLUSTER_VARIABLES, {"SLURM_PROCID": "3", "SLURM_NTASKS": "2"}) == {}  # partial: JAX's
+    assert check_cluster_ranks(CLUSTER_VARIABLES, {}) == {}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -69,3 +87,11 @@ def test_a_stray_rank_at_the_coordinator_is_named_and_never_told_to_go():
         check_coordinator(address, 0, 2, 1)
     thread.join(timeout=10)
     assert not thread.is_alive() and told and told[0] != "go"
+
+
+def test_an_inconsistent_cluster_rank_tags_no_process():
+    from gensbi_sharding.harness.devices import environment_rank
+
+    # was (3, 2): its error was tagged "[process 3/2]", a process the job cannot have
+    assert environment_rank({**SLURM, "SLURM_PROCID": "3", "SLURM_NTASKS": "2"}) is None
+    assert environment_rank({**SLURM, "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}) == (1, 2)

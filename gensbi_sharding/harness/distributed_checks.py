@@ -11,7 +11,8 @@ from gensbi_sharding.harness.config import require
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["check_distributed", "no_mesh_problem", "processes_config_problem", "partial_cluster"]
+__all__ = ["check_distributed", "no_mesh_problem", "processes_config_problem", "partial_cluster",
+           "check_cluster_ranks"]
 
 # What each process may set alone: its rank, its output, how it joins (the coordinator as its host sees it: joined)
 PER_PROCESS = ("distributed.process_id", "verbose", "debug", "distributed.coordinator_address",
@@ -132,3 +133,42 @@ def partial_cluster(variables: tuple, environ=None) -> str:
         if missing and len(missing) < len(names):
             return f" ({', '.join(n for n in names if n in environ)} set, but JAX also needs {', '.join(missing)})"
     return ""
+
+
+def check_cluster_ranks(variables: tuple, environ=None) -> dict:
+    """Refuse a cluster environment whose rank is not below its count (``SLURM_PROCID=3`` with ``SLURM_NTASKS=2``).
+
+    JAX's detection reads such a pair and refuses it with a ValueError that ``distributed=auto`` took for "no
+    cluster"; this names the two variables instead, before any join.
+
+    Parameters
+    ----------
+    variables : tuple
+        ``devices.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster, in JAX's order.
+    environ : mapping, optional
+        The environment (``os.environ``).
+
+    Returns
+    -------
+    dict
+        ``{}``: the keywords ``jax.distributed.initialize`` gets (JAX reads the cluster's variables itself).
+
+    Raises
+    ------
+    ConfigError
+        Naming both variables, their values and what to fix.
+    """
+    environ = os.environ if environ is None else environ
+    for rank, count, needed in variables:
+        if not all(name in environ for name in (rank, count, *needed)):
+            continue
+        try:
+            ok = 0 <= int(environ[rank]) < int(environ[count])
+        except ValueError:
+            ok = False
+        require(ok, f"distributed=auto: {rank}={environ[rank]} with {count}={environ[count]} is not a rank of the "
+                    f"job ({rank} must be a whole number from 0 to {count} - 1): under the cluster's launcher (srun, "
+                    f"mpirun) these are set for each process; set by hand, fix them, or unset all of {rank}, {count}"
+                    f", {', '.join(needed)} and use distributed=none")
+        return {}
+    return {}
