@@ -19,6 +19,7 @@ import jax
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.cpu_count import (DEFAULT_CPU_COUNT, MAX_CPU_COUNT,  # noqa: F401 (re-exported)
                                                resolve_cpu_count)
+from gensbi_sharding.harness.distributed_checks import check_cluster_ranks, partial_cluster
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
            "check_coordinator", "check_platform", "peak_bytes_in_use", "job_peak_metrics", "environment_rank"]
@@ -173,25 +174,27 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
         kwargs = {"coordinator_address": coordinator_address, "num_processes": num_processes,
                   "process_id": process_id}
     else:
-        kwargs = {}
+        kwargs = check_cluster_ranks(CLUSTER_VARIABLES)  # {}: JAX reads them; inconsistent ones refused first
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     try:
         jax.distributed.initialize(initialization_timeout=timeout_s, **kwargs, **_bounds(heartbeat_s))
     except ValueError as err:  # auto: JAX found no cluster environment to read its coordinates from
+        if mode == "explicit":  # JAX's own value checks: not a missing cluster, which the message below would say
+            raise ConfigError(f"distributed.mode=explicit refused by jax.distributed.initialize: {err}") from None
         raise ConfigError(
-            f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err} "
+            f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err}{partial_cluster(CLUSTER_VARIABLES)} "
             "Use distributed=none on one machine, distributed=local to try several local "
             "processes, or distributed.mode=explicit with coordinator_address, num_processes "
             "and process_id") from None
     except RuntimeError as err:  # JAX refuses once its backend started
-        raise ConfigError(
-            f"distributed.mode={mode} needs jax.distributed.initialize() before JAX's backend "
-            f"starts, but it refused ({err}); start a fresh process") from None
+        raise ConfigError(f"distributed.mode={mode} needs jax.distributed.initialize() before JAX's backend "
+                          f"starts, but it refused ({err}); start a fresh process") from None
 
 
 def environment_rank(environ=None) -> tuple[int, int] | None:
     """This process's (rank, process count) under ``distributed=auto``, before JAX joins the processes: read from
-    the cluster's variables JAX's detection reads (``CLUSTER_VARIABLES``); None where none (or a value) is there.
+    the cluster's variables JAX's detection reads (``CLUSTER_VARIABLES``); None where none (or a value) is there,
+    or where the rank is not below the count (no process's: ``check_cluster_ranks`` refuses it, untagged).
 
     Parameters
     ----------
@@ -202,9 +205,10 @@ def environment_rank(environ=None) -> tuple[int, int] | None:
     for rank, count, needed in CLUSTER_VARIABLES:
         if all(name in environ for name in (rank, count, *needed)):
             try:
-                return int(environ[rank]), int(environ[count])
-            except ValueError:  # not a cluster's: JAX's own detection says what it makes of it
+                found = int(environ[rank]), int(environ[count])
+            except ValueError:  # not a cluster's: check_cluster_ranks says so
                 return None
+            return found if 0 <= found[0] < found[1] else None
     return None
 
 
@@ -260,13 +264,19 @@ def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, ti
             f"process 0 cannot serve the coordinator at distributed.coordinator_address={address} "
             f"({err.strerror}): give an address of this host and a free port") from None
     joined: dict[int, socket.socket] = {}
+    strays: list[int] = []
     with server:
         while len(joined) < num_processes - 1 and time.monotonic() < deadline:
             server.settimeout(max(deadline - time.monotonic(), 0.01))
             try:
                 conn, _ = server.accept()
                 conn.settimeout(max(deadline - time.monotonic(), 0.01))
-                joined[int(conn.recv(16).decode().strip())] = conn
+                rank = int(conn.recv(16).decode().strip())
+                if not 0 < rank < num_processes or rank in joined:  # a stray or a twin: never told to go
+                    strays.append(rank)
+                    conn.close()
+                    continue
+                joined[rank] = conn
             except (OSError, ValueError):
                 continue
         complete = len(joined) == num_processes - 1
@@ -279,7 +289,9 @@ def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, ti
         raise ConfigError(
             f"process(es) {missing} of {num_processes} did not reach the coordinator at "
             f"distributed.coordinator_address={address} within distributed.timeout_s={timeout_s} s: "
-            "start them with this address, or raise distributed.timeout_s")
+            "start them with this address, or raise distributed.timeout_s"
+            + (f" (refused: process_id {sorted(set(strays))}, outside 1..{num_processes - 1} or given twice)"
+               if strays else ""))
 
 
 def _bounds(heartbeat_s: int) -> dict:

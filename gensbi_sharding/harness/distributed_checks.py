@@ -11,7 +11,8 @@ from gensbi_sharding.harness.config import require
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.refusal import Refusal
 
-__all__ = ["check_distributed", "no_mesh_problem", "processes_config_problem"]
+__all__ = ["check_distributed", "no_mesh_problem", "processes_config_problem", "partial_cluster",
+           "check_cluster_ranks"]
 
 # What each process may set alone: its rank, its output, how it joins (the coordinator as its host sees it: joined)
 PER_PROCESS = ("distributed.process_id", "verbose", "debug", "distributed.coordinator_address",
@@ -33,6 +34,7 @@ def check_distributed(cfg: DictConfig) -> None:
                                                           f"distributed.local_processes={2 if local else 1}"))
     for key in ("timeout_s", "heartbeat_s", "run_timeout_s"):
         require(cfg.distributed[key] >= 1, f"distributed.{key}={cfg.distributed[key]} must be >= 1")
+    _check_rank(cfg.distributed)
     require(cfg.distributed.mode in ("none", "auto", "explicit"),
            f"distributed.mode={override_literal(cfg.distributed.mode)} is not one of none, auto, explicit")
     require(cfg.mesh.spec is not None or cfg.distributed.local_processes == 1,
@@ -51,6 +53,23 @@ def check_distributed(cfg: DictConfig) -> None:
         require(False, Refusal(f"distributed.{typed[0]}={override_literal(cfg.distributed[typed[0]])}: distributed="
                                "local gives each process it starts its own process_id, coordinator_address and "
                                "num_processes", f"distributed.{typed[0]}=null"))
+
+
+def _check_rank(dist: DictConfig) -> None:
+    # Caught here, before any join: a rank outside 0..n-1 made process 0 wait out timeout_s blaming the rank that was
+    # missing, and the stray one was told "distributed=auto found no cluster" by JAX's own check.
+    count, rank = dist.num_processes, dist.process_id
+    if count is not None:
+        require(count >= 1, Refusal(f"distributed.num_processes={count} must be >= 1 (one per process of the job)",
+                                    "distributed.num_processes=2"))
+    if rank is not None:
+        top = f"0..{count - 1}" if count is not None else "0 or more"
+        require(rank >= 0 and (count is None or rank < count),
+                Refusal(f"distributed.process_id={rank} is not one of {top}"
+                        + (f" (distributed.num_processes={count})" if count is not None else ""),
+                        "distributed.process_id=0", how="; number the processes from 0, e.g. ",
+                        after=" on the first, and raise distributed.num_processes to the job's process count"
+                        if count is not None else ""))
 
 
 def no_mesh_problem(processes: int) -> str:
@@ -92,3 +111,64 @@ def _flat(tree: object, prefix: str = "") -> list[tuple[str, object]]:
     if not isinstance(tree, dict) or not tree:
         return [(prefix, tree)]
     return [pair for key, value in tree.items() for pair in _flat(value, f"{prefix}.{key}" if prefix else str(key))]
+
+
+def partial_cluster(variables: tuple, environ=None) -> str:
+    """Words naming the cluster variables that are missing where only some of one cluster's are set, else "".
+
+    ``SLURM_PROCID`` and ``SLURM_NTASKS`` typed by hand look like a cluster, but JAX's detection needs all of its
+    variables; ``distributed=auto`` then says it found no cluster, and these words say why.
+
+    Parameters
+    ----------
+    variables : tuple
+        ``devices.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster.
+    environ : mapping, optional
+        The environment (``os.environ``).
+    """
+    environ = os.environ if environ is None else environ
+    for rank, count, needed in variables:
+        names = (rank, count, *needed)
+        missing = [name for name in names if name not in environ]
+        if missing and len(missing) < len(names):
+            return f" ({', '.join(n for n in names if n in environ)} set, but JAX also needs {', '.join(missing)})"
+    return ""
+
+
+def check_cluster_ranks(variables: tuple, environ=None) -> dict:
+    """Refuse a cluster environment whose rank is not below its count (``SLURM_PROCID=3`` with ``SLURM_NTASKS=2``).
+
+    JAX's detection reads such a pair and refuses it with a ValueError that ``distributed=auto`` took for "no
+    cluster"; this names the two variables instead, before any join.
+
+    Parameters
+    ----------
+    variables : tuple
+        ``devices.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster, in JAX's order.
+    environ : mapping, optional
+        The environment (``os.environ``).
+
+    Returns
+    -------
+    dict
+        ``{}``: the keywords ``jax.distributed.initialize`` gets (JAX reads the cluster's variables itself).
+
+    Raises
+    ------
+    ConfigError
+        Naming both variables, their values and what to fix.
+    """
+    environ = os.environ if environ is None else environ
+    for rank, count, needed in variables:
+        if not all(name in environ for name in (rank, count, *needed)):
+            continue
+        try:
+            ok = 0 <= int(environ[rank]) < int(environ[count])
+        except ValueError:
+            ok = False
+        require(ok, f"distributed=auto: {rank}={environ[rank]} with {count}={environ[count]} is not a rank of the "
+                    f"job ({rank} must be a whole number from 0 to {count} - 1): under the cluster's launcher (srun, "
+                    f"mpirun) these are set for each process; set by hand, fix them, or unset all of {rank}, {count}"
+                    f", {', '.join(needed)} and use distributed=none")
+        return {}
+    return {}
