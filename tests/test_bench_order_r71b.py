@@ -1,18 +1,13 @@
 """benchmarks/step_overhead.py swaps which step is timed first every block, as shard_model.py swaps its trials."""
 
-import importlib.util
-
 import pytest
 
-from faults_helpers import REPO
+from faults_helpers import REPO, load_benchmark
 
 
 def _script(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("step_overhead_r71b", REPO / "benchmarks" / "step_overhead.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # its cli_args
+    return load_benchmark("step_overhead")
 
 
 @pytest.mark.slow  # imports the script's JAX, Flax and harness modules: ~1.9 s alone on 2 cores

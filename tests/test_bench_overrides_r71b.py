@@ -1,19 +1,15 @@
 """benchmarks/gensbi_pipeline.py refuses a harness override that would leave its side fewer steps than GenSBI's."""
 
-import importlib.util
 import sys
 
 import pytest
 
-from faults_helpers import REPO
+from faults_helpers import REPO, load_benchmark
 
 
 def _script(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("gensbi_pipeline_r71b", REPO / "benchmarks" / "gensbi_pipeline.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # its cli_args
+    return load_benchmark("gensbi_pipeline")
 
 
 @pytest.mark.parametrize("override, said", [

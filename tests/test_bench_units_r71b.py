@@ -1,17 +1,13 @@
 """benchmarks/init.py prints a small model's sizes in their own unit, not as 0.00 GB."""
 
-import importlib.util
 import sys
 
-from faults_helpers import REPO
+from faults_helpers import REPO, load_benchmark
 
 
 def _script(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("init_benchmark_r71b", REPO / "benchmarks" / "init.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # its cli_args
+    return load_benchmark("init")
 
 
 def test_init_benchmark_names_a_small_models_bytes_in_their_unit(monkeypatch, capsys):

@@ -31,6 +31,7 @@ def test_make_flux1_refuses_what_the_harness_refuses_naming_the_field(bad, named
             raise
 
 
+@pytest.mark.slow  # builds and calls a Flux1 (compiles its blocks): 17 s on 2 cores under load
 def test_flux1_params_still_builds_a_valid_model_and_it_runs():
     params = flux1_params(rngs=nnx.Rngs(0), **SMALL)
     assert (params.num_heads, params.depth, params.depth_single_blocks) == (2, 1, 1)

@@ -3,20 +3,7 @@ below the panel's fixed lower limit, its bar and error bar hidden and no "n/a" b
 
 import pytest
 
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """The figures the plots save, in order (each still written)."""
-    from matplotlib.figure import Figure
-
-    figures, save = [], Figure.savefig
-
-    def recorded(fig, *args, **kwargs):
-        figures.append(fig)
-        return save(fig, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", recorded)
-    return figures
+from test_summary import drawn  # noqa: F401 (a fixture: the figures the plots save)
 
 
 def _job(job: str, rule: str, c2st: float, sd: float) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 from omegaconf import OmegaConf
 
@@ -202,12 +203,15 @@ def flux1_params(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float
     # The harness's own checks of a model=flux1 section (run before any simulation there), so a Python caller gets
     # the same one-line ValueError naming model.<field> rather than GenSBI's deep ZeroDivisionError (axes_dim=[0,0]),
     # TypeError (mlp_ratio=-1) or a model that outputs NaN (theta=0 with rope1d ids).
-    check_model(OmegaConf.create(dict(
+    # A Python caller's np.int64 is taken as its int, a np.dtype as itself (OmegaConf refused both: was an
+    # UnsupportedValueType, where compute_dtype and GenSBI take them)
+    section = {k: v.item() if isinstance(v, np.generic) else v for k, v in dict(
         name="flux1", init="eager", mlp_ratio=float(mlp_ratio), num_heads=dims["num_heads"], depth=dims["depth"],
         depth_single_blocks=int(depth_single_blocks), qkv_bias=bool(qkv_bias),
         axes_dim=None if axes_dim is None else [int(a) for a in axes_dim], val_emb_dim=val_emb_dim,
         id_emb_dim=id_emb_dim, id_merge_mode=id_merge_mode, theta=theta, id_embedding_strategy=list(strategies),
-        param_dtype=param_dtype, dtype=dtype)), traced=False)
+        param_dtype=param_dtype, dtype=dtype).items()}
+    check_model(OmegaConf.create(section, flags={"allow_objects": True}), traced=False)
     fields = dict(
         in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=float(mlp_ratio),
         num_heads=dims["num_heads"], depth=dims["depth"], depth_single_blocks=depth_single_blocks,
