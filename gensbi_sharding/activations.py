@@ -14,12 +14,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.batch import batch_axes, check_active_mesh, traced_mesh
 from gensbi_sharding.factory import under_transform
 from gensbi_sharding.leaf_checks import check_placeable
+from gensbi_sharding.mesh import entered_mesh
 from gensbi_sharding.messages import shown
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
 from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
                                    resolve_rule, typo_of)
 
-__all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain", "entered_mesh"]
+__all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
 
 #: Activation dimension name -> the ``PartitionAxis`` field that places it.
 ACTIVATION_NAMES: dict[str, str] = {
@@ -29,6 +30,7 @@ ACTIVATION_NAMES: dict[str, str] = {
 
 class _Fields(NamedTuple):
     """``PartitionAxis``'s fields and defaults (a NamedTuple's ``__new__`` cannot be written in its body)."""
+
     batch_axis: MeshAxes = "data"
     sequence_axis: MeshAxes = None
     query_sequence_axis: MeshAxes = None
@@ -126,8 +128,9 @@ class PartitionAxis(_Fields):
             target = () if logical in absent else mesh_axes_of(table.get(logical))  # [] splits nothing, as in plans
             return _pack(tuple(a for a in target if sizes[a] > 1 and a not in batch))
 
-        return cls(batch_axis=_pack(batch), hidden_state_axis=follow("embed"),
-                   **dict.fromkeys(("head_axis", "generation_head_axis"), follow("heads")))
+        heads = follow("heads")
+        return cls(batch_axis=_pack(batch), head_axis=heads, hidden_state_axis=follow("embed"),
+                   generation_head_axis=heads)
 
     def resolve(self, mesh: Mesh) -> "PartitionAxis":
         """This strategy checked against ``mesh``, lists made tuples (hashable: a static model attribute).
@@ -188,8 +191,9 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
     pa = partition_axis.resolve(mesh)
     entries, used, unsplit = [], set(), {}
     for name, dim in zip(names, shape):
+        target = None if name is None else getattr(pa, ACTIVATION_NAMES[name])
         # checked by resolve; inside shard_map x is one block, already split over its Manual axes
-        axes = tuple(a for a in mesh_axes_of(name and getattr(pa, ACTIVATION_NAMES[name])) if a not in manual)
+        axes = tuple(a for a in mesh_axes_of(target) if a not in manual)
         target = _pack(axes)
         size = math.prod(mesh.shape[a] for a in axes)
         if axes and used.intersection(axes):  # the fix: the axes left, where they split it
@@ -245,7 +249,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
-        axes = tuple(dict.fromkeys(a for value in partition_axis._formed() for a in mesh_axes_of(value)))
+        fields = partition_axis._formed()  # only the fields these names read: ("hidden",), hidden None, splits nothing
+        read = [getattr(fields, ACTIVATION_NAMES[n]) for n in names if n]
+        axes = tuple(dict.fromkeys(a for value in read for a in mesh_axes_of(value)))
         if axes and isinstance(x, jax.core.Tracer):  # was silent: in jit the output sat on one device, unseen
             warnings.warn(f"constrain: partition_axis splits over {axes} but no mesh is active, so activation "
                           f"{tuple(names)} is left unconstrained; pass mesh=mesh or call it inside "
@@ -278,17 +284,6 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     if free - explicit:
         x = jax.lax.with_sharding_constraint(x, wrap(_keep(spec, free - explicit)))
     return x
-
-
-def entered_mesh() -> Mesh | None:
-    """The mesh a (deprecated) ``with mesh:`` block entered, unseen by ``get_abstract_mesh``, if no other is active."""
-    if not jax.sharding.get_abstract_mesh().empty:  # an abstract one only: the probe below asserts
-        return None
-    try:
-        with jax.ensure_compile_time_eval():  # evaluated here, in a trace too: ~15 us without a mesh, ~1 ms with
-            return jax.lax.with_sharding_constraint(np.float32(0), P()).sharding.mesh
-    except RuntimeError:  # "requires a non-empty mesh in context"
-        return None
 
 
 def _keep(spec: P, names: set[str]) -> P:

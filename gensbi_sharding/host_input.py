@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.activations import entered_mesh
+from gensbi_sharding.mesh import entered_mesh
 from gensbi_sharding.batch import batch_spec, numpy_scalars_as_arrays
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, unstacked_rows

@@ -6,7 +6,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import AxisType, Mesh
+from jax.sharding import AxisType, Mesh, PartitionSpec as P
 
 from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
 from gensbi_sharding.messages import shown
@@ -14,7 +14,7 @@ from gensbi_sharding.rules import MODEL_AXIS, typo_of
 from gensbi_sharding.nodes import is_int
 from gensbi_sharding.specs import check_mesh
 
-__all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local"]
+__all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local", "entered_mesh"]
 
 _MESH_SPEC_KEYS = ("devices", "model_axis")
 _MAX_SIMULATED = 1024  # CPU devices make_mesh's advice offers to simulate: JAX starts that many in seconds
@@ -209,3 +209,14 @@ def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
         raise ValueError(f"mesh spec names device id {unknown[0]}, but the device ids are {sorted(by_id)}; name only "
                          f"those, e.g. {{'devices': {[d.id if hasattr(d, 'id') else d for d in known]}}}")
     return [by_id[d] if is_int(d) else d for d in devices]
+
+
+def entered_mesh() -> Mesh | None:
+    """The mesh a (deprecated) ``with mesh:`` block entered, unseen by ``get_abstract_mesh``, if no other is active."""
+    if not jax.sharding.get_abstract_mesh().empty:  # an abstract one only: the probe below asserts
+        return None
+    try:
+        with jax.ensure_compile_time_eval():  # evaluated here, in a trace too: ~15 us without a mesh, ~1 ms with
+            return jax.lax.with_sharding_constraint(np.float32(0), P()).sharding.mesh
+    except RuntimeError:  # "requires a non-empty mesh in context"
+        return None
