@@ -182,9 +182,9 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
         if mode == "explicit":  # JAX's own value checks: not a missing cluster, which the message below would say
             raise ConfigError(f"distributed.mode=explicit refused by jax.distributed.initialize: {err}") from None
         raise ConfigError(
-            f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err}{partial_cluster(CLUSTER_VARIABLES)} "
-            "Use distributed=none on one machine, distributed=local to try several local "
-            "processes, or distributed.mode=explicit with coordinator_address, num_processes "
+            f"distributed=auto found no cluster (SLURM, Open MPI, TPU pod) to join: {err}"
+            f"{partial_cluster(CLUSTER_VARIABLES)} Use distributed=none on one machine, distributed=local to try "
+            "several local processes, or distributed.mode=explicit with coordinator_address, num_processes "
             "and process_id") from None
     except RuntimeError as err:  # JAX refuses once its backend started
         raise ConfigError(f"distributed.mode={mode} needs jax.distributed.initialize() before JAX's backend "
