@@ -63,9 +63,9 @@ def _check_rank(dist: DictConfig) -> None:
         require(count >= 1, Refusal(f"distributed.num_processes={count} must be >= 1 (one per process of the job)",
                                     "distributed.num_processes=2"))
     if rank is not None:
-        top = f"0..{count - 1}" if count is not None else "0 or more"
+        top = f"is not one of 0..{count - 1}" if count is not None else "must be 0 or more"
         require(rank >= 0 and (count is None or rank < count),
-                Refusal(f"distributed.process_id={rank} is not one of {top}"
+                Refusal(f"distributed.process_id={rank} {top}"
                         + (f" (distributed.num_processes={count})" if count is not None else ""),
                         "distributed.process_id=0", how="; number the processes from 0, e.g. ",
                         after=" on the first, and raise distributed.num_processes to the job's process count"
@@ -131,7 +131,9 @@ def partial_cluster(variables: tuple, environ=None) -> str:
         names = (rank, count, *needed)
         missing = [name for name in names if name not in environ]
         if missing and len(missing) < len(names):
-            return f" ({', '.join(n for n in names if n in environ)} set, but JAX also needs {', '.join(missing)})"
+            # The launcher sets the rest: in an salloc shell (SLURM_JOB_ID alone) "set them" would not be the fix
+            return (f" ({', '.join(n for n in names if n in environ)} set, but JAX also needs {', '.join(missing)}, "
+                    "which the cluster's launcher (srun, mpirun) sets for each process it starts)")
     return ""
 
 

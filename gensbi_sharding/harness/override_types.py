@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from hydra.core.override_parser.types import OverrideType, ValueType
 
 from gensbi_sharding.harness.command_defaults import command_default
-from gensbi_sharding.harness.config import Config, assignment_reason, type_hints
+from gensbi_sharding.harness.config import ActivationConfig, Config, MeshAxesField, assignment_reason, type_hints
 from gensbi_sharding.harness.config_files import resumed_search_path, unsearched_file
 from gensbi_sharding.harness.hints import closest_name, override_literal
 from gensbi_sharding.harness.groups import chosen_default, option_value_problem
@@ -104,6 +104,15 @@ def value_problem(schema: type, name: str, key: str, value, suggest=None) -> tup
     return f"{key}: {reason}", example()
 
 
+def _takes_axes(key: str) -> bool:
+    # A rule's logical axes and activation's axis fields take several mesh axes (a list); rule.name,
+    # activation.strategy and the groups themselves (rule=fsdp,tensor) one value, which a list is refused as
+    section, _, name = key.partition(".")
+    if section == "rule":
+        return bool(name) and name != "name"
+    return section == "activation" and type_hints(ActivationConfig).get(name) is MeshAxesField
+
+
 def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool = True) -> str | None:
     """The one-line refusal of the first override Hydra would refuse naming no fix (or a wrong one); else None.
 
@@ -153,11 +162,9 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
         multirun = command.multirun if key not in ("sweep", "experiment") else any(
             a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in command.args)
         if swept and sweeps_need_m and not multirun and not key.startswith("hydra"):
-            # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses; a
-            # key inside a rule takes a list (several mesh axes), the group itself (rule=fsdp,tensor) one option
+            # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
-                      if o.sweep and (key in lists or key.split(".", 1)[0] in ("rule", "activation") and "." in key)
-                      else "")
+                      if o.sweep and (key in lists or _takes_axes(key)) else "")
             return (f"{arg}: several values are a sweep, one job per value, which needs -m: {command_for()} -m "
                     f"... {shlex.quote(arg)}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:

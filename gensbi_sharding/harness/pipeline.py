@@ -26,6 +26,7 @@ from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.own_data import agreed_shards, check_factory_result
 from gensbi_sharding.harness.registry import get_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
+from gensbi_sharding.harness.split_rows import held_out_pairs
 from gensbi_sharding.harness.tasks import TASKS, to_unconstrained, transform_x
 from gensbi_sharding import batch_size_divisor, shard_batch
 
@@ -110,14 +111,15 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                           "checkpoint; split its simulations with split_sizes(n, val_fraction) (harness/data.py), "
                           "as load_task does")
     # An sbibm task's split (load_task's) is held to the minimum by the config checks, before simulating; a factory
-    # of one's own may keep any count aside, whatever data.val_fraction says, so its count is checked here
+    # of one's own may keep any count aside, whatever data.val_fraction says, so its count is checked here. The fix
+    # named is the split, not a larger data.val_fraction: the config checks passed this one, so the factory ignores it
     if data_cfg.name not in TASKS and val_pairs < MIN_VAL_PAIRS:
         raise ConfigError(f"data={data_cfg.name}'s factory returned {val_pairs} held-out pairs (theta_val, x_val) "
                           f"for data.val_fraction={data_cfg.val_fraction} of data.num_simulations="
                           f"{data_cfg.num_simulations}, fewer than the {MIN_VAL_PAIRS} a run validates on (the best "
                           "weights and early stopping would follow noise); split its simulations with "
-                          "split_sizes(n, val_fraction) (harness/data.py), as load_task does, or raise "
-                          "data.val_fraction")
+                          "split_sizes(n, val_fraction) (harness/data.py), as load_task does: that holds out "
+                          f"{held_out_pairs(data_cfg.num_simulations, data_cfg.val_fraction, shards)} here")
     problem = batch_size_problem(data_cfg.batch_size, shards=shards, data_parallel=batch_size_divisor(mesh),
                                  dropped=dropped, train_rows=train_rows, per_process=per_process)
     if problem:
