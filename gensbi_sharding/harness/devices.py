@@ -11,8 +11,6 @@ The device count has three sources (``devices.cpu_count``, ``JAX_NUM_CPU_DEVICES
 from __future__ import annotations
 
 import os
-import socket
-import time
 
 import jax
 
@@ -20,6 +18,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.cpu_count import (DEFAULT_CPU_COUNT, MAX_CPU_COUNT,  # noqa: F401 (re-exported)
                                                resolve_cpu_count)
 from gensbi_sharding.harness.distributed_checks import check_cluster_ranks, partial_cluster
+from gensbi_sharding.harness.rendezvous import check_coordinator  # noqa: F401 (re-exported)
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
            "check_coordinator", "check_platform", "peak_bytes_in_use", "job_peak_metrics", "environment_rank"]
@@ -210,88 +209,6 @@ def environment_rank(environ=None) -> tuple[int, int] | None:
                 return None
             return found if 0 <= found[0] < found[1] else None
     return None
-
-
-def check_coordinator(address: str, process_id: int, num_processes: int, timeout_s: float) -> None:
-    """Meet every process at ``address`` before ``jax.distributed.initialize``, bounded by ``timeout_s``.
-
-    ``initialize`` aborts the process in C++ when the coordinator is unreachable or a
-    process never joins, leaving no record. So process 0 first listens on the
-    coordinator's port until the other ``num_processes - 1`` have connected, and each
-    of them connects (retrying: process 0 may start later) and waits for its go-ahead.
-    Any failure is a ``ConfigError`` naming the address, raised in Python.
-
-    Raises
-    ------
-    ConfigError
-        Naming the address, what failed (missing processes, refused connection, a host
-        that is not this machine's, a port in use) and the setting to change.
-    """
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]")
-    if not host or not port.isdigit():
-        raise ConfigError(f"distributed.coordinator_address={address} is not host:port, "
-                          "e.g. distributed.coordinator_address=10.0.0.1:1234")
-    deadline = time.monotonic() + timeout_s
-    if process_id == 0:
-        _serve_rendezvous(address, host, int(port), num_processes, timeout_s, deadline)
-        return
-    error = "no answer"
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, int(port)), timeout=max(deadline - time.monotonic(), 0.1)) as s:
-                s.sendall(f"{process_id}\n".encode())
-                s.settimeout(max(deadline - time.monotonic(), 0.1))
-                if s.recv(2) == b"go":
-                    return
-                error = "process 0 closed the connection"
-        except OSError as err:
-            error = err.strerror or type(err).__name__
-        time.sleep(0.2)
-    raise ConfigError(
-        f"process {process_id} could not join the coordinator at distributed.coordinator_address={address} "
-        f"within distributed.timeout_s={timeout_s} s ({error}): start process 0 there, or fix the address")
-
-
-def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, timeout_s: float,
-                      deadline: float) -> None:
-    try:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-            probe.bind((host, 0))  # the coordinator must be an address of this machine
-        server = socket.create_server(("", port))
-    except OSError as err:
-        raise ConfigError(
-            f"process 0 cannot serve the coordinator at distributed.coordinator_address={address} "
-            f"({err.strerror}): give an address of this host and a free port") from None
-    joined: dict[int, socket.socket] = {}
-    strays: list[int] = []
-    with server:
-        while len(joined) < num_processes - 1 and time.monotonic() < deadline:
-            server.settimeout(max(deadline - time.monotonic(), 0.01))
-            try:
-                conn, _ = server.accept()
-                conn.settimeout(max(deadline - time.monotonic(), 0.01))
-                rank = int(conn.recv(16).decode().strip())
-                if not 0 < rank < num_processes or rank in joined:  # a stray or a twin: never told to go
-                    strays.append(rank)
-                    conn.close()
-                    continue
-                joined[rank] = conn
-            except (OSError, ValueError):
-                continue
-        complete = len(joined) == num_processes - 1
-        for conn in joined.values():
-            with conn:
-                if complete:
-                    conn.sendall(b"go")
-    missing = sorted(set(range(1, num_processes)) - set(joined))
-    if missing:
-        raise ConfigError(
-            f"process(es) {missing} of {num_processes} did not reach the coordinator at "
-            f"distributed.coordinator_address={address} within distributed.timeout_s={timeout_s} s: "
-            "start them with this address, or raise distributed.timeout_s"
-            + (f" (refused: process_id {sorted(set(strays))}, outside 1..{num_processes - 1} or given twice)"
-               if strays else ""))
 
 
 def _bounds(heartbeat_s: int) -> dict:
