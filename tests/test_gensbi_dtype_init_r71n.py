@@ -34,8 +34,8 @@ def _build(model: dict, dims: tuple[int, int], **changes):
 
 
 @pytest.mark.parametrize("model", [FLUX1, SIMFORMER], ids=["flux1", "simformer"])
-@pytest.mark.parametrize("dims", [(2, 2), (5, 8), (4, 20), (10, 10)],
-                         ids=["two_moons", "slcp", "lotka_volterra", "gaussian_linear"])
+# Two tasks' sizes (all eight built and passed when checked; two keep the suite's time): the fewest and the most x
+@pytest.mark.parametrize("dims", [(2, 2), (4, 20)], ids=["two_moons", "lotka_volterra"])
 def test_bfloat16_compute_keeps_float32_weights_output_and_gradients(model, dims):
     theta = jax.random.normal(jax.random.key(1), (8, dims[0]))
     x = jax.random.normal(jax.random.key(2), (8, dims[1]))
@@ -57,7 +57,7 @@ def test_bfloat16_compute_keeps_float32_weights_output_and_gradients(model, dims
 
 
 @pytest.mark.parametrize("model", [FLUX1, SIMFORMER], ids=["flux1", "simformer"])
-@pytest.mark.parametrize("rule,model_axis", [("fsdp", 1), ("tensor", 4)])
+@pytest.mark.parametrize("rule,model_axis", [("tensor", 4)])  # fsdp's sharded init: test_gensbi_models.py
 def test_sharded_init_draws_the_eager_values(model, rule, model_axis):
     build = _build(model, (5, 8))
     eager, _ = build()

@@ -43,7 +43,8 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    from gensbi_sharding import MODEL_AXIS, abstract_sharded, batch_axes, compiled_report, partition_specs
+    from gensbi_sharding import (MODEL_AXIS, abstract_sharded, batch_axes, compiled_report, mesh_context,
+                                 partition_specs)
     from gensbi_sharding.harness.run_report import state_figures
     from gensbi_sharding.harness.rule_config import as_rule
     from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_axes_that_split, model_plan, trace_model
@@ -71,7 +72,8 @@ def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_thet
         key = jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=NamedSharding(mesh, P()))
     check("abstract build")
     start = time.perf_counter()
-    lowered = functions.train_step.lower(state, batch, key)
+    with mesh_context(mesh):  # as training traces it (train.py): the model's activation constraints apply; was
+        lowered = functions.train_step.lower(state, batch, key)  # left out, each warning of no active mesh
     # A step whose output state has other types than its input compiles, yet fails at its second
     # call: the dry run must refuse it as training would.
     check_step_keeps_state(state, lowered.out_info[0])
