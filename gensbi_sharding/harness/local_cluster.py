@@ -230,7 +230,8 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: An
     Returns
     -------
     str or None
-        The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so).
+        The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so), or when
+        a process other than 0 died first: its death, then process 0's traceback (which only echoes it).
     """
     asked, outcome = metrics.get("config"), run_local_processes(cfg, out, watch)  # the job's, not process 0's
     metrics.update(outcome, config=asked, **({"process_0_config": outcome["config"]} if "config" in outcome else {}))
@@ -238,8 +239,12 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: An
         rank = metrics.get("first_failed_process")  # its log; XLA's teardown of the others went to theirs
         log.error("%s%s", metrics["error"], "" if rank is None else f"; its log: {out / f'process_{rank}.log'} (what "
                   "the others printed as they were stopped is at the end of their process_<i>.log)")
-        if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
-            return f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
+        said = f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
+        if not (written := out / "error.txt").exists():  # none could say so (a process killed)
+            return said
+        if rank not in (None, 0):  # process 0's traceback ("Gloo AllGather failed") is the death's echo, not its cause
+            return f"{said}\nprocess 0's traceback (after process {rank} died):\n{written.read_text(errors='replace')}"
+        # else process 0's own traceback says more
     elif metrics["status"] in ("preempted", "interrupted") and (whole := whole_sweep_hint(out, sys.argv)):
         log.info("%s", whole)
     return None
