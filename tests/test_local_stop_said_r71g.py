@@ -38,7 +38,7 @@ def test_sigterm_to_the_parent_in_training_is_said_before_the_stop(tmp_path):
             parent.kill()
     text = console.read_text()
     assert parent.returncode == 75, text[-3000:]
-    said = text.index("received SIGTERM: passed on to the 2 processes, which stop together at their next safe "
-                      "point (in training: the next step boundary, after a checkpoint)")
+    said = text.index("received SIGTERM: passed on to the 2 processes, which stop together where they "
+                      "agree (in training: a step boundary a few steps on, after a checkpoint)")
     assert said < text.index("preempted by SIGTERM at step")  # said before the stop, not with it
     assert text.count("received SIGTERM") == 1
