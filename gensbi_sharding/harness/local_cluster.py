@@ -104,6 +104,10 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     def forward(signum, frame):  # preemption: every child checkpoints at its next step boundary
         if signum == signal.SIGINT and signal.SIGINT in signalled:
             raise KeyboardInterrupt  # Ctrl-C again: stop at once (the finally below ends the children)
+        if not signalled and signum != signal.SIGINT and not timed_out:  # a terminal's Ctrl-C: each child says it
+            # JAX's preemption service takes the children's SIGTERM unsaid: without this a step's wait went silent
+            log.warning("received %s: passed on to the %d processes, which stop together where they agree "
+                        "(in training: a step boundary a few steps on, after a checkpoint)", signal.Signals(signum).name, n)
         signalled.append(signum)
         record_parent_signal(received, signum)  # before the children hear of it: they say Ctrl-C, not preemption
         for child in children:
@@ -230,7 +234,8 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: An
     Returns
     -------
     str or None
-        The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so).
+        The text for ``error.txt`` when no process wrote one (e.g. a process killed: none could say so), or when
+        a process other than 0 died first: its death, then process 0's traceback (which only echoes it).
     """
     asked, outcome = metrics.get("config"), run_local_processes(cfg, out, watch)  # the job's, not process 0's
     metrics.update(outcome, config=asked, **({"process_0_config": outcome["config"]} if "config" in outcome else {}))
@@ -238,8 +243,12 @@ def run_local_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], watch: An
         rank = metrics.get("first_failed_process")  # its log; XLA's teardown of the others went to theirs
         log.error("%s%s", metrics["error"], "" if rank is None else f"; its log: {out / f'process_{rank}.log'} (what "
                   "the others printed as they were stopped is at the end of their process_<i>.log)")
-        if not (out / "error.txt").exists():  # process 0's traceback, when it wrote one, says more
-            return f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
+        said = f"{metrics['error']}\n(each process's own output: process_<rank>.log)\n"
+        if not (written := out / "error.txt").exists():  # none could say so (a process killed)
+            return said
+        if rank not in (None, 0):  # process 0's traceback ("Gloo AllGather failed") is the death's echo, not its cause
+            return f"{said}\nprocess 0's traceback (after process {rank} died):\n{written.read_text(errors='replace')}"
+        # else process 0's own traceback says more
     elif metrics["status"] in ("preempted", "interrupted") and (whole := whole_sweep_hint(out, sys.argv)):
         log.info("%s", whole)
     return None
