@@ -105,7 +105,7 @@ def test_without_gensbi_the_error_names_the_extra(monkeypatch):
                                                     "would ignore x"),  # depth=0 alone: single-stream blocks only
     ("flux1", dict(depth=-1), "model.depth=-1 must be an integer >= 0"),
     ("flux1", dict(depth_single_blocks=1.5), "model.depth_single_blocks=1.5 must be an integer >= 0"),
-    ("flux1", dict(id_merge_mode="concat"), "val_emb_dim and id_emb_dim required"),
+    ("flux1", dict(id_merge_mode="concat"), "model.id_merge_mode=concat needs val_emb_dim and id_emb_dim"),
     ("simformer", dict(qkv_features=10), "model.qkv_features=10 must be a multiple of model.num_heads=4"),
 ])
 def test_bad_fields_are_value_errors_naming_the_field(name, overrides, match):
