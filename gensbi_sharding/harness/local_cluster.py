@@ -107,7 +107,8 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         if not signalled and signum != signal.SIGINT and not timed_out:  # a terminal's Ctrl-C: each child says it
             # JAX's preemption service takes the children's SIGTERM unsaid: without this a step's wait went silent
             log.warning("received %s: passed on to the %d processes, which stop together where they agree "
-                        "(in training: a step boundary a few steps on, after a checkpoint)", signal.Signals(signum).name, n)
+                        "(in training: a step boundary a few steps on, after a checkpoint)",
+                        signal.Signals(signum).name, n)
         signalled.append(signum)
         record_parent_signal(received, signum)  # before the children hear of it: they say Ctrl-C, not preemption
         for child in children:
