@@ -40,16 +40,13 @@ def check_coordinator(address: str, process_id: int, num_processes: int, timeout
     while time.monotonic() < deadline:
         try:
             with socket.create_connection((host, int(port)), timeout=max(deadline - time.monotonic(), 0.1)) as s:
-                s.sendall(f"{process_id}\n".encode())
+                s.sendall(f"{process_id} {num_processes}\n".encode())  # the count too: "1..n-1" is process 0's
                 s.settimeout(max(deadline - time.monotonic(), 0.1))
-                answer = s.recv(2)
-                if answer == b"go":
+                answer = s.recv(16).split()
+                if answer == [b"go"]:
                     return
-                if answer == b"no":  # was: retried until timeout_s, then told to start process 0 (it had)
-                    raise ConfigError(
-                        f"process 0 at distributed.coordinator_address={address} refused distributed.process_id="
-                        f"{process_id}: another process has it, or it is not one of 1..{num_processes - 1}; give "
-                        "each process its own, numbered from 0")
+                if answer[:1] == [b"no"]:  # was: retried until timeout_s, then told to start process 0 (it had)
+                    raise ConfigError(_refused(address, process_id, num_processes, int((answer + [num_processes])[1])))
                 error = "process 0 closed the connection"
         except OSError as err:
             error = err.strerror or type(err).__name__
@@ -70,18 +67,23 @@ def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, ti
             f"process 0 cannot serve the coordinator at distributed.coordinator_address={address} "
             f"({err.strerror}): give an address of this host and a free port") from None
     joined: dict[int, socket.socket] = {}
-    strays: list[int] = []
+    strays: list[int] = []  # turned away: a process_id outside 1..n-1 or given twice
+    others: list[str] = []  # turned away: started with another distributed.num_processes ("3 of 4")
     with server:
         while len(joined) < num_processes - 1 and time.monotonic() < deadline:
             server.settimeout(max(deadline - time.monotonic(), 0.01))
             try:
                 conn, _ = server.accept()
                 conn.settimeout(max(deadline - time.monotonic(), 0.01))
-                rank = int(conn.recv(16).decode().strip())
-                if not 0 < rank < num_processes or rank in joined:  # a stray or a twin: told no, never go
-                    strays.append(rank)
+                rank, count = map(int, conn.recv(32).split())
+                # another count (initialize would wait for processes that never come), a stray or a twin: told no
+                if count != num_processes or not 0 < rank < num_processes or rank in joined:
+                    if count == num_processes:
+                        strays.append(rank)
+                    else:
+                        others.append(f"{rank} of {count}")
                     with conn:
-                        conn.sendall(b"no")
+                        conn.sendall(f"no {num_processes}".encode())
                     continue
                 joined[rank] = conn
             except (OSError, ValueError):
@@ -98,4 +100,16 @@ def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, ti
             f"distributed.coordinator_address={address} within distributed.timeout_s={timeout_s} s: "
             "start them with this address, or raise distributed.timeout_s"
             + (f" (refused: process_id {sorted(set(strays))}, outside 1..{num_processes - 1} or given twice)"
-               if strays else ""))
+               if strays else "")
+            + (f" (refused: process_id {', '.join(sorted(set(others)))}: started with another "
+               "distributed.num_processes)" if others else ""))
+
+
+def _refused(address: str, process_id: int, num_processes: int, served: int) -> str:
+    """What a process process 0 turned away is told: the setting to fix, by the count process 0 runs."""
+    said = f"process 0 at distributed.coordinator_address={address} refused distributed.process_id={process_id}: "
+    if served != num_processes:  # "not one of 1..n-1" with this process's n would name a range that holds it
+        return (f"{said}it runs distributed.num_processes={served}, this process {num_processes}; give every "
+                f"process the same distributed.num_processes")
+    return (f"{said}another process has it, or it is not one of 1..{served - 1}; give each process its own, "
+            "numbered from 0")
