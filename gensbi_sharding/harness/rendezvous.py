@@ -4,6 +4,7 @@ address first, so an address nobody serves, a process that never comes or two gi
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 
@@ -51,9 +52,12 @@ def check_coordinator(address: str, process_id: int, num_processes: int, timeout
         except OSError as err:
             error = err.strerror or type(err).__name__
         time.sleep(0.2)
+    # Refused: process 0 not yet serving, or done already (met its n-1 others) and this process_id one's twin
+    twin = (f" (where process 0 runs, it met its {num_processes - 1} other(s) already: is distributed.process_id="
+            f"{process_id} given to two processes?)") if error == "Connection refused" else ""
     raise ConfigError(
         f"process {process_id} could not join the coordinator at distributed.coordinator_address={address} "
-        f"within distributed.timeout_s={timeout_s} s ({error}): start process 0 there, or fix the address")
+        f"within distributed.timeout_s={timeout_s} s ({error}): start process 0 there, or fix the address{twin}")
 
 
 def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, timeout_s: float,
@@ -75,7 +79,10 @@ def _serve_rendezvous(address: str, host: str, port: int, num_processes: int, ti
             try:
                 conn, _ = server.accept()
                 conn.settimeout(max(deadline - time.monotonic(), 0.01))
-                rank, count = map(int, conn.recv(32).split())
+                with contextlib.ExitStack() as unread:  # closed at once unless it parses (no wait for the GC)
+                    unread.callback(conn.close)
+                    rank, count = map(int, conn.recv(32).split())
+                    unread.pop_all()
                 # another count (initialize would wait for processes that never come), a stray or a twin: told no
                 if count != num_processes or not 0 < rank < num_processes or rank in joined:
                     if count == num_processes:
