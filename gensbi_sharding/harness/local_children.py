@@ -41,7 +41,9 @@ class ChildOutput:
         self._open = b""  # what the console shows after its last newline (a progress bar, say), its last 4 KiB
         self._opened_by: int | None = None  # the child whose text is on the console's open line
         self._ended_for: int | None = None  # the child whose open line end_line ended: its own newline not written
-        self._lock = threading.Lock()  # the pumps and this process's own lines write to one console
+        # The pumps and this process's own lines write to one console. Reentrant: a signal handler logs (a SIGTERM is
+        # said at once) and may run while this thread holds it, which a plain Lock would wait on for ever
+        self._lock = threading.RLock()
 
     def follow(self, rank: int, stderr: IO[bytes]) -> None:
         """Start passing on ``stderr`` (a child's, ``subprocess.PIPE``), the child of ``rank``."""
