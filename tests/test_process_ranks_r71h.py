@@ -5,11 +5,11 @@ A user typing ``distributed.process_id=5 distributed.num_processes=2`` (or a ran
 ``SLURM_PROCID``/``SLURM_NTASKS`` set by hand without the rest of SLURM's variables said only "found no cluster".
 """
 
-import socket
 import threading
 
 import pytest
 
+from faults_helpers import free_port
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.devices import CLUSTER_VARIABLES, check_coordinator
 from gensbi_sharding.harness.distributed_checks import check_cluster_ranks, check_distributed, partial_cluster
@@ -63,15 +63,9 @@ def test_consistent_or_absent_cluster_variables_pass():
     assert check_cluster_ranks(CLUSTER_VARIABLES, {}) == {}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow  # waits out a (short) coordinator timeout
 def test_a_stray_rank_at_the_coordinator_is_named_and_never_told_to_go():
-    address, told = f"127.0.0.1:{_free_port()}", []
+    address, told = f"127.0.0.1:{free_port()}", []
 
     def stray():
         try:
