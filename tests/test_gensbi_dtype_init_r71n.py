@@ -34,8 +34,9 @@ def _build(model: dict, dims: tuple[int, int], **changes):
 
 
 @pytest.mark.parametrize("model", [FLUX1, SIMFORMER], ids=["flux1", "simformer"])
-# Two tasks' sizes (all eight built and passed when checked; two keep the suite's time): the fewest and the most x
-@pytest.mark.parametrize("dims", [(2, 2), (4, 20)], ids=["two_moons", "lotka_volterra"])
+# One task's sizes (all eight built and passed when checked; each case runs value_and_grad eagerly, ~15-30 s on 2
+# cores): lotka_volterra's, the most x dims of the tasks checked
+@pytest.mark.parametrize("dims", [(4, 20)], ids=["lotka_volterra"])
 def test_bfloat16_compute_keeps_float32_weights_output_and_gradients(model, dims):
     theta = jax.random.normal(jax.random.key(1), (8, dims[0]))
     x = jax.random.normal(jax.random.key(2), (8, dims[1]))
