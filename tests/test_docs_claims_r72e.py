@@ -1,0 +1,44 @@
+"""Claims of the docs/ pages that a run checked against the code (session 72's read of every page): each test reads
+the page's own words and compares them with what the code gives, so a page and the code cannot drift apart."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gensbi_sharding.harness.command_checks import command_problem
+from gensbi_sharding.harness.config import DataConfig
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _page(name):
+    return " ".join((REPO / "docs" / name).read_text().split())  # a claim may wrap over lines
+
+
+@pytest.mark.slow  # command_problem composes the configs: seconds on 2 cores
+def test_harness_md_suggested_num_samples_is_the_one_the_refusal_names():
+    # Was: "`eval.num_samples=2.5` names `eval.num_samples=4`", the fix under experiment=quick's 2 folds; typed as the
+    # page gives it (the default 5 folds) the refusal names eval.num_samples=10 (2 x eval.c2st_folds).
+    page = _page("harness.md")
+    plain = re.search(r"`eval\.num_samples=2\.5` names `(eval\.num_samples=\d+)`", page)
+    quick = re.search(r"`(eval\.num_samples=\d+)` beside `experiment=quick`'s 2 folds", page)
+    assert plain and quick, "harness.md no longer gives the eval.num_samples=2.5 example"
+    assert command_problem(["eval.num_samples=2.5"]).fix == plain[1] == "eval.num_samples=10"
+    assert command_problem(["experiment=quick", "eval.num_samples=2.5"]).fix == quick[1] == "eval.num_samples=4"
+
+
+def test_posterior_quality_md_says_which_theta_transform_a_plain_run_gets():
+    # Was: "`support` (the harness's default)", where the settings table (harness.md) gives `none`, what
+    # `python launch.py` composes for two_moons: support is the schema's default, which five tasks' files keep.
+    page = _page("posterior_quality.md")
+    claim = re.search(r"`support` \(the schema's default, which (\w+) of the (\w+) tasks' `conf/data/` files keep; "
+                      r"two_moons, the default task, sets `(\w+)`\)", page)
+    assert claim, "posterior_quality.md no longer says which theta_transform the default task gets"
+    transforms = {path.stem: yaml.safe_load(path.read_text())["theta_transform"]
+                  for path in (REPO / "conf" / "data").glob("*.yaml")}
+    words = {"five": 5, "eight": 8}
+    assert DataConfig().theta_transform == "support"
+    assert (words[claim[1]], words[claim[2]]) == (sum(v == "support" for v in transforms.values()), len(transforms))
+    assert transforms["two_moons"] == claim[3] == "none"
