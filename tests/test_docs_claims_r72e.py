@@ -42,3 +42,24 @@ def test_posterior_quality_md_says_which_theta_transform_a_plain_run_gets():
     assert DataConfig().theta_transform == "support"
     assert (words[claim[1]], words[claim[2]]) == (sum(v == "support" for v in transforms.values()), len(transforms))
     assert transforms["two_moons"] == claim[3] == "none"
+
+
+@pytest.mark.slow  # the page's 4-step run from Python, ~25 s
+def test_harness_md_run_cfg_folder_holds_what_the_page_says(tmp_path):
+    # Was: "holds the job's files as a launch writes them (...), without Hydra's `.hydra/` record": the folder has no
+    # launch.log (Hydra's job logging writes it) and a .hydra/ holding the run's x64.yaml, which a resume reads.
+    import subprocess
+    import sys
+
+    text = (REPO / "docs" / "harness.md").read_text()
+    snippet = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "run(cfg)" in b)
+    page = " ".join(text.split())
+    assert "but no `launch.log`" in page and "only `.hydra/x64.yaml`" in page
+    (tmp_path / "snippet.py").write_text(snippet)
+    ran = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and ran.stdout.strip().splitlines()[-1] == "ok 4", ran.stderr[-3000:]
+    folder = tmp_path / "runs" / "from_python"
+    assert all((folder / name).exists() for name in ("metrics.json", "checkpoints", "losses.png", "sharding.txt"))
+    assert not (folder / "launch.log").exists()
+    assert sorted(p.name for p in (folder / ".hydra").iterdir()) == ["x64.yaml"]
+    assert (folder / ".hydra" / "x64.yaml").read_text() == "jax_enable_x64: false\n"
