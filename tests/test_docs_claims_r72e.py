@@ -63,3 +63,36 @@ def test_harness_md_run_cfg_folder_holds_what_the_page_says(tmp_path):
     assert not (folder / "launch.log").exists()
     assert sorted(p.name for p in (folder / ".hydra").iterdir()) == ["x64.yaml"]
     assert (folder / ".hydra" / "x64.yaml").read_text() == "jax_enable_x64: false\n"
+
+
+@pytest.mark.slow  # three launches: a tiny run, then two resumes of it refused
+def test_checkpoints_md_says_where_a_resume_of_another_model_is_refused(tmp_path):
+    # Was: "such a refusal comes once the model is built (step 3 of 7), so a resume refused in the run's own folder is
+    # recorded there": train.resume=<another run> is refused before any folder is made, and train.resume=auto in the
+    # run's own folder at [3/7] data, before the model is built ([4/7]), recorded there (error.txt, launch.log).
+    import shutil
+    import subprocess
+    import sys
+
+    from faults_helpers import LAUNCH, TINY
+
+    page = _page("checkpoints.md")
+    assert "`train.resume=<another run>` is refused so before any folder is made" in page
+    assert "is refused once the run holds that folder, at step 3 of 7 (`[3/7] data`, before any simulation" in page
+
+    def launch(*args):
+        return subprocess.run([sys.executable, str(LAUNCH), *TINY, *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600)
+
+    first = launch("hydra.run.dir=a")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    other = launch("model.width=64", "train.resume=a", "hydra.run.dir=b")
+    assert other.returncode != 0 and "add model.width=32" in other.stdout + other.stderr
+    assert not (tmp_path / "b").exists()
+    (tmp_path / "c").mkdir()  # a stopped run's folder: its checkpoints and Hydra record, no metrics.json
+    shutil.copytree(tmp_path / "a" / "checkpoints", tmp_path / "c" / "checkpoints")
+    shutil.copytree(tmp_path / "a" / ".hydra", tmp_path / "c" / ".hydra")
+    own = launch("model.width=64", "train.resume=auto", "hydra.run.dir=c")
+    assert own.returncode != 0 and "add model.width=32" in own.stdout + own.stderr
+    log = (tmp_path / "c" / "launch.log").read_text()
+    assert "[3/7] data" in log and "[4/7]" not in log and (tmp_path / "c" / "error.txt").is_file()
