@@ -11,7 +11,7 @@ from typing import Any
 import orbax.checkpoint as ocp
 import tensorstore as ts
 
-from gensbi_sharding.checkpoint_foreign import foreign_fix, step_metadata, subfolder_fix
+from gensbi_sharding.checkpoint_fixes import foreign_fix, step_metadata, subfolder_fix
 from gensbi_sharding.messages import absl_filtered, clipped, shown
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "committed_steps",
