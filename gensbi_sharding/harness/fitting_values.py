@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from gensbi_sharding.harness.units import is_int
+
 __all__ = ["largest_fitting", "HALVINGS"]
 
 HALVINGS = 12  # at most 2**12 smaller: a setting 4096 times too big is offered no value (split, do not shrink)
@@ -39,7 +41,7 @@ def largest_fitting(size: Callable[[dict], int], values: dict, available: int) -
     """
     start, bytes_ = values, size(values)
     for _ in range(HALVINGS):
-        smaller = {k: (max(v // 2, 1) if _is_int(v) else v / 2) if _is_number(v) else v for k, v in values.items()}
+        smaller = {k: (max(v // 2, 1) if is_int(v) else v / 2) if _is_number(v) else v for k, v in values.items()}
         if bytes_ <= available or smaller == values:
             break
         bytes_, values = size(smaller), smaller
@@ -62,7 +64,7 @@ def _raise(size: Callable[[dict], int], values: dict, key: str, top: int | float
     low, high = values[key], top  # low fits; high is tried first (the others lowered may leave it room)
     if fits(high):
         return high
-    if _is_int(low):
+    if is_int(low):
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (middle, high) if fits(middle) else (low, middle)
@@ -77,6 +79,3 @@ def _raise(size: Callable[[dict], int], values: dict, key: str, top: int | float
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

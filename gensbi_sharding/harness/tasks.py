@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.simulator_rows import simulate, simulate_at
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["TASKS", "SBIBM_JAX_OTHER_TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS",
            "get_task", "task_dims",
@@ -240,8 +241,7 @@ def reference_samples(task: Any, num_observation: int) -> np.ndarray:
 
 def check_observation(num_observation: int) -> None:
     """``ValueError`` naming the override unless ``num_observation`` is one of 1..10."""
-    if isinstance(num_observation, bool) or not isinstance(num_observation, (int, np.integer)) \
-            or not 1 <= num_observation <= NUM_OBSERVATIONS:
+    if not is_int(num_observation) or not 1 <= num_observation <= NUM_OBSERVATIONS:
         raise ValueError(f"num_observation={num_observation!r} is out of range: sbibm tasks have "
                          f"observations 1..{NUM_OBSERVATIONS}; set data.num_observation (or "
                          "eval.observations) to one of them")

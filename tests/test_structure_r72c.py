@@ -1,0 +1,132 @@
+"""Issue 11's structural items, checked over the harness and the scripts too (``ast``: nothing is imported but
+``units``, ``config`` and ``factory_keywords``, which import no JAX).
+
+``test_import_graph.py`` checks the library's public-API rule and the private-name rule for the package; it never
+read ``launch.py`` or ``sample.py``, and kept ``jax._src``, ``jax.extend`` and ``ctypes`` out of the library only.
+Beside those: the harness wrote its integer check by hand in six modules (``isinstance(v, int) and not
+isinstance(v, bool)``, two of them as private ``_is_int`` helpers, one refusing NumPy integers the others took), called
+a model's factory in three (``state.builder``, ``state_check``'s strict check, ``memory_check``'s estimate, each
+dropping ``("name", "init")`` from ``cfg.model`` by hand, as three more modules did), and ``models.simformer`` took
+``compute_dtype`` from ``models.flux1``: a helper two models share, inside one of them.
+"""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "gensbi_sharding" / "harness"
+SOURCES = sorted((ROOT / "gensbi_sharding").rglob("*.py")) + [ROOT / "launch.py", ROOT / "sample.py"]
+TREES = {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(), filename=str(path)) for path in SOURCES}
+HARNESS_TREES = {name: tree for name, tree in TREES.items() if name.startswith("gensbi_sharding/harness/")}
+FORBIDDEN = ("jax._src", "jax.extend", "ctypes")
+
+
+def imported_modules(tree: ast.Module) -> list[tuple[str, list[str], int]]:
+    """``(module, names, line)`` of every import in ``tree``, function-level ones too."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, [], node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.module or "", [alias.name for alias in node.names], node.lineno))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_no_internal_api_in_the_package_nor_the_scripts(name):
+    tree = TREES[name]
+    bad = [(module, line) for module, names, line in imported_modules(tree)
+           if module.startswith(FORBIDDEN) or any(f"{module}.{n}".startswith(FORBIDDEN) for n in names)]
+    # Orbax's private completion marker, read by hand once (issue 11): Orbax's own completeness checks instead
+    marker = [node.lineno for node in ast.walk(tree)
+              if isinstance(node, ast.Constant) and isinstance(node.value, str) and "commit_success" in node.value]
+    assert (bad, marker) == ([], [])
+
+
+@pytest.mark.parametrize("script", ["launch.py", "sample.py"])
+def test_the_scripts_import_no_private_name_of_the_package(script):
+    private = [(module, n, line) for module, names, line in imported_modules(TREES[script])
+               if module.startswith("gensbi_sharding") for n in names if n.startswith("_")]
+    assert private == []
+
+
+def hand_written_int_checks(tree: ast.Module) -> list[int]:
+    """Lines of ``isinstance(v, int...)`` next to ``isinstance(v, bool)`` on the same ``v`` in one expression, and of
+    functions named ``is_int`` / ``_is_int``: an integer check written again."""
+    def checks(node):
+        return [(ast.dump(c.args[0]), ast.dump(c.args[1])) for c in ast.walk(node) if isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Name) and c.func.id == "isinstance" and len(c.args) == 2]
+
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in ("is_int", "_is_int")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            found = checks(node)
+            subjects_bool = {s for s, kind in found if "'bool'" in kind}
+            integer = lambda kind: any(w in kind for w in ("'int'", "integer", "Integral")) and not any(
+                w in kind for w in ("float", "number", "str"))  # noqa: E731 (int | float, str | int: another check)
+            if any(s in subjects_bool and integer(kind) for s, kind in found):
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_the_harness_checks_integers_in_one_place():
+    found = {name: lines for name, tree in HARNESS_TREES.items() if (lines := hand_written_int_checks(tree))}
+    assert found == {"gensbi_sharding/harness/units.py": found.get("gensbi_sharding/harness/units.py", [])}
+    assert len(found["gensbi_sharding/harness/units.py"]) == 1  # units.is_int, the one
+
+
+def test_the_one_integer_check_takes_numpy_integers_and_refuses_bools():
+    from gensbi_sharding.harness.units import is_int
+
+    assert [is_int(v) for v in (3, 0, -2, np.int64(7), np.uint8(1))] == [True] * 5
+    assert [is_int(v) for v in (True, False, np.bool_(True), 3.0, np.float32(2), "3", None, [1])] == [False] * 8
+
+
+def test_hand_written_int_checks_are_found():
+    # the detector above, on the shapes the harness had (loss_history, override_dicts, fitting_values)
+    code = ("a = isinstance(w, bool) or not isinstance(w, int | np.integer)\n"
+            "b = isinstance(n, int) and not isinstance(n, bool)\n"
+            "def _is_int(v):\n    return v\n"
+            "c = isinstance(x, bool) or isinstance(y, str)\n")
+    assert hand_written_int_checks(ast.parse(code)) == [1, 2, 3]
+
+
+def test_the_model_factory_is_called_in_one_place():
+    # The call takes dim_theta, dim_x, rngs and partition_axis (factory_keywords.RUN_KEYWORDS) besides the settings
+    calls = {name: [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                    and {"dim_theta", "dim_x", "rngs", "partition_axis"} <= {k.arg for k in n.keywords}]
+             for name, tree in HARNESS_TREES.items()}
+    assert {name for name, lines in calls.items() if lines} == {"gensbi_sharding/harness/factory_keywords.py"}
+
+
+def test_the_harness_s_model_fields_are_said_once():
+    from gensbi_sharding.harness.config import HARNESS_FIELDS, ModelConfig
+
+    assert HARNESS_FIELDS == tuple(f.name for f in dataclasses.fields(ModelConfig)) == ("name", "init")
+    said = {name for name, tree in HARNESS_TREES.items() for n in ast.walk(tree) if isinstance(n, ast.Tuple)
+            and [getattr(e, "value", None) for e in n.elts] == ["name", "init"]}
+    assert said == {"gensbi_sharding/harness/config.py"}
+
+
+def test_model_settings_are_the_factory_keywords_of_the_model_section():
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.factory_keywords import model_settings
+
+    section = OmegaConf.create({"name": "flux1", "init": "eager", "axes_dim": [8, 0], "depth": 2})
+    settings = model_settings(section)
+    assert settings == {"axes_dim": [8, 0], "depth": 2}
+    assert type(settings["axes_dim"]) is list  # a plain list, as the factory is called with
+    assert model_settings({"name": "mlp", "width": 16}) == {"width": 16}
+
+
+def test_model_modules_share_helpers_only_through_common():
+    models = {name: tree for name, tree in HARNESS_TREES.items() if name.startswith("gensbi_sharding/harness/models/")}
+    across = [(name, module, line) for name, tree in models.items() for module, _, line in imported_modules(tree)
+              if module.startswith("gensbi_sharding.harness.models.") and module != "gensbi_sharding.harness.models.common"
+              and not name.endswith("__init__.py")]
+    assert across == []
