@@ -130,3 +130,52 @@ def test_model_modules_share_helpers_only_through_common():
               if module.startswith("gensbi_sharding.harness.models.") and module != "gensbi_sharding.harness.models.common"
               and not name.endswith("__init__.py")]
     assert across == []
+
+
+def private_patches(tree: ast.Module) -> set[tuple[str, str]]:
+    """``(module alias, name)`` of each ``monkeypatch.setattr(module, "_name", ...)`` whose module is one of the
+    package's (imported as ``from gensbi_sharding... import module``) or a ``"gensbi_sharding..._name"`` target."""
+    ours = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("gensbi_sharding") for alias in node.names}
+    ours |= {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names if alias.name.startswith("gensbi_sharding")}
+    found = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("setattr", "patch", "object") and node.args):
+            continue
+        first, second = node.args[0], node.args[1] if len(node.args) > 1 else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith(
+                "gensbi_sharding") and first.value.rpartition(".")[2].startswith("_"):
+            found.add(tuple(first.value.rsplit(".", 1)))
+        elif isinstance(first, ast.Name) and first.id in ours and isinstance(second, ast.Constant) \
+                and isinstance(second.value, str) and second.value.startswith("_") \
+                and not second.value.startswith("__"):
+            found.add((first.id, second.value))
+    return found
+
+
+#: Tests that patch a private name of the package (issue 11: "no test spies on private functions"), found by this
+#: round's audit and left to the tests' owner (the change is in /work/team/AUDIT72.findings.md). Nothing joins them.
+KNOWN_PRIVATE_PATCHES = {
+    ("test_own_observation.py", "own_observation", "_draw"),
+    ("test_sbibm_runner.py", "cpu_count", "_accelerators_installed"),
+    ("test_sequential.py", "cpu_count", "_accelerators_installed"),
+    ("test_summary_stop_r69f.py", "summary", "_END"),
+}
+
+
+def test_no_new_test_patches_a_private_name_of_the_package():
+    found = {(path.name, *patch) for path in sorted((ROOT / "tests").glob("test_*.py"))
+             for patch in private_patches(ast.parse(path.read_text(), filename=str(path)))}
+    assert found <= KNOWN_PRIVATE_PATCHES, sorted(found - KNOWN_PRIVATE_PATCHES)
+
+
+def test_private_patches_are_found():
+    code = ("from gensbi_sharding.harness import cpu_count\nimport os\n"
+            "def test(monkeypatch):\n"
+            "    monkeypatch.setattr(cpu_count, '_probe', None)\n"
+            "    monkeypatch.setattr(cpu_count, 'public', None)\n"
+            "    monkeypatch.setattr(os, '_hidden', None)\n"
+            "    monkeypatch.setattr('gensbi_sharding.harness.summary._END', [])\n")
+    assert private_patches(ast.parse(code)) == {("cpu_count", "_probe"), ("gensbi_sharding.harness.summary", "_END")}
