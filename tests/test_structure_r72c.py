@@ -179,3 +179,30 @@ def test_private_patches_are_found():
             "    monkeypatch.setattr(os, '_hidden', None)\n"
             "    monkeypatch.setattr('gensbi_sharding.harness.summary._END', [])\n")
     assert private_patches(ast.parse(code)) == {("cpu_count", "_probe"), ("gensbi_sharding.harness.summary", "_END")}
+
+
+#: The default option of each group whose file restates schema defaults (conf/config.yaml's defaults list), and
+#: the models' files that restate them as GenSBI's settings. conf/data/two_moons.yaml is left out: it sets
+#: batch_size 1024 and theta_transform none where DataConfig (name two_moons) says 256 and support, the other
+#: tasks' values (the fix is the lead's to choose: AUDIT72.findings.md).
+RESTATING = {"train/default": "TrainConfig", "eval/default": "EvalConfig", "mesh/dict": "MeshConfig",
+             "distributed/none": "DistributedConfig", "activation/rule": "ActivationConfig",
+             "model/flux1": "Flux1Config", "model/simformer": "SimformerConfig", "model/mlp": "MLPConfig",
+             "model/transformer": "TransformerConfig"}
+
+
+@pytest.mark.parametrize("option", sorted(RESTATING))
+def test_a_default_said_again_in_a_conf_file_is_the_schema_s(option):
+    # Defaults live in the schema (harness/config.py); a file that says one again must not say another value, or
+    # the schema's default (read by schema_default for advice, by Python users of the dataclasses) is not the run's.
+    import yaml
+
+    from gensbi_sharding.harness import config
+
+    schema = getattr(config, RESTATING[option])
+    defaults = {f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+                for f in dataclasses.fields(schema)}
+    said = yaml.safe_load((ROOT / "conf" / f"{option}.yaml").read_text()) or {}
+    said.pop("defaults", None)
+    assert set(said) <= set(defaults)
+    assert {k: v for k, v in said.items() if v != defaults[k]} == {}
