@@ -18,12 +18,15 @@ import functools
 import inspect
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import HARNESS_FIELDS
 from gensbi_sharding.harness.registry import factory_name, get_model
+
+if TYPE_CHECKING:  # imports JAX, which this module's importers (launch.py's checks) go without
+    from gensbi_sharding import PartitionAxis
 
 __all__ = ["RUN_KEYWORDS", "DATA_KEYWORDS", "HARNESS_FIELDS", "model_settings", "model_builder",
            "factory_keyword_problem", "data_factory_keyword_problem", "own_data_problem"]
@@ -44,7 +47,7 @@ def model_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in plain.items() if k not in HARNESS_FIELDS}
 
 
-def model_builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
+def model_builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: PartitionAxis | None,
                   settings: dict | None = None) -> Callable[[], Any]:
     """``build() -> model``: the one call of ``cfg.model``'s factory, with ``RUN_KEYWORDS`` and its settings, as
     ``state.builder`` makes the run's model (and its optimizer) and the pre-run checks trace it (``state_check``'s
