@@ -67,7 +67,7 @@ def hand_written_int_checks(tree: ast.Module) -> list[int]:
             found = checks(node)
             subjects_bool = {s for s, kind in found if "'bool'" in kind}
             integer = lambda kind: any(w in kind for w in ("'int'", "integer", "Integral")) and not any(
-                w in kind for w in ("float", "number", "str"))  # noqa: E731 (int | float, str | int: another check)
+                w in kind for w in ("'float'", "'number'", "'str'"))  # noqa: E731 (int | float, str | int: another check)
             if any(s in subjects_bool and integer(kind) for s, kind in found):
                 lines.append(node.lineno)
     return sorted(set(lines))
@@ -75,8 +75,8 @@ def hand_written_int_checks(tree: ast.Module) -> list[int]:
 
 def test_the_harness_checks_integers_in_one_place():
     found = {name: lines for name, tree in HARNESS_TREES.items() if (lines := hand_written_int_checks(tree))}
-    assert found == {"gensbi_sharding/harness/units.py": found.get("gensbi_sharding/harness/units.py", [])}
-    assert len(found["gensbi_sharding/harness/units.py"]) == 1  # units.is_int, the one
+    assert set(found) == {"gensbi_sharding/harness/units.py"}  # units.is_int, the one (its def and its body)
+    assert len(found["gensbi_sharding/harness/units.py"]) == 2
 
 
 def test_the_one_integer_check_takes_numpy_integers_and_refuses_bools():
@@ -91,8 +91,10 @@ def test_hand_written_int_checks_are_found():
     code = ("a = isinstance(w, bool) or not isinstance(w, int | np.integer)\n"
             "b = isinstance(n, int) and not isinstance(n, bool)\n"
             "def _is_int(v):\n    return v\n"
-            "c = isinstance(x, bool) or isinstance(y, str)\n")
-    assert hand_written_int_checks(ast.parse(code)) == [1, 2, 3]
+            "c = isinstance(x, bool) or isinstance(y, str)\n"
+            "d = not isinstance(v, numbers.Integral) or isinstance(v, bool)\n"
+            "e = isinstance(v, (int, float)) and not isinstance(v, bool)\n")  # a number check: not counted
+    assert hand_written_int_checks(ast.parse(code)) == [1, 2, 3, 6]
 
 
 def test_the_model_factory_is_called_in_one_place():
