@@ -208,3 +208,15 @@ def test_a_default_said_again_in_a_conf_file_is_the_schema_s(option):
     said.pop("defaults", None)
     assert set(said) <= set(defaults)
     assert {k: v for k, v in said.items() if v != defaults[k]} == {}
+
+
+def test_one_number_check_with_and_without_the_finite_test():
+    # fitting_values and memory_check each wrote their own (int | float, not bool, inf allowed): units.is_number's
+    from gensbi_sharding.harness.units import is_number
+
+    assert [is_number(v) for v in (1, 2.5, float("inf"), float("nan"), True, "1", None)] == [True, True] + [False] * 5
+    assert [is_number(v, finite=False) for v in (1, 2.5, float("inf"), float("nan"), True, "1")] == [True] * 4 + [
+        False] * 2
+    found = {name for name, tree in HARNESS_TREES.items() for n in ast.walk(tree)
+             if isinstance(n, ast.FunctionDef) and n.name in ("is_number", "_is_number")}
+    assert found == {"gensbi_sharding/harness/units.py"}

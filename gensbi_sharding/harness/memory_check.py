@@ -25,7 +25,7 @@ from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
-from gensbi_sharding.harness.units import format_bytes, is_int
+from gensbi_sharding.harness.units import format_bytes, is_int, is_number
 
 __all__ = ["check_fits", "fits_problem", "check_draw_fits", "simulations_problem", "state_bytes_per_device",
            "host_available_bytes", "MOMENTS", "DATA_COPIES"]
@@ -264,15 +264,11 @@ def _raised(value: Any, default: Any) -> bool:
     Integers alone were compared: ``model.axes_dim=[100000,0]`` or ``model.mlp_ratio=100000.0`` skipped the check
     as "at its defaults" and ran into XLA's unnamed out-of-memory error.
     """
-    if _is_number(value) and _is_number(default):
+    if is_number(value, finite=False) and is_number(default, finite=False):
         return value > default
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return len(value) != len(default) or any(_raised(v, d) for v, d in zip(value, default))
     return False
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _override(value: Any) -> str:

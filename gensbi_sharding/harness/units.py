@@ -15,9 +15,10 @@ __all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2s
            "compact_value"]
 
 
-def is_number(value: Any) -> bool:
-    """A finite int or float (not a bool, not None, not NaN)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def is_number(value: Any, *, finite: bool = True) -> bool:
+    """A finite int or float (not a bool, not None, not NaN); ``finite=False``: inf and NaN too (a size setting to
+    compare or halve, whose finiteness another check refuses)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and (not finite or math.isfinite(value))
 
 
 def is_int(value: Any) -> bool:
