@@ -67,7 +67,7 @@ def hand_written_int_checks(tree: ast.Module) -> list[int]:
             found = checks(node)
             subjects_bool = {s for s, kind in found if "'bool'" in kind}
             integer = lambda kind: any(w in kind for w in ("'int'", "integer", "Integral")) and not any(
-                w in kind for w in ("'float'", "'number'", "'str'"))  # noqa: E731 (int | float, str | int: another check)
+                w in kind for w in ("'float'", "'number'", "'str'"))  # noqa: E731 (int | float, str | int: others)
             if any(s in subjects_bool and integer(kind) for s, kind in found):
                 lines.append(node.lineno)
     return sorted(set(lines))
@@ -129,7 +129,8 @@ def test_model_settings_are_the_factory_keywords_of_the_model_section():
 def test_model_modules_share_helpers_only_through_common():
     models = {name: tree for name, tree in HARNESS_TREES.items() if name.startswith("gensbi_sharding/harness/models/")}
     across = [(name, module, line) for name, tree in models.items() for module, _, line in imported_modules(tree)
-              if module.startswith("gensbi_sharding.harness.models.") and module != "gensbi_sharding.harness.models.common"
+              if module.startswith("gensbi_sharding.harness.models.")
+              and module != "gensbi_sharding.harness.models.common"
               and not name.endswith("__init__.py")]
     assert across == []
 
