@@ -22,7 +22,7 @@ from omegaconf import MISSING, OmegaConf, ValidationError
 from gensbi_sharding.harness.groups import option_groups_text
 
 __all__ = ["ConfigError", "Config", "register_configs", "model_schema_classes", "type_hints", "assignment_reason",
-           "require"]
+           "require", "HARNESS_FIELDS", "DTYPES"]
 
 
 #: A mesh axis field: "auto", null, a mesh axis name or a list of them. Typed ``Any`` because
@@ -65,6 +65,10 @@ class MeshConfig:
 class ModelConfig:
     name: str = MISSING
     init: str = "sharded"  # sharded (jit with output shardings) | eager (build, then shard_model)
+
+
+HARNESS_FIELDS = ("name", "init")  # ModelConfig's fields, read by the harness; the others: the factory's keywords
+DTYPES = ("float32", "bfloat16", "float16")  # of GenSBI's models' param_dtype and dtype (models.common.compute_dtype)
 
 
 @dataclass

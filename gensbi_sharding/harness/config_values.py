@@ -18,6 +18,7 @@ from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_keys import list_fields
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.refusal import Refusal
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["INT32_MAX", "check_lists", "check_numbers", "interpolation_problem", "folder_interpolation_problem"]
 
@@ -169,7 +170,7 @@ def check_numbers(cfg: DictConfig) -> None:
         if isinstance(value, float) and not math.isfinite(value):
             fix = _schema_fix(cfg, path, math.isfinite)
             raise ConfigError(Refusal(f"{path}={value} is not a finite number", fix, how="; e.g. "))
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT32_MAX:
+        if is_int(value) and abs(value) > INT32_MAX:
             fix = _schema_fix(cfg, path, lambda d: not isinstance(d, bool) and abs(d) <= INT32_MAX)
             raise ConfigError(Refusal(f"{path}={value} is beyond the largest whole number a run can use "
                                       f"({INT32_MAX:,}: JAX holds counts and seeds as 32-bit integers)",

@@ -18,11 +18,11 @@ from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
 from gensbi_sharding.harness.registry import register_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for, split_sizes
+from gensbi_sharding.harness.units import is_int
 from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_transforms, get_task,
                                            prior_bijection, reference_samples, simulate, task_dims,
                                            to_unconstrained, transform_x, usable_observation)
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
-from gensbi_sharding.nodes import is_int
 
 __all__ = ["load_task", "iterate_batches", "TASKS", "task_dims", "split_sizes", "shard_train_rows"]
 

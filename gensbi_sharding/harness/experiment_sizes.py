@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hydra.core.override_parser.types import OverrideType
 
+from gensbi_sharding.harness.config import HARNESS_FIELDS
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.override_grammar import CommandLine
@@ -93,7 +94,7 @@ def experiment_sizes_problem(command: CommandLine) -> str | None:
             example = next((p for f in sized for p in sorted(f.glob("*.yaml"), key=lambda p: (p.stem != "mlp", p))),
                            None)
             like = f", as {_shown(example)} does for model={example.stem}" if example is not None else ""
-            fields = [f for f in _settings(model) if f not in ("name", "init")]
+            fields = [f for f in _settings(model) if f not in HARNESS_FIELDS]
             which = f" (its settings: {', '.join(sorted(fields))})" if fields else ""
             return (f"experiment={experiment} model={model}: no {_shown(wanted)} gives model={model} the sizes "
                     f"experiment={experiment} trains it at, so the run would train model={model}'s full default "

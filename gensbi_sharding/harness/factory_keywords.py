@@ -1,7 +1,8 @@
 """The keywords the run calls a model of one's own with, checked against its factory's signature before any folder.
 
-``state.builder`` calls every model's factory as ``factory(dim_theta=..., dim_x=..., rngs=..., partition_axis=...,
-**hparams)`` (``hparams``: the model's section but ``name`` and ``init``). A factory registered without one of them
+``model_builder`` (the one call, for ``state.builder`` and the pre-run checks) calls every model's factory as
+``factory(dim_theta=..., dim_x=..., rngs=..., partition_axis=..., **hparams)`` (``hparams``: ``model_settings``, the
+model's section but ``name`` and ``init``). A factory registered without one of them
 (``def make_gated(*, dim_theta, dim_x, rngs, hidden=64)``) failed once the run's folder was made and the data
 simulated: "[ERROR] TypeError: make_gated() got an unexpected keyword argument 'partition_axis'", then "error after
 11.8 s; traceback in outputs/.../error.txt". A data set's factory of one's own is called with ``DATA_KEYWORDS`` and
@@ -17,12 +18,18 @@ import functools
 import inspect
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gensbi_sharding.harness.registry import factory_name
+from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["RUN_KEYWORDS", "DATA_KEYWORDS", "factory_keyword_problem", "data_factory_keyword_problem",
-           "own_data_problem"]
+from gensbi_sharding.harness.config import HARNESS_FIELDS
+from gensbi_sharding.harness.registry import factory_name, get_model
+
+if TYPE_CHECKING:  # imports JAX, which this module's importers (launch.py's checks) go without
+    from gensbi_sharding import PartitionAxis
+
+__all__ = ["RUN_KEYWORDS", "DATA_KEYWORDS", "HARNESS_FIELDS", "model_settings", "model_builder",
+           "factory_keyword_problem", "data_factory_keyword_problem", "own_data_problem"]
 
 #: The keywords every model factory is called with besides its settings, and what each gives it.
 RUN_KEYWORDS = {
@@ -31,6 +38,32 @@ RUN_KEYWORDS = {
     "rngs": "the run's nnx.Rngs(seed)",
     "partition_axis": "the activation layout that activation= and the rule give, None without a mesh",
 }
+
+def model_settings(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords ``model`` (the run's ``cfg.model``) gives its factory: every key but ``HARNESS_FIELDS``, as
+    plain values (lists, not ``ListConfig``). The one place they are read: ``model_builder`` calls the factory
+    with them, the memory check traces it with them."""
+    plain = OmegaConf.to_container(model) if OmegaConf.is_config(model) else dict(model)
+    return {k: v for k, v in plain.items() if k not in HARNESS_FIELDS}
+
+
+def model_builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: PartitionAxis | None,
+                  settings: dict | None = None) -> Callable[[], Any]:
+    """``build() -> model``: the one call of ``cfg.model``'s factory, with ``RUN_KEYWORDS`` and its settings, as
+    ``state.builder`` makes the run's model (and its optimizer) and the pre-run checks trace it (``state_check``'s
+    strict check, ``memory_check``'s estimate).
+
+    ``build`` makes its own ``nnx.Rngs(cfg.seed)``. ``settings``: the factory's keywords
+    (``factory_keywords.model_settings(cfg.model)`` where None), e.g. the memory check's smaller depth.
+    """
+    from flax import nnx
+
+    factory = get_model(cfg.model.name)
+    hparams = model_settings(cfg.model) if settings is None else settings
+    return lambda: factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), partition_axis=partition_axis,
+                           **hparams)
+
+
 
 #: The keywords ``pipeline.simulate`` calls every data set's factory with (docs/gensbi_models.md), and what each is.
 DATA_KEYWORDS = {
@@ -110,7 +143,7 @@ def factory_keyword_problem(name: str, factory: Callable[..., Any], settings: Ma
         parameters = _parameters(factory)
     except (TypeError, ValueError):  # no signature Python can read (a builtin): its call is the only check
         return None
-    hparams = [k for k in settings if k not in ("name", "init")]
+    hparams = [k for k in settings if k not in HARNESS_FIELDS]
     passed = [*RUN_KEYWORDS, *hparams]
     unexpected, missing = _mismatch(parameters, passed)
     whose = f"model={name}'s factory {_where(factory)}"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from gensbi_sharding.harness.units import is_int, is_number
+
 __all__ = ["largest_fitting", "HALVINGS"]
 
 HALVINGS = 12  # at most 2**12 smaller: a setting 4096 times too big is offered no value (split, do not shrink)
@@ -39,14 +41,15 @@ def largest_fitting(size: Callable[[dict], int], values: dict, available: int) -
     """
     start, bytes_ = values, size(values)
     for _ in range(HALVINGS):
-        smaller = {k: (max(v // 2, 1) if _is_int(v) else v / 2) if _is_number(v) else v for k, v in values.items()}
+        smaller = {k: (max(v // 2, 1) if is_int(v) else v / 2) if is_number(v, finite=False) else v
+                   for k, v in values.items()}
         if bytes_ <= available or smaller == values:
             break
         bytes_, values = size(smaller), smaller
     if bytes_ > available:
         return None, (values, bytes_)
     for key, top in start.items():
-        if _is_number(top) and values[key] != top:
+        if is_number(top, finite=False) and values[key] != top:
             values = {**values, key: _raise(size, values, key, top, available)}
     return values, None
 
@@ -62,7 +65,7 @@ def _raise(size: Callable[[dict], int], values: dict, key: str, top: int | float
     low, high = values[key], top  # low fits; high is tried first (the others lowered may leave it room)
     if fits(high):
         return high
-    if _is_int(low):
+    if is_int(low):
         while high - low > 1:
             middle = (low + high) // 2
             low, high = (middle, high) if fits(middle) else (low, middle)
@@ -72,11 +75,3 @@ def _raise(size: Callable[[dict], int], values: dict, key: str, top: int | float
         low, high = (middle, high) if fits(middle) else (low, middle)
     scale = 10.0 ** (math.floor(math.log10(low)) - 1)  # two significant digits, rounded down: a value to type
     return max(float(f"{math.floor(low / scale) * scale:.12g}"), values[key])  # below low: fits as low does
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

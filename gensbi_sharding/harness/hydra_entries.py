@@ -17,11 +17,11 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness.override_grammar import CommandLine, parse
+from gensbi_sharding.harness.override_grammar import CommandLine, hydra_value, parse
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["hydra_type", "in_hydra_dict", "hydra_entry_problem", "hydra_merge_problem", "removable_entry",
-           "entry_removal_problem"]
+           "entry_removal_problem", "hydra_written", "as_hydra_text", "text_kind"]
 
 
 def hydra_type(key: str) -> typing.Any:
@@ -188,8 +188,6 @@ def hydra_merge_problem(args: Sequence[str] | CommandLine) -> str | None:
     """
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.override_grammar import hydra_value
-    from gensbi_sharding.harness.override_hydra_text import hydra_written
     from gensbi_sharding.harness.paste_command import pasted
 
     command = parse(args)
@@ -211,3 +209,43 @@ def hydra_merge_problem(args: Sequence[str] | CommandLine) -> str | None:
         return Refusal(said, fix, how="; give it a value it takes, e.g. ", after=" (its default), or leave it out",
                        shown=pasted([fix])[1])
     return f"{said}; give it a value it takes, or leave it out"
+
+
+def hydra_written(key: str, value: object) -> str:
+    """``value`` for Hydra's setting ``key`` as a command line writes it back: a yes/no as its word (``true``),
+    quoted where the setting takes text (``'true'``), None as ``null``, text as Hydra's grammar reads it.
+
+    Parameters
+    ----------
+    key : str
+        The setting, e.g. ``hydra.job.env_set.MY_FLAG`` (a leading ``+``/``~`` already dropped).
+    value : object
+        One value Hydra's grammar read from an override.
+
+    Returns
+    -------
+    str
+        E.g. ``"'true'"`` for ``hydra.job.env_set.MY_FLAG`` and True, ``"true"`` for ``hydra.job.chdir``.
+    """
+    text = text_kind(hydra_type(key))
+    if value is None or isinstance(value, bool):
+        return as_hydra_text(value) if text else str(value).lower() if value is not None else "null"
+    return hydra_value(str(value)) if text else str(value)
+
+
+def as_hydra_text(value: object) -> str:
+    """``value`` (one of an override's) written for the fix: a yes/no as its quoted word, the rest as Hydra reads
+    them back (a sweep's other values kept)."""
+    if isinstance(value, bool):
+        return f"'{str(value).lower()}'"
+    if isinstance(value, list):
+        return f"[{','.join(map(as_hydra_text, value))}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{as_hydra_text(v)}" for k, v in value.items()) + "}"
+    return "null" if value is None else hydra_value(value) if isinstance(value, str) else str(value)
+
+
+def text_kind(kind: object) -> bool:
+    """Whether ``kind`` is text (``str`` or ``Optional[str]``)."""
+    return kind is str or (typing.get_origin(kind) is typing.Union and str in typing.get_args(kind)
+                           and bool not in typing.get_args(kind))

@@ -14,8 +14,7 @@ import typing
 from pathlib import Path
 
 from gensbi_sharding.harness.override_grammar import CommandLine
-from gensbi_sharding.harness.yaml_leaves import composed_text, file_text, scalar_leaves
-from gensbi_sharding.harness.yaml_words import field_type, file_package
+from gensbi_sharding.harness.yaml_leaves import composed_text, field_type, file_package, file_text, scalar_leaves
 
 __all__ = ["hydra_null_problem", "null_read_problem", "MAYBE_NULL"]
 

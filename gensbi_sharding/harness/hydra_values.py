@@ -113,7 +113,7 @@ def hydra_dict_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"hydra.job.env_set=1: hydra.job.env_set holds entries by name (a dict), not one value; set one by its
         name: '+hydra.job.env_set.MY_VAR=\"1\"'"``.
     """
-    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.hydra_entries import hydra_written
     from gensbi_sharding.harness.paste_command import pasted
 
     for o in parse(args).parsed:
@@ -149,7 +149,7 @@ def hydra_sweep_problem(args: Sequence[str] | CommandLine) -> str | None:
         E.g. ``"hydra.run.dir=a,b: several values are a sweep, and Hydra sweeps none of its own settings (hydra.*);
         give hydra.run.dir one value, e.g. hydra.run.dir=a"``.
     """
-    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.hydra_entries import hydra_written
     from gensbi_sharding.harness.paste_command import pasted
 
     command = parse(args)
@@ -226,7 +226,7 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     from hydra.conf import HydraConf
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.override_hydra_text import hydra_written
+    from gensbi_sharding.harness.hydra_entries import hydra_written
     from gensbi_sharding.harness.paste_command import pasted
 
     schema = None

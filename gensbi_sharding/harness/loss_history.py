@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gensbi_sharding.harness.units import is_number
+from gensbi_sharding.harness.units import is_int, is_number
 
 __all__ = ["window_means", "windows", "LossHistory", "joined_loss_history", "write_losses"]
 
@@ -61,7 +61,7 @@ def windows(steps: np.ndarray, losses: np.ndarray, window: int) -> tuple[np.ndar
     steps, losses = np.asarray(steps), np.asarray(losses, dtype=np.float64)
     if steps.shape != losses.shape or steps.ndim != 1:
         raise ValueError(f"steps and losses must be 1-D of one length, got {steps.shape} and {losses.shape}")
-    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
+    if not is_int(window) or window < 1:
         raise ValueError(f"window={window!r} must be an integer >= 1 (train.log_every)")
     index = (steps - 1) // window  # the window of each step
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]]) if len(steps) else np.zeros(0, np.int64)

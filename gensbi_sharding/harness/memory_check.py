@@ -19,12 +19,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.composed_defaults import composed_section
+from gensbi_sharding.harness.factory_keywords import model_builder, model_settings
 from gensbi_sharding.harness.fitting_values import largest_fitting
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
-from gensbi_sharding.harness.units import format_bytes
+from gensbi_sharding.harness.units import format_bytes, is_int, is_number
 
 __all__ = ["check_fits", "fits_problem", "check_draw_fits", "simulations_problem", "state_bytes_per_device",
            "host_available_bytes", "MOMENTS", "DATA_COPIES"]
@@ -76,11 +77,8 @@ def _traced_bytes(cfg: DictConfig, hparams: dict, mesh: Any, rule: Any, dims: tu
     from flax import nnx
 
     import gensbi_sharding as gs
-    from gensbi_sharding.harness.registry import get_model
 
-    factory = get_model(cfg.model.name)
-    model = nnx.eval_shape(lambda: factory(dim_theta=dims[0], dim_x=dims[1], rngs=nnx.Rngs(cfg.seed),
-                                           partition_axis=None, **hparams))
+    model = nnx.eval_shape(model_builder(cfg, dim_theta=dims[0], dim_x=dims[1], partition_axis=None, settings=hparams))
     specs = gs.plan_shardings(model, mesh, rule).specs if mesh is not None else {}
     params = others = 0
     for path, var in nnx.to_flat_state(nnx.state(model)):
@@ -106,7 +104,7 @@ def state_bytes_per_device(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[in
     model linear in each, a lower bound where two multiply; a huge one is never built.
     """
     hparams = dict(hparams if hparams is not None else _hparams(cfg))
-    deep = {k: v for k, v in hparams.items() if _LAYERS.search(k) and _is_int(v) and v > _TRACED_LAYERS}
+    deep = {k: v for k, v in hparams.items() if _LAYERS.search(k) and is_int(v) and v > _TRACED_LAYERS}
     base = {**hparams, **{k: _TRACED_LAYERS for k in deep}}
     params, others = base_params, base_others = _traced_bytes(cfg, base, mesh, rule, dims)
     for key, value in deep.items():
@@ -243,7 +241,7 @@ def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], d
 
 
 def _hparams(cfg: DictConfig) -> dict:
-    return {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+    return model_settings(cfg.model)
 
 
 def _defaults(cfg: DictConfig) -> dict:
@@ -266,15 +264,11 @@ def _raised(value: Any, default: Any) -> bool:
     Integers alone were compared: ``model.axes_dim=[100000,0]`` or ``model.mlp_ratio=100000.0`` skipped the check
     as "at its defaults" and ran into XLA's unnamed out-of-memory error.
     """
-    if _is_number(value) and _is_number(default):
+    if is_number(value, finite=False) and is_number(default, finite=False):
         return value > default
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return len(value) != len(default) or any(_raised(v, d) for v, d in zip(value, default))
     return False
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _override(value: Any) -> str:
@@ -282,10 +276,6 @@ def _override(value: Any) -> str:
     if isinstance(value, dict):
         return " ".join(f"model.{k}={_override(v)}" for k, v in value.items())
     return f"[{','.join(map(_override, value))}]" if isinstance(value, (list, tuple)) else str(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _round_down(n: int) -> int:

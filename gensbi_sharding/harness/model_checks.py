@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, ListConfig
 
-from gensbi_sharding.harness.config import ConfigError, Flux1Config
+from gensbi_sharding.harness.config import DTYPES, ConfigError, Flux1Config
 from gensbi_sharding.harness.refusal import Refusal
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES",
            "ROPE_ID_AXES", "ACTIVATION_FIELDS_READ"]
 
 #: The id builders that fit one vector of parameters and one of observations (GenSBI's 1-D strategies).
 ID_STRATEGIES_1D = ("absolute", "pos1d", "rope1d")
-DTYPES = ("float32", "bfloat16", "float16")
 MERGE_MODES = ("sum", "concat")  # Flux1Params.id_merge_mode
 #: Axes of GenSBI's ``init_ids_1d`` ids with a semantic id (position, then 0 for parameters / 1 for observations):
 #: the rope id strategy takes one ``axes_dim`` size per axis.
@@ -183,7 +183,7 @@ def _require(ok: bool, message: str) -> None:
 
 def _at_least(model: DictConfig, key: str, low: int, default) -> None:
     value = model[key]
-    _require(isinstance(value, int) and value >= low,
+    _require(is_int(value) and value >= low,
              Refusal(f"model.{key}={value} must be an integer >= {low}", f"model.{key}={default}", how="; e.g. ",
                      after=" (GenSBI's default)"))
 
@@ -246,7 +246,7 @@ def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> 
                          "halves)",
                          f"model.axes_dim=[{','.join(str(a + (i == 0)) for i, a in enumerate(axes))}]", how="; e.g. "))
     else:
-        bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (isinstance(model[k], int) and model[k] >= 1)]
+        bad = [k for k in ("val_emb_dim", "id_emb_dim") if not (is_int(model[k]) and model[k] >= 1)]
         said = (f"{' and '.join(f'model.{k}={_literal(model[k])}' for k in bad)}: model.id_merge_mode=concat needs "
                 "val_emb_dim and id_emb_dim, integers >= 1 (features per head)")
         after = " (GenSBI suggests 1:1), or model.id_merge_mode=sum"

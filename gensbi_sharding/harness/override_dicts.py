@@ -16,6 +16,7 @@ from hydra.core.override_parser.types import OverrideType
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
 from gensbi_sharding.harness.refusal import rephrased
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["dict_override_problem", "mesh_sizes_hint"]
 
@@ -29,7 +30,7 @@ def _dotted(prefix: str, value: dict) -> list[str]:
 def mesh_sizes_hint(value: dict) -> str:
     """For ``mesh={data:2,model:4}``: the mesh those axis sizes describe, as this harness sets it."""
     data, model = value.get("data"), value.get("model")
-    if data is model is None or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+    if data is model is None or not all(is_int(n) and n >= 1
                                         for n in (1 if data is None else data, 1 if model is None else model)):
         return ""  # mesh={x:1}, data=0, data=abc: no mesh to name
     if model is None:

@@ -11,7 +11,7 @@ import json
 import shlex
 import typing
 
-from gensbi_sharding.harness.hydra_entries import hydra_entry_problem, hydra_type
+from gensbi_sharding.harness.hydra_entries import as_hydra_text, hydra_entry_problem, hydra_type, text_kind
 from gensbi_sharding.harness.override_grammar import CommandLine
 from gensbi_sharding.harness.refusal import Refusal
 
@@ -47,7 +47,7 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
         if value is None:
             continue
         word, prefix = str(value).lower(), o.arg[:len(o.arg) - len(o.arg.lstrip("+~"))]
-        fixed = f"{prefix}{o.key}={','.join(map(_as_text, values))}"
+        fixed = f"{prefix}{o.key}={','.join(map(as_hydra_text, values))}"
         if not prefix and not preset and _unheld(command, o.arg, fixed):  # an entry Hydra lacks: ++ adds it (Hydra
             fixed = f"++{fixed}"  # refuses hydra.job.env_set.N='false' there: "Could not override")
         said = o.raw if isinstance(values[0], bool) and not o.sweep else f"{word} (a value of the sweep {o.raw})" \
@@ -56,8 +56,8 @@ def hydra_text_problem(command: CommandLine, preset: bool = False) -> str | None
             return (f"{o.arg} (in the preset's hydra.sweeper.params): {o.key} takes text, and {said} is a yes/no, "
                     f"which it would read as '{value}' (Python's spelling), as in a config file; for the text, write "
                     f"{o.typed}: {json.dumps(fixed.split('=', 1)[1])} there")
-        return Refusal(f"{o.arg}: {o.key} takes {'text' if _text(kind) else 'text entries'}, and {said} is a yes/no, "
-                       f"which it would read as '{value}' (Python's spelling), as in a config file", fixed,
+        return Refusal(f"{o.arg}: {o.key} takes {'text' if text_kind(kind) else 'text entries'}, and {said} is a "
+                       f"yes/no, which it would read as '{value}' (Python's spelling), as in a config file", fixed,
                        how="; for the text, quote it: ",
                        shown=shlex.quote(fixed) if set(fixed) & set('"$`\\!') else f"\"{fixed}\"")
     return None
@@ -67,44 +67,6 @@ def _unheld(command: CommandLine, typed: str, fixed: str) -> bool:
     """Whether Hydra's config, as ``command`` (``typed`` replaced by ``fixed``) composes it, lacks ``fixed``'s key."""
     problem = hydra_entry_problem([fixed if arg == typed else arg for arg in command.args])
     return problem is not None and problem.startswith(f"{fixed}:")
-
-
-def hydra_written(key: str, value: object) -> str:
-    """``value`` for Hydra's setting ``key`` as a command line writes it back: a yes/no as its word (``true``),
-    quoted where the setting takes text (``'true'``), None as ``null``, text as Hydra's grammar reads it.
-
-    Parameters
-    ----------
-    key : str
-        The setting, e.g. ``hydra.job.env_set.MY_FLAG`` (a leading ``+``/``~`` already dropped).
-    value : object
-        One value Hydra's grammar read from an override.
-
-    Returns
-    -------
-    str
-        E.g. ``"'true'"`` for ``hydra.job.env_set.MY_FLAG`` and True, ``"true"`` for ``hydra.job.chdir``.
-    """
-    from gensbi_sharding.harness.override_grammar import hydra_value
-
-    text = _text(hydra_type(key))
-    if value is None or isinstance(value, bool):
-        return _as_text(value) if text else str(value).lower() if value is not None else "null"
-    return hydra_value(str(value)) if text else str(value)
-
-
-def _as_text(value: object) -> str:
-    """``value`` (one of an override's) written for the fix: a yes/no as its quoted word, the rest as Hydra reads
-    them back (a sweep's other values kept)."""
-    from gensbi_sharding.harness.override_grammar import hydra_value
-
-    if isinstance(value, bool):
-        return f"'{str(value).lower()}'"
-    if isinstance(value, list):
-        return f"[{','.join(map(_as_text, value))}]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{_as_text(v)}" for k, v in value.items()) + "}"
-    return "null" if value is None else hydra_value(value) if isinstance(value, str) else str(value)
 
 
 def preset_sweep_problem(params: list[str], options=None) -> str | None:
@@ -137,15 +99,9 @@ def _yes_nos(value: object, kind: object) -> list[bool]:
     entries for a list or dict of text."""
     args = typing.get_args(kind)
     if isinstance(value, bool):
-        return [value] if _text(kind) else []
-    if isinstance(value, list) and typing.get_origin(kind) is list and _text(args[0]):
+        return [value] if text_kind(kind) else []
+    if isinstance(value, list) and typing.get_origin(kind) is list and text_kind(args[0]):
         return [v for v in value if isinstance(v, bool)]
-    if isinstance(value, dict) and typing.get_origin(kind) is dict and _text(args[1]):
+    if isinstance(value, dict) and typing.get_origin(kind) is dict and text_kind(args[1]):
         return [v for v in value.values() if isinstance(v, bool)]
     return []
-
-
-def _text(kind: object) -> bool:
-    """Whether ``kind`` is text (``str`` or ``Optional[str]``)."""
-    return kind is str or (typing.get_origin(kind) is typing.Union and str in typing.get_args(kind)
-                           and bool not in typing.get_args(kind))

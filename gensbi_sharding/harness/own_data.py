@@ -17,6 +17,7 @@ import numpy as np
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.simulation_data import STAT_FIELDS, SimulationData
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["check_factory_result", "check_shards", "agreed_shards"]
 
@@ -103,7 +104,7 @@ def check_factory_result(data: Any, name: str, *, x_transform: str | None = None
             raise ConfigError(f"{where} returned {field} with entries <= 0 ({value.tolist()}): z-scoring divides "
                               "by it; store a zero std as 1, as global_stats does")
     dropped = data.dropped_non_finite  # summed over shards into metrics.json's non_finite_simulations
-    if isinstance(dropped, bool) or not isinstance(dropped, int | np.integer) or dropped < 0:
+    if not is_int(dropped) or dropped < 0:
         # was: None or "3" a TypeError in the pipeline's sum, -5 or 2.5 written to metrics.json as the count
         raise ConfigError(f"{where} returned dropped_non_finite={dropped!r}: give the count of simulations it dropped "
                           "for NaN or inf, an int >= 0 (0 where none), as load_task does")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import numbers
 import os
 import re
 import shlex
@@ -18,6 +17,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberParser", "named", "count_problems",
            "tried"]
@@ -223,7 +224,7 @@ def count_problems(counts: dict[str, Any], flags: bool) -> list[str]:
             + f"; e.g. {named(what, examples[what], flags)}"
             for what, value in counts.items() if value is not None
             for low, high in [ranges[what]]
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low
+            if not is_int(value) or value < low
             or (high is not None and value > high)]
 
 

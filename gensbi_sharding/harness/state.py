@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
+from gensbi_sharding.harness.factory_keywords import model_builder
 from gensbi_sharding.harness.held_out import held_out_changes
 from gensbi_sharding.harness.held_out_fix import held_out_warning, keep_split_overrides
 from gensbi_sharding.harness.hints import launched_with
@@ -84,17 +85,14 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
     """
     from flax import nnx
 
-    from gensbi_sharding.harness.registry import get_model
     from gensbi_sharding.harness.train import make_optimizer
 
-    factory = get_model(cfg.model.name)
-    hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
+    build_model = model_builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
     tx = make_optimizer(learning_rate=cfg.train.learning_rate, weight_decay=cfg.train.weight_decay, counted=counted,
                         steps=cfg.train.steps, schedule=cfg.train.schedule, warmup_steps=cfg.train.warmup_steps)
 
     def build():
-        model = factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed),
-                        partition_axis=partition_axis, **hparams)
+        model = build_model()
         return model, nnx.Optimizer(model, tx, wrt=nnx.Param)
 
     return build

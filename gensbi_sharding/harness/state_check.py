@@ -74,13 +74,10 @@ def state_problem(cfg: Any, devices: int) -> str | None:
         return None  # a model at its preset's sizes without strict: nothing to trace (no JAX import)
     if cfg.model.name in TRACED_STARTED and not _started_as_the_run_starts(cfg, devices):
         return None
-    from flax import nnx
-    from omegaconf import OmegaConf
-
     import gensbi_sharding as gs
+    from gensbi_sharding.harness.factory_keywords import model_builder
     from gensbi_sharding.harness.memory_check import fits_problem
     from gensbi_sharding.harness.model_plan import strict_problem, trace_model
-    from gensbi_sharding.harness.registry import get_model
     from gensbi_sharding.harness.rule_config import as_rule, rule_table
 
     mesh, rule, dims = abstract_mesh(cfg.mesh, devices), as_rule(*rule_table(cfg.rule)), TASK_DIMS[cfg.data.name]
@@ -88,10 +85,8 @@ def state_problem(cfg: Any, devices: int) -> str | None:
         return None
     try:
         if cfg.strict and mesh is not None:  # the model as the run builds it (state.builder), its optimizer left out
-            factory = get_model(cfg.model.name)
-            hparams = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("name", "init")}
-            model = trace_model(lambda: (factory(dim_theta=dims[0], dim_x=dims[1], rngs=nnx.Rngs(cfg.seed),
-                                                 partition_axis=None, **hparams),), cfg, needed_by="")
+            build = model_builder(cfg, dim_theta=dims[0], dim_x=dims[1], partition_axis=None)
+            model = trace_model(lambda: (build(),), cfg, needed_by="")
             if (problem := strict_problem(model, gs.plan_shardings(model, mesh, rule))) is not None:
                 return problem
         return None if cfg.dry_run else fits_problem(cfg, mesh, rule, cpu=True, devices=devices)

@@ -12,19 +12,21 @@ Simulation is ``harness.simulator_rows``' (re-exported here as ``simulate`` and 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gensbi_sharding.harness.simulator_rows import simulate, simulate_at
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["TASKS", "SBIBM_JAX_OTHER_TASKS", "TASK_DIMS", "NUM_OBSERVATIONS", "THETA_TRANSFORMS", "X_TRANSFORMS",
            "get_task", "task_dims",
            "simulate", "simulate_at", "prior_bijection", "to_unconstrained", "to_constrained", "transform_x",
            "check_transforms", "observation", "reference_samples", "check_observation", "usable_observation",
-           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "observation_file"]
+           "check_evaluation", "REFERENCE_SAMPLES", "num_samples_problem", "observation_file", "log_refusal",
+           "logged_finite"]
 
 #: sbibm tasks with reference posteriors, registered as data sets (``data=<name>``).
 TASKS: tuple[str, ...] = ("two_moons", "gaussian_linear", "gaussian_linear_uniform", "gaussian_mixture",
@@ -137,7 +139,7 @@ def usable_observation(task: Any, num_observation: int, x_transform: str = "none
     """``observation``, checked finite and inside the domain of ``x_transform`` (log: every value > 0).
 
     ``asked`` (``eval.observations``) and ``chosen`` (``data.num_observation``, default ``num_observation``): what
-    the refusal of a log offers to read instead (``log_observations.log_refusal``, as the check before any folder).
+    the refusal of a log offers to read instead (``log_refusal``, as the check before any folder).
 
     Raises
     ------
@@ -150,8 +152,6 @@ def usable_observation(task: Any, num_observation: int, x_transform: str = "none
                          f"{x_o.tolist()}: the posterior cannot be conditioned on it; choose another with "
                          "data.num_observation=<1..10> (or leave it out of eval.observations)")
     if not np.all(np.isfinite(transform_x(x_transform, x_o))):
-        from gensbi_sharding.harness.log_observations import log_refusal  # it imports this module
-
         raise ValueError(log_refusal(task.name, num_observation, float(x_o.min()), lambda j: observation(task, j),
                                      asked, chosen))
     return x_o
@@ -240,8 +240,38 @@ def reference_samples(task: Any, num_observation: int) -> np.ndarray:
 
 def check_observation(num_observation: int) -> None:
     """``ValueError`` naming the override unless ``num_observation`` is one of 1..10."""
-    if isinstance(num_observation, bool) or not isinstance(num_observation, (int, np.integer)) \
-            or not 1 <= num_observation <= NUM_OBSERVATIONS:
+    if not is_int(num_observation) or not 1 <= num_observation <= NUM_OBSERVATIONS:
         raise ValueError(f"num_observation={num_observation!r} is out of range: sbibm tasks have "
                          f"observations 1..{NUM_OBSERVATIONS}; set data.num_observation (or "
                          "eval.observations) to one of them")
+
+
+def logged_finite(x_o: np.ndarray | None) -> bool:
+    """Whether the log of ``x_o`` is finite: every value > 0 (None, no file read: False)."""
+    return x_o is not None and bool(np.all(np.isfinite(transform_x("log", x_o))))
+
+
+def log_refusal(name: str, k: int, smallest: float, read: Callable[[int], np.ndarray | None],
+                asked: Sequence[int] = (), num_observation: int | None = None) -> str:
+    """The one refusal of ``data.x_transform=log`` on observation ``k`` of task ``name``, whose smallest value is
+    ``smallest``: the check before any folder (``log_observation_problem``) and the run's once the task is loaded
+    (``usable_observation``) say the same (the second fix too, not data.x_transform=none alone).
+
+    ``read(j)``: observation ``j`` (None where none reads); ``asked``: ``eval.observations`` (scored; empty: none
+    asked); ``num_observation``: ``data.num_observation`` (default ``k``). Where the task has observations of
+    positive data, the overrides reading only those are a second fix.
+    """
+    num_observation = k if num_observation is None else num_observation
+    refusal = (f"data.x_transform=log needs positive data, but observation {k} of task {name!r} holds "
+               f"{smallest:g}: the posterior cannot be conditioned on its log; set data.x_transform=none "
+               "(log suits positive data spanning decades, as data=lotka_volterra's)")
+    good = [j for j in range(1, NUM_OBSERVATIONS + 1) if logged_finite(read(j))]
+    if not good:
+        return refusal
+    asked = list(asked)
+    keep = [j for j in asked if j in good] or good  # eval.observations: the usable ones asked, else all usable
+    # data.num_observation one of those scored (good[0], beside eval.observations=[8], would not be scored)
+    fix = [f"data.num_observation={keep[0]}"] * (num_observation not in good) + [
+        f"eval.observations=[{','.join(map(str, keep))}]"] * bool(set(asked) - set(good))
+    return (f"{refusal}, or keep it and read only observations of positive data ({name}'s "
+            f"{', '.join(map(str, good))}): {' '.join(fix)}")

@@ -7,15 +7,26 @@ Decimal units (1 KB = 1000 B), as ``describe()`` prints them.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import Any
 
-__all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2st_spread", "is_number", "compact_value"]
+__all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2st_spread", "is_number", "is_int",
+           "compact_value"]
 
 
-def is_number(value: Any) -> bool:
-    """A finite int or float (not a bool, not None, not NaN)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def is_number(value: Any, *, finite: bool = True) -> bool:
+    """A finite int or float (not a bool, not None, not NaN); ``finite=False``: inf and NaN too (a size setting to
+    compare or halve, whose finiteness another check refuses)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and (not finite or math.isfinite(value))
+
+
+def is_int(value: Any) -> bool:
+    """A Python or NumPy integer, not a bool: the harness's one integer check (imports no NumPy, no JAX).
+
+    ``numbers.Integral`` holds ``int`` and NumPy's integer types; ``bool`` is an ``int`` to Python, never a count.
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def format_bytes(n: Any) -> str:

@@ -2,15 +2,19 @@
 
 One walker of a parsed file's settings and one guarded parse for both checks (a near-copy in each would differ in
 lists and ``defaults``); a file's reading is cached by its text (``file_text``), not its modification time and size.
-Pure Python until a file is parsed.
+Where a file's keys land (``file_package``) and the schema type of a setting (``field_type``) are here for both too:
+in ``yaml_words``, which imports ``hydra_nulls``, they made ``hydra_nulls`` import it back. Pure Python until a file
+is parsed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import typing
 from pathlib import Path
 
-__all__ = ["scalar_leaves", "composed_text", "file_text"]
+__all__ = ["scalar_leaves", "composed_text", "file_text", "field_type", "group_package", "file_package"]
 
 
 def scalar_leaves(root: object) -> list[tuple[tuple[str, ...], typing.Any, bool]]:
@@ -84,3 +88,40 @@ def file_text(path: Path) -> str:
         Its text, bytes that are not UTF-8 replaced.
     """
     return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
+    """The schema type of the setting at ``dotted`` (``("eval", "plot")``: bool), or None where no schema says; a
+    ``model`` setting by the job's model's schema (``model``, its name: flux1's ``qkv_bias`` is a bool, which the
+    base ``ModelConfig`` lacks), a ``hydra`` one by Hydra's own (``hydra.conf.HydraConf``)."""
+    from hydra.conf import HydraConf
+
+    from gensbi_sharding.harness.config import Config, type_hints
+    from gensbi_sharding.harness.override_keys import model_schemas
+
+    roots = {"hydra": HydraConf, "model": model_schemas().get(model)}
+    schema, parts = (roots[dotted[0]], dotted[1:]) if dotted and dotted[0] in roots else (Config, dotted)
+    for part in parts:
+        if typing.get_origin(schema) is dict:  # a mapping's entry (hydra.job.env_set's: str), was untyped
+            schema = typing.get_args(schema)[1]
+            if schema is typing.Any:  # hydra.callbacks' entries, a rule's: no schema says
+                return None
+            continue
+        if not dataclasses.is_dataclass(schema) or part not in type_hints(schema):
+            return None
+        schema = type_hints(schema)[part]
+    return schema
+
+
+def group_package(path: Path, group: str) -> tuple[str, ...]:
+    """Where a group file's keys land: its ``# @package`` header's (``_global_``: the top), else its group's."""
+    header = re.search(r"^#\s*@package\s+(\S+)", path.read_text(encoding="utf-8", errors="replace"), re.M)
+    package = header.group(1) if header else group
+    package = group if package == "_group_" else "" if package == "_global_" else package
+    return tuple(p for p in package.split(".") if p)
+
+
+def file_package(path: Path, folder: Path) -> tuple[str, ...]:
+    """Where the keys of ``path``, a file under the config folder ``folder``, land: its group's or header's package."""
+    group = path.parent.relative_to(folder).as_posix()
+    return group_package(path, group) if group != "." else ()

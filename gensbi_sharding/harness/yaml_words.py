@@ -11,7 +11,6 @@ Pure Python until a file holds such a word: then the command's choices are compo
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 import typing
@@ -19,9 +18,11 @@ from pathlib import Path
 
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
-from gensbi_sharding.harness.yaml_leaves import composed_text, file_text, scalar_leaves
+from gensbi_sharding.harness.hydra_nulls import null_read_problem
+from gensbi_sharding.harness.yaml_leaves import (composed_text, field_type, file_package, file_text, group_package,
+                                                  scalar_leaves)
 
-__all__ = ["yes_no_word_problem", "yes_no_words", "field_type", "file_package"]
+__all__ = ["yes_no_word_problem", "yes_no_words"]
 
 #: YAML 1.1's words for true/false besides true/false themselves (its own spellings: ``yEs`` is text).
 YAML_WORDS = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
@@ -53,37 +54,6 @@ def yes_no_words(path: Path) -> tuple[tuple[tuple[str, ...], str, int, bool], ..
     """``(key path, word, line, bare)`` of each yes/no word ``path`` sets (see ``_scalars``), its ``# @package``
     header not applied."""
     return _scalars(file_text(path))
-
-
-def field_type(dotted: tuple[str, ...], model: str | None = None) -> object:
-    """The schema type of the setting at ``dotted`` (``("eval", "plot")``: bool), or None where no schema says; a
-    ``model`` setting by the job's model's schema (``model``, its name: flux1's ``qkv_bias`` is a bool, which the
-    base ``ModelConfig`` lacks), a ``hydra`` one by Hydra's own (``hydra.conf.HydraConf``)."""
-    from hydra.conf import HydraConf
-
-    from gensbi_sharding.harness.config import Config, type_hints
-    from gensbi_sharding.harness.override_keys import model_schemas
-
-    roots = {"hydra": HydraConf, "model": model_schemas().get(model)}
-    schema, parts = (roots[dotted[0]], dotted[1:]) if dotted and dotted[0] in roots else (Config, dotted)
-    for part in parts:
-        if typing.get_origin(schema) is dict:  # a mapping's entry (hydra.job.env_set's: str), was untyped
-            schema = typing.get_args(schema)[1]
-            if schema is typing.Any:  # hydra.callbacks' entries, a rule's: no schema says
-                return None
-            continue
-        if not dataclasses.is_dataclass(schema) or part not in type_hints(schema):
-            return None
-        schema = type_hints(schema)[part]
-    return schema
-
-
-def _package(path: Path, group: str) -> tuple[str, ...]:
-    """Where a group file's keys land: its ``# @package`` header's (``_global_``: the top), else its group's."""
-    header = re.search(r"^#\s*@package\s+(\S+)", path.read_text(encoding="utf-8", errors="replace"), re.M)
-    package = header.group(1) if header else group
-    package = group if package == "_group_" else "" if package == "_global_" else package
-    return tuple(p for p in package.split(".") if p)
 
 
 def _read_files(command: CommandLine) -> list[tuple[Path, tuple[str, ...], str | None]]:
@@ -145,7 +115,7 @@ def _job_files(overrides: tuple[str, ...], config_dir: str,
             continue
         path = next((f / group / f"{option}.yaml" for f in folders if (f / group / f"{option}.yaml").is_file()), None)
         if path is not None:
-            read.append((path, tuple(package.split(".")) if package else _package(path, group), model))
+            read.append((path, tuple(package.split(".")) if package else group_package(path, group), model))
     return read
 
 
@@ -167,12 +137,6 @@ def _suspect(path: Path, folder: Path) -> bool:
                for keys, word, _, _ in words if word not in ("True", "False"))  # those read as written
 
 
-def file_package(path: Path, folder: Path) -> tuple[str, ...]:
-    """Where the keys of ``path``, a file under the config folder ``folder``, land: its group's or header's package."""
-    group = path.parent.relative_to(folder).as_posix()
-    return _package(path, group) if group != "." else ()
-
-
 def yes_no_word_problem(command: CommandLine) -> str | None:
     """A yes/no word that a config file the command reads sets (``conf/eval/my_eval.yaml, line 3: plot: yes ...;
     write plot: true there``), or a null that Hydra's setting cannot take (``hydra_null_problem``); None where none
@@ -191,8 +155,6 @@ def yes_no_word_problem(command: CommandLine) -> str | None:
     folders = [CONF] + [Path(p[len("file://"):]) for p in command.search_paths if p.startswith("file://")]
     files = [(p, f) for f in folders if f.is_dir() for depth in ("*.yaml", "*/*.yaml", "*/*/*.yaml")
              for p in f.glob(depth) if p.is_file()]
-    from gensbi_sharding.harness.hydra_nulls import null_read_problem  # it imports this module
-
     if null := null_read_problem(command, files):
         return null
     if not any(_suspect(p, f) for p, f in files):

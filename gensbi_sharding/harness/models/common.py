@@ -3,8 +3,8 @@
 A velocity field ``v(theta_t, x, t)`` of flow matching takes a batch of parameters
 ``theta_t`` (B, dim_theta), observations ``x`` (B, dim_x) and flow times ``t`` (B,) or ();
 ``prepare_inputs`` checks and casts them the same way for every model, and
-``time_embedding`` turns ``t`` into sinusoidal features. Model wrappers (the MLP, the
-transformer, GenSBI's Flux1 and Simformer) import these from here.
+``time_embedding`` turns ``t`` into sinusoidal features; ``compute_dtype`` reads GenSBI's dtype settings.
+Model wrappers (the MLP, the transformer, GenSBI's Flux1 and Simformer) import these from here.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis
-from gensbi_sharding.nodes import is_int
+from gensbi_sharding.harness.config import DTYPES
+from gensbi_sharding.harness.units import is_int
 
-__all__ = ["MAX_TIME_FREQUENCY", "small_init", "positive_int", "check_partition_axis",
+__all__ = ["MAX_TIME_FREQUENCY", "small_init", "positive_int", "compute_dtype", "check_partition_axis",
            "time_embedding", "prepare_inputs", "gensbi_params"]
 
 # The highest angular frequency of the time embedding. t lives in [0, 1], so frequencies
@@ -37,6 +38,16 @@ def positive_int(name: str, value) -> int:
     if not is_int(value) or value < 1:  # NumPy integers pass; bools, floats and strings do not
         raise ValueError(f"{name} must be a positive integer, got {value!r}; pass e.g. {name}=8")
     return int(value)
+
+
+def compute_dtype(key: str, value) -> jnp.dtype:
+    """``value`` ("float32", "bfloat16", "float16") as a dtype; ``ValueError`` naming ``model.<key>``.
+
+    Shared by GenSBI's two wrappers (``flux1``, ``simformer``): their ``param_dtype`` and ``dtype`` settings."""
+    if value not in DTYPES:
+        raise ValueError(f"model.{key}={value!r} is not one of {', '.join(DTYPES)}; "
+                         f"pass e.g. model.{key}=float32")
+    return jnp.dtype(value)
 
 
 def check_partition_axis(value) -> PartitionAxis | None:

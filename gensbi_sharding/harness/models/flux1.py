@@ -24,24 +24,17 @@ from flax import nnx
 from omegaconf import OmegaConf
 
 from gensbi_sharding import PartitionAxis, constrain
-from gensbi_sharding.nodes import is_int
-from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_params, positive_int, prepare_inputs
-from gensbi_sharding.harness.model_checks import DTYPES, ID_STRATEGIES_1D, ROPE_ID_AXES, check_model
+from gensbi_sharding.harness.units import is_int
+from gensbi_sharding.harness.models.common import (check_partition_axis, compute_dtype, gensbi_params, positive_int,
+                                                   prepare_inputs)
+from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D, ROPE_ID_AXES, check_model
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
-__all__ = ["Flux1Velocity", "make_flux1", "flux1_params", "compute_dtype", "ID_STRATEGIES_1D"]
+__all__ = ["Flux1Velocity", "make_flux1", "flux1_params", "ID_STRATEGIES_1D"]
 
 # pos2d / rope2d need image-shaped data: the harness passes vectors (ID_STRATEGIES_1D).
 # Activation names at the wrapper's boundary; GenSBI's blocks carry no constraints of their own.
 _TOKENS = ("batch", None, None)
-
-
-def compute_dtype(key: str, value) -> jnp.dtype:
-    """``value`` ("float32", "bfloat16", "float16") as a dtype; ``ValueError`` naming ``model.<key>``."""
-    if value not in DTYPES:
-        raise ValueError(f"model.{key}={value!r} is not one of {', '.join(DTYPES)}; "
-                         f"pass e.g. model.{key}=float32")
-    return jnp.dtype(value)
 
 
 class Flux1Velocity(nnx.Module):

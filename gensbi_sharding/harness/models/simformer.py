@@ -19,9 +19,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from gensbi_sharding import PartitionAxis, constrain
-from gensbi_sharding.nodes import is_int
-from gensbi_sharding.harness.models.flux1 import compute_dtype
-from gensbi_sharding.harness.models.common import check_partition_axis, gensbi_params, positive_int, prepare_inputs
+from gensbi_sharding.harness.models.common import (check_partition_axis, compute_dtype, gensbi_params, positive_int,
+                                                   prepare_inputs)
+from gensbi_sharding.harness.units import is_int
 from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
 
 __all__ = ["SimformerVelocity", "make_simformer"]
