@@ -27,7 +27,8 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Everything but the end-to-end runs, sweeps, multi-process tests and the tests that start a process or take over
-# ~0.5 s (@pytest.mark.slow): a quick check, under 3 minutes on 2 cores.
+# ~0.5 s (@pytest.mark.slow), and of a parametrised family of checks only its first few cases (@pytest.mark.fast_cases(n),
+# tests/conftest.py marks the rest slow): a quick check, under 3 minutes on 2 cores.
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 

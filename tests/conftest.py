@@ -135,8 +135,9 @@ def devices():
 # (quiet): they come last, in alphabetical order. Seconds per file (one worker's) from the junit of a quiet `make test`
 # in a fresh clone (2026-12-05 19:07, session 60's end; xdist's scheduling simulated from it: ends 650/649 s, were
 # 648/652). LONGEST_FIRST_FAST: the seconds per file of `make test-fast`'s tests (-m "not slow"), from its run in a
-# quiet fresh clone (2026-12-06 23:38), after the tests that start a process or take over ~0.5 s were marked slow:
-# Hydra compositions lead it now.
+# fresh clone under load (/tmp/x/check_fast.xml, session 71's end: 985 worker-seconds), less the tests session 72 marked
+# slow (every one over ~0.5 s, and a parametrised family's cases past its fast_cases(n)): 523 of them left, so each
+# file's ~seconds here are about twice a quiet machine's. Hydra compositions and the sbibm script's checks lead it.
 LONGEST_FIRST = (
     "test_equivalence.py",  # ~149
     "test_preemption.py",  # ~146
@@ -194,43 +195,76 @@ LONGEST_FIRST = (
     "test_val_history_sets.py",  # ~6
 )
 LONGEST_FIRST_FAST = (
-    "test_refusal_fixes.py",  # ~21
-    "test_config.py",  # ~20
-    "test_setting_checks.py",  # ~18
-    "test_sbibm_runner.py",  # ~12
-    "test_checkpoint_inputs.py",  # ~12
-    "test_checkpoint.py",  # ~11
-    "test_suggested_defaults.py",  # ~9
-    "test_override_types.py",  # ~9
-    "test_resume_refusals.py",  # ~9
-    "test_sweep_check.py",  # ~8
-    "test_model_checks.py",  # ~7
-    "test_summary.py",  # ~6
-    "test_readme_examples.py",  # ~6
-    "test_equivalence.py",  # ~6
-    "test_sequential.py",  # ~5
-    "test_observation_checks.py",  # ~5
-    "test_hydra_mode_values_r68l.py",  # ~5
-    "test_gensbi_overrides.py",  # ~5
-    "test_init_sharded_inputs.py",  # ~4
-    "test_flax_idioms.py",  # ~4
-    "test_own_observation.py",  # ~4
-    "test_continued_runs.py",  # ~4
-    "test_rules.py",  # ~3
-    "test_gensbi_harness_faults.py",  # ~3
-    "test_override_prefixes.py",  # ~3
-    "test_untyped_fixes_r66h.py",  # ~3
-    "test_override_dicts.py",  # ~3
-    "test_batch_inputs.py",  # ~3
+    "test_sbibm_runner.py",  # ~65
+    "test_config.py",  # ~39
+    "test_refusal_fixes.py",  # ~24
+    "test_checkpoint_inputs.py",  # ~23
+    "test_setting_checks.py",  # ~20
+    "test_summary.py",  # ~19
+    "test_override_types.py",  # ~15
+    "test_resume_refusals.py",  # ~14
+    "test_sequential.py",  # ~13
+    "test_checkpoint.py",  # ~10
+    "test_gensbi_overrides.py",  # ~9
+    "test_own_observation.py",  # ~8
+    "test_continued_runs.py",  # ~7
+    "test_observation_checks.py",  # ~7
+    "test_data_faults.py",  # ~7
+    "test_gensbi_harness_faults.py",  # ~6
+    "test_sweep_check.py",  # ~6
+    "test_init_sharded_inputs.py",  # ~6
+    "test_flax_idioms.py",  # ~5
+    "test_library_workflow.py",  # ~5
+    "test_batch_inputs.py",  # ~5
+    "test_suggested_defaults.py",  # ~5
+    "test_hydra_walker_r67h.py",  # ~5
+    "test_presets.py",  # ~4
+    "test_rules.py",  # ~4
+    "test_optimizer_inputs.py",  # ~4
+    "test_train.py",  # ~4
     "test_group_compose_r67h.py",  # ~3
+    "test_hydra_text_entry_fix_r68l.py",  # ~3
+    "test_unparsed_overrides_r66f.py",  # ~3
+    "test_override_prefixes.py",  # ~3
     "test_list_settings.py",  # ~3
-    "test_init.py",  # ~2
-    "test_constrain_inputs.py",  # ~2
+    "test_resume_dtype_r70b.py",  # ~3
+    "test_preemption.py",  # ~3
+    "test_import_graph.py",  # ~3
+    "test_hydra_start_r67h.py",  # ~3
+    "test_models.py",  # ~3
+    "test_report.py",  # ~3
+    "test_runs_one_scan_r70b.py",  # ~3
+    "test_sweep_hints.py",  # ~3
+    "test_hydra_nulls_r64fix.py",  # ~3
+    "test_constrain_inputs.py",  # ~3
+    "test_hydra_mode_values_r68l.py",  # ~3
+    "test_override_dicts.py",  # ~3
+    "test_gensbi_wrappers.py",  # ~3
+    "test_evaluate.py",  # ~3
 )
 
 
+def _mark_the_cases_past_the_fast_ones_slow(items):
+    """``@pytest.mark.fast_cases(n)`` on a parametrised test: its first ``n`` cases (in collection order) stay in
+    ``make test-fast``, the rest get ``@pytest.mark.slow``. A family of cases that each compose and check a config
+    (~0.5-1 s apiece on 2 cores) keeps a few in the quick check, which still covers its code path, and leaves the
+    others to ``make test``, which runs them all; one line on the test instead of a ``pytest.param`` per case."""
+    seen = {}
+    for item in items:
+        marker = item.get_closest_marker("fast_cases")
+        if marker is None or not hasattr(item, "callspec"):
+            continue
+        function = (item.path, item.originalname)
+        seen[function] = seen.get(function, 0) + 1
+        if seen[function] > marker.args[0]:
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects -m "not slow"
 def pytest_collection_modifyitems(config, items):
-    """In an xdist worker, order the files longest first (the tests of a file keep their order)."""
+    """Mark the cases past a test's ``fast_cases`` slow; in an xdist worker, order the files longest first (the tests
+    of a file keep their order)."""
+    _mark_the_cases_past_the_fast_ones_slow(items)
     if not hasattr(config, "workerinput"):
         return  # one process: the order does not change the run's length
     fast = (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow"

@@ -213,6 +213,7 @@ def test_gensbi_scale_table_ranks_no_sweep_that_died_part_way(monkeypatch):
     (["data.theta_transform=bogus"], "data.theta_transform=bogus is not one of support, none; e.g. "
                                      "data.theta_transform=none"),
 ])
+@pytest.mark.fast_cases(3)
 def test_gensbi_pipeline_names_its_flags_where_the_harness_refuses_their_values(monkeypatch, capsys, argv, message):
     import gensbi_sharding.harness.run as harness_run
 

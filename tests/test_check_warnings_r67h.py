@@ -14,6 +14,7 @@ from gensbi_sharding.harness.command_checks import command_problem
 
 @pytest.mark.parametrize("args", [["hydra.searchpath=file://r67_not_there"],
                                   ["hydra.searchpath=[file://r67_not_there]", "hydra.job.env_set.N=1"]])
+@pytest.mark.fast_cases(1)
 def test_a_refusal_whose_check_composes_a_missing_search_path_folder_warns_nothing(args):
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")

@@ -369,6 +369,7 @@ def restore_refusal(folder, target, mesh):
     return str(error.value)
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_restore_into_one_node_of_a_saved_tuple_or_the_reverse_names_the_target_that_fits(tmp_path, devices):
     # Was: "14 variable(s) differ: state/up/kernel: missing from the checkpoint; ... Build the model with the
     # hyperparameters saved in .../config", though every shape fit: the pair (model, optimizer) was saved.

@@ -27,6 +27,7 @@ def _scanned_fsdp_report(layers: int) -> dict:
 
 
 @pytest.mark.parametrize("layers", [1, 4])
+@pytest.mark.fast_cases(1)
 def test_a_collective_in_a_scanned_body_counts_once_per_layer(layers):
     gathered = _scanned_fsdp_report(layers)["all-gather"]
     assert gathered == {"count": layers, "bytes": layers * 256 * 256 * 4 * 7 // 8}

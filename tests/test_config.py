@@ -149,6 +149,7 @@ def test_a_group_s_options_follow_its_folder_as_files_come_and_go(tmp_path, monk
 
 
 @pytest.mark.parametrize("group,option", OPTION_CASES, ids=[f"{g}={o}" for g, o in OPTION_CASES])
+@pytest.mark.fast_cases(4)
 def test_group_option_composes_to_its_values(compose_config, group, option):
     expected = GROUP_OPTIONS[group][option]
     cfg = compose_config(f"{group}={option}", hydra=any(k.startswith("hydra.") for k in expected))
@@ -302,6 +303,7 @@ def test_wrong_type_is_rejected_with_its_name(compose_config, override, key, kin
     (("train.resume=AUTO",), "cfg.train.resume='AUTO' is read as a folder name; to continue from this run's own "
                              "folder, pass cfg.train.resume='auto'"),
 ])
+@pytest.mark.fast_cases(6)
 def test_validate_rejects_with_the_key(compose_config, overrides, message):
     cfg = compose_config(*overrides)
     with pytest.raises(ConfigError, match=message if isinstance(message, re.Pattern) else re.escape(message)):
@@ -310,6 +312,7 @@ def test_validate_rejects_with_the_key(compose_config, overrides, message):
 
 @pytest.mark.parametrize("spec, fix", [
     ("none", "null"), ("NONE", "null"), ("no", "null"), ("Auto", "auto"), ("dikt", "dict"), ("grid", "auto")])
+@pytest.mark.fast_cases(2)
 def test_a_refused_mesh_spec_names_the_one_it_meant_once(compose_config, spec, fix):
     # Was: launch.py mesh.spec=none said "... is not one of null, auto, dict (e.g. mesh=auto); e.g. mesh.spec=dict",
     # two guesses, neither the null (mesh=none) that 'none' meant.
@@ -333,6 +336,7 @@ def test_a_refused_mesh_spec_names_the_one_it_meant_once(compose_config, spec, f
     (("experiment=quick", "data.num_simulations=50"), 5, ("data.num_simulations=100 ",)),
     (("data.num_simulations=50",), 5, ("data.num_simulations=1138 ",)),
 ])
+@pytest.mark.fast_cases(2)
 def test_too_few_held_out_pairs_are_refused_naming_the_minimum(compose_config, overrides, held_out, fixes):
     from gensbi_sharding.harness.data import split_sizes
     from gensbi_sharding.harness.held_out import MIN_VAL_PAIRS
@@ -378,6 +382,7 @@ def test_a_refused_process_count_names_a_count_that_runs(compose_config, overrid
     # The chosen model's own schema names the fix (was an OverflowError from int(hidden * inf)).
     (("model=flux1", "model.mlp_ratio=inf"), "model.mlp_ratio=inf is not a finite number; e.g. model.mlp_ratio=4.0"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_setting_that_is_not_a_finite_number_is_refused_naming_it(compose_config, overrides, message):
     with pytest.raises(ConfigError) as err:
         validate(compose_config(*overrides))
@@ -404,6 +409,7 @@ def test_a_setting_that_is_not_a_finite_number_is_refused_naming_it(compose_conf
     (("seed=-1",), "seed=-1 must be >= 0; e.g. seed=0"),
 ])
 # (2**31 - 1 itself passes: test_the_largest_whole_number_is_accepted)
+@pytest.mark.fast_cases(2)
 def test_a_whole_number_a_run_cannot_use_is_refused_naming_it(compose_config, overrides, message):
     with pytest.raises(ConfigError) as err:
         validate(compose_config(*overrides))
@@ -422,6 +428,7 @@ def test_a_whole_number_a_run_cannot_use_is_refused_naming_it(compose_config, ov
     (("model=transformer", "model.embed=60", "model.heads=7"), "model.embed=60 must be a multiple of model.heads=7 "
      "(each head takes embed / heads features); set model.heads=6, or model.embed=63"),
 ])
+@pytest.mark.fast_cases(2)
 def test_an_mlp_or_transformer_size_that_cannot_be_built_is_refused_before_simulating(compose_config, overrides,
                                                                                       message):
     with pytest.raises(ConfigError) as err:
@@ -457,6 +464,7 @@ def test_the_largest_whole_number_is_accepted(compose_config):
     ("rule.embed=${mesh.nope}", "(Interpolation key 'mesh.nope' not found); give a value, or point"),
     ("eval.observations=[1,${nope}]", "eval.observations[1]=${nope} cannot be resolved"),
 ])
+@pytest.mark.fast_cases(2)
 def test_an_interpolation_that_points_nowhere_is_named_with_its_fix(compose_config, override, fragment):
     from gensbi_sharding.harness.config_values import interpolation_problem
 
@@ -814,6 +822,7 @@ def test_a_resume_path_that_holds_no_run_names_train_resume(compose_config, tmp_
     (("experiment=quick", "eval.ode_steps=3000000000"), "eval.ode_steps=3000000000 is beyond the largest whole "
      "number a run can use (2,147,483,647: JAX holds counts and seeds as 32-bit integers); e.g. eval.ode_steps=8"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_range_error_suggests_the_default_the_commands_presets_compose(overrides, fix):
     # Was the schema's default under any preset: experiment=quick train.steps=0 said "e.g. train.steps=4000" (quick
     # composes 20), eval.ode_steps=0 "e.g. eval.ode_steps=32" (quick: 8), model.depth=0 "e.g. model.depth=3" (1).

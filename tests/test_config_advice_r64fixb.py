@@ -12,6 +12,7 @@ from gensbi_sharding.harness.refusal import fix_of, fixes_of
     ["experiment=quick", "eval.c2st_folds=6000", "eval.enabled=false"],  # no reference samples read: 12000 passes
     ["experiment=quick", "eval.num_samples=20000"],
 ])
+@pytest.mark.fast_cases(1)
 def test_the_num_samples_and_folds_advice_passes_when_pasted(args):
     problem = _config_problem(args, every=True)
     assert problem is not None and " is refused too" not in problem, problem

@@ -50,6 +50,7 @@ class Sample(nnx.Module):
 
 @pytest.mark.parametrize("rule", ["replicated", "fsdp", "tensor"])
 @pytest.mark.parametrize("model_axis", [1, 2, 4])
+@pytest.mark.fast_cases(3)
 def test_placements_are_equal(rule, model_axis):
     mesh = ours.make_mesh(model_axis=model_axis)
     reference_mesh = reference.make_mesh(model_axis=model_axis)

@@ -90,6 +90,7 @@ DRY_RESUME = ("dry_run=true with train.resume=auto: a dry run trains nothing, co
               "to continue the run")
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_path, devices, capsys):
     # Was: exit 0, metrics.json rewritten with status ok, train.resume ignored; the requeue then refused forever.
     from faults_helpers import compose_tiny, run_tiny

@@ -43,6 +43,7 @@ READ_THE_MODEL = {"describe", "sharding_of", "shard_model", "init_optimizer_shar
 
 @pytest.mark.parametrize("name, transform", [(name, transform) for name in CALLS for transform in ("grad", "vmap")
                                              if transform == "grad" or name not in READ_THE_MODEL])
+@pytest.mark.fast_cases(3)
 def test_a_call_under_an_eager_transformation_names_it_not_jit(mesh, name, transform):  # noqa: F811
     # Was: describe/sharding_of "(inside jax.jit or nnx.jit)"; init_sharded and mesh_context JAX's "`set_mesh` can
     # only be used outside of `jax.jit`"; host_to_global_array "runs outside jax.jit"; shard_model and

@@ -30,7 +30,8 @@ def _sampler(rows, batch_size, mesh):
                        mesh=mesh, params=params, batch_size=batch_size)
 
 
-@pytest.mark.parametrize("mesh_shape", [pytest.param(None, marks=pytest.mark.slow), (8, 1)])  # (8, 1): quick check
+@pytest.mark.slow  # samples a tiny model in blocks and whole, compiling each: ~2 s on 2 cores
+@pytest.mark.parametrize("mesh_shape", [None, (8, 1)])
 def test_blocks_of_rows_give_the_samples_of_one_block(mesh_shape):
     mesh = None if mesh_shape is None else make_mesh()
     noise = np.random.default_rng(0).standard_normal((100, 2)).astype(np.float32)

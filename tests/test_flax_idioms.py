@@ -43,6 +43,7 @@ class RefAndHijax(nnx.Module):
 
 @pytest.mark.parametrize("kind", ["ref", "hijax"])
 @pytest.mark.parametrize("how", ["shard_model", "init_sharded"])
+@pytest.mark.fast_cases(2)
 def test_ref_and_hijax_variables_are_placed_built_and_keep_their_kind(tmp_path, kind, how):
     # Was: shard_model on a ref=True variable raised JAX's "Received incompatible devices for jitted computation" (it
     # wrote the placed array into the reference, on its one device), and init_sharded / abstract_sharded raised "mutable
@@ -115,6 +116,7 @@ class BareArrays(nnx.Module):
     (lambda f, mesh: gs.describe(f(), mesh), "describe"),
     (lambda f, mesh: checkpoint.abstract_state_for(f(), mesh), "abstract_state_for"),
 ])
+@pytest.mark.fast_cases(4)
 def test_an_array_held_in_no_variable_is_named_with_the_fix(where, name, call, caller):
     # Was: shard_model left it on one device, silently, and sharding_of, describe, abstract_state_for, init_sharded
     # and abstract_sharded raised AttributeError: "'ArrayImpl' object has no attribute 'get_value'".
@@ -368,6 +370,7 @@ class Sows(nnx.Module):
 
 
 @pytest.mark.parametrize("saved_called, target_called", [(True, False), (False, True), (True, True)])
+@pytest.mark.fast_cases(1)
 def test_values_sown_by_a_call_are_not_saved_and_a_target_with_or_without_them_restores(
         tmp_path, saved_called, target_called):
     # Was: ValueError "state/0/inner/features/0: in the checkpoint, not in the model ... restore into a target of all it

@@ -71,6 +71,7 @@ def rope_checkpoint(tmp_path_factory):
     (("model.id_embedding_strategy=[rope1d,absolute]",), "model.id_embedding_strategy=[rope1d,rope1d]",
      "model.id_embedding_strategy=[rope1d,absolute]"),
 ])
+@pytest.mark.fast_cases(1)
 def test_a_resume_with_other_model_settings_is_refused_before_simulating(rope_checkpoint, changed, saved_as, now):
     cfg = compose_tiny("model=flux1", ROPE, f"train.resume={rope_checkpoint}", *changed)
     with pytest.raises(ConfigError) as err:

@@ -58,6 +58,7 @@ def test_a_key_under_no_section_names_the_section_and_setting_to_write(args, mes
     (("sweep.x=1",), "sweep.x=1: sweep is a group of presets, not a section of settings; its options: "
                      "rules_x_model_axis; pick one with sweep=<option>"),
 ])
+@pytest.mark.fast_cases(1)
 def test_a_key_under_a_group_of_presets_names_its_options(args, message):
     from gensbi_sharding.harness.command_checks import command_problem
 
@@ -77,6 +78,7 @@ GROUPS = "mesh, rule, model, data, train, eval, activation, distributed, experim
     (("-m", "sharding_rule=fsdp,tensor"), "rule=? ...; write rule=fsdp,tensor"),
     (("mesh_axis=2",), "mesh=? ...; mesh options: auto, dict, none"),  # no option: the group's options
 ])
+@pytest.mark.fast_cases(2)
 def test_a_top_level_key_near_a_group_names_the_group(args, fix):
     from gensbi_sharding.harness.command_checks import command_problem
 
@@ -135,6 +137,7 @@ def test_a_preset_of_ones_own_that_yaml_cannot_read_names_its_file_and_line(tmp_
 
 
 @pytest.mark.parametrize("resume", ["run", "run/checkpoints/20", "auto"])
+@pytest.mark.fast_cases(1)
 def test_a_preset_of_ones_own_resumed_without_its_search_path_names_that_search_path(tmp_path, resume):
     # README: "Repeat both overrides when you resume it". With the search path left out, was: "Could not find
     # 'model/my_flux1' ...; did you mean model=flux1?", whose sizes the resume then refuses.
@@ -180,6 +183,7 @@ def test_a_checkpoint_of_a_preset_of_ones_own_names_that_preset_when_the_model_d
         "the checkpoint holds model=flux1 (this run: model=mlp): add model=flux1. ")
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_a_checkpoint_of_another_model_names_its_sizes_with_the_model_in_one_fix(tmp_path, monkeypatch):
     # python launch.py experiment=quick model=simformer train.resume=<an experiment=quick model=flux1
     # model.num_heads=3 run>: was "add model=flux1", and that command refused in turn: "the checkpoint was saved with

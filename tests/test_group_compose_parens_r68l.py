@@ -28,6 +28,7 @@ LOGS = "default, disabled, gensbi, none, stdout"
     ("hydra/job_logging=''", f"hydra/job_logging has no option '' (its options: {LOGS}); pick one, or leave "
                              "hydra/job_logging='' out"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_choice_of_no_option_is_said_in_one_parenthesis(typed, said):
     problem = command_problem([typed])
     assert shipped_options("rule") == SHIPPED_RULES and set(SHIPPED_RULES) <= set(RULES.split(", "))

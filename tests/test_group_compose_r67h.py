@@ -43,6 +43,7 @@ def test_a_group_hydra_has_not_is_named_with_hydras_groups():
 
 @pytest.mark.parametrize("args", [["rule=${nope}"], ["model=${oc.env:HOME}", "experiment=quick"], ["model=${data}"],
                                   ["-m", "rule=${nope},fsdp"]])
+@pytest.mark.fast_cases(2)
 def test_an_interpolation_hydra_cannot_resolve_as_a_choice_is_refused_and_the_fix_passes(args):
     arg = next(a for a in args if "${" in a)
     key, value = arg.split("=", 1)[0], arg.split("=", 1)[1].split(",")[0]

@@ -45,6 +45,7 @@ def test_the_fix_adds_the_entry_hydra_then_holds():
 @pytest.mark.parametrize("arg", ["hydra.callbacks.sweep_summary._target_=x",
                                  "hydra.callbacks.sweep_summary={_target_:y}", "++hydra.job.env_set.N=1",
                                  "+hydra.job.env_set.N=1", "hydra.job.env_set={}", "hydra.job.chdir=true"])
+@pytest.mark.fast_cases(2)
 def test_a_key_hydra_holds_or_one_added_passes(arg):
     assert hydra_entry_problem([arg]) is None
     _hydra([arg])  # and Hydra composes it

@@ -23,6 +23,7 @@ def _hydra(args):
     (["-m", "sweep=rules_x_model_axis", "~hydra.sweeper.params.rule"], ("sweeper.params", "rule")),
     (["+hydra.job.env_set.FOO=1", "~hydra.job.env_set.FOO"], ("job.env_set", "FOO")),
 ])
+@pytest.mark.fast_cases(2)
 def test_an_entry_hydra_holds_is_removed_as_hydra_removes_it(args, gone):
     assert command_problem(args) is None
     parent, key = gone

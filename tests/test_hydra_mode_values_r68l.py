@@ -31,6 +31,7 @@ SEVERAL = "several (Hydra sweeps none of its own settings)"
     ("hydra.mode=[RUN]", "[RUN]", "hydra.mode=RUN"),
     ("hydra.mode='1,2'", "'1,2'", "hydra.mode=RUN"),
 ])
+@pytest.mark.fast_cases(2)
 def test_an_odd_hydra_mode_names_the_value_and_a_fix_that_passes_when_pasted(arg, given, fix):
     command = ["experiment=quick", arg, "hydra.run.dir=runs/a"]
     problem = command_problem(command)

@@ -42,5 +42,6 @@ def test_a_callback_class_no_import_finds_is_named(arg, target, reason):
 @pytest.mark.parametrize("arg", ["++hydra.callbacks.a={_target_:gensbi_sharding.harness.summary.SweepSummary}",
                                  "hydra.callbacks.sweep_summary._target_=gensbi_sharding.harness.summary.SweepSummary",
                                  "hydra.callbacks={}", "hydra.job.env_copy=[]"])
+@pytest.mark.fast_cases(2)
 def test_callbacks_hydra_can_instantiate_pass(arg):
     assert callback_problem([arg]) is None and command_problem([arg]) is None

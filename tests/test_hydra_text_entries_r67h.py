@@ -28,6 +28,7 @@ def _hydra(overrides):
                                                                         ["seed", "false"])),
     ("+hydra.job.env_set={A:true}", "true", "+hydra.job.env_set={A:'true'}", ("job.env_set", {"A": "true"})),
     ("hydra.job.env_set={A:true}", "true", "++hydra.job.env_set={A:'true'}", ("job.env_set", {"A": "true"}))])
+@pytest.mark.fast_cases(1)
 def test_a_yes_no_entry_of_a_text_list_or_dict_is_refused_and_the_quoted_fix_gives_the_text(typed, word, fix, read):
     from omegaconf import OmegaConf
 

@@ -32,6 +32,7 @@ TEXT = "an entry of hydra.job.env_set is text (an environment variable's value)"
     ("hydra.job.env_set.A.b=1", "so hydra.job.env_set.A holds no b; set the entry itself: ",
      '++hydra.job.env_set.A="1"'),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_text_entry_given_a_dict_names_it_as_text_and_the_fix_composes(arg, said, fix):
     problem = command_problem([arg])
     assert problem == f"{arg}: {TEXT}, {said}{shlex.quote(fix)}, or leave it out"
@@ -44,6 +45,7 @@ def test_a_text_entry_given_a_dict_names_it_as_text_and_the_fix_composes(arg, sa
 
 @pytest.mark.parametrize("arg", ["+hydra.job.env_set.A=x", "++hydra.job.env_set={A:1}", "hydra.job.env_set={}",
                                  "hydra.job_logging.root.level=DEBUG"])
+@pytest.mark.fast_cases(2)
 def test_text_entries_and_dicts_of_anything_pass(arg):
     assert command_problem([arg]) is None
 

@@ -12,6 +12,7 @@ from gensbi_sharding.harness.refusal import fix_of
 @pytest.mark.parametrize("typed, word", [("+hydra.job.env_set.MY_FLAG=true", "true"),
                                          ("hydra.job.env_set.OTHER=false", "false"),
                                          ("hydra.job.name=false", "false")])
+@pytest.mark.fast_cases(1)
 def test_a_yes_no_for_a_text_setting_of_hydras_is_refused_and_the_quoted_fix_gives_the_text(typed, word):
     # Was: no refusal; the job's variable was 'True' (Python's spelling), where a YAML file's MY_FLAG: true is refused
     problem = command_problem([typed])

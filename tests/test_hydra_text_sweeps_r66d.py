@@ -18,6 +18,7 @@ from gensbi_sharding.harness.refusal import fix_of
     ("hydra.job.chdir=true,false", "hydra.job.chdir=true"),
     ("+hydra.job.env_set.N=1,2", '+hydra.job.env_set.N="1"'),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_sweep_of_a_setting_of_hydras_with_m_is_refused_as_hydra_refuses_it_and_the_fix_gives_one_value(typed, fix):
     # Hydra sweeps none of its own settings from the command line, with -m too ("Sweeping over Hydra's configuration
     # is not supported"). Was (earlier this round): with -m a sweep of yes/nos for a text setting was told to quote
@@ -30,6 +31,7 @@ def test_a_sweep_of_a_setting_of_hydras_with_m_is_refused_as_hydra_refuses_it_an
     assert len(parse(pasted).parsed[0].values()) == 1  # one value: the text itself where the setting takes text
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_a_single_yes_no_for_a_text_setting_of_hydras_is_still_refused_with_its_quoted_fix():
     problem = command_problem(["-m", "+hydra.job.env_set.MY_FLAG=true"])
     assert problem.endswith("for the text, quote it: \"+hydra.job.env_set.MY_FLAG='true'\""), problem

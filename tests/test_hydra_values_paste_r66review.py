@@ -44,6 +44,7 @@ def test_the_fix_pasted_into_bash_passes_and_hydra_gives_the_setting_its_text(ty
     ("+hydra.job.env_set.N=a,b", "hydra.job.env_set.N", "a"),
     ("hydra.job.chdir=true,false", "hydra.job.chdir", True),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_refused_sweep_of_hydras_settings_gives_a_fix_hydra_runs(typed, key, value):
     # Was (earlier this round): an entry of env_set typed bare was given its fix bare (hydra.job.env_set.N="1"),
     # which Hydra refuses ("Could not override": env_set holds no N); ++ adds or overrides the entry.

@@ -27,6 +27,7 @@ def _composes(arg):
 
 
 @pytest.mark.parametrize("arg", ENTRIES)
+@pytest.mark.fast_cases(2)
 def test_the_checks_refuse_a_dict_entry_exactly_where_hydras_compose_does(arg):
     assert (command_problem([arg]) is None) == _composes(arg)
 
@@ -43,6 +44,7 @@ def test_an_entry_of_text_given_a_dict_names_why():
 @pytest.mark.parametrize("args", [["hydra/job_logging=gensbi", "hydra.job_logging.version=1"],
                                   ["hydra/job_logging=none", "hydra.job_logging.version=1"],
                                   ["hydra.job_logging.root.level=DEBUG"]])
+@pytest.mark.fast_cases(1)
 def test_an_entry_of_a_dict_of_anything_is_left_to_hydra_which_composes_it(args):
     assert hydra_type_problem(args) is None
     assert command_problem(args) is None

@@ -197,6 +197,7 @@ _PLACED_INPUT = ("an input placed on the mesh's devices cannot enter it: build t
     ("CheckpointWriter.save", "save the model once built: writer.save(step, nnx.state(model), key)")])
 @pytest.mark.parametrize("init", [init_sharded, abstract_sharded, abstract_state_for],
                          ids=["init_sharded", "abstract_sharded", "abstract_state_for"])
+@pytest.mark.fast_cases(6)
 def test_every_placing_entry_point_inside_a_traced_constructor_is_refused_naming_the_tracer_and_fix(
         call, fix, init, mesh, tmp_path):
     # Was JAX's or our words for a traced array, naming neither init_sharded nor the fix: shard_model, place

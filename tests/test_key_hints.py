@@ -207,6 +207,7 @@ def test_a_misspelt_key_is_matched_against_the_chosen_models_fields(args, messag
     (["hydra.run.dir=runs/a", "hydra.job.chdir=false", "hydra.mode=RUN", "+hydra.job.env_set.X=1",
       "hydra.launcher.timeout_min=5", "hydra.sweeper.params.seed=1,2", "hydra/launcher=basic"], None),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_mistyped_key_of_hydra_s_own_config_names_the_setting_meant(args, message):
     problem = hydra_key_problem(args)
     assert (problem is None) if message is None else problem.startswith(message), problem

@@ -132,6 +132,7 @@ class WithNumpyConstants(nnx.Module):
         self.index = Buffer(np.arange(8)[::-1].copy())
 
 
+@pytest.mark.slow  # ~0.8 s on 2 cores
 def test_a_model_with_numpy_float64_constants_restores_onto_a_freshly_built_model(tmp_path):
     # shard_model placed the constants as float32/int32 (no jax_enable_x64) and they were saved so; the restore
     # target built from a fresh model (abstract_state_for(model, mesh)) kept float64/int64 and the restore was

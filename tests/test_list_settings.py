@@ -82,6 +82,7 @@ def test_list_typed_keys_come_from_every_schema():
     (("model=flux1", "model.axes_dim=x"), "model.axes_dim=x: a list of int values is expected and 'x' is not one; "
      "write e.g. model.axes_dim=[8,0]"),
 ])
+@pytest.mark.fast_cases(3)
 def test_a_scalar_for_a_list_is_refused_naming_the_list_to_write(args, message):
     # Was: Hydra's "Error merging override eval.observations=3 / Invalid value assigned: int is not a
     # ListConfig, list or tuple", naming no fix.

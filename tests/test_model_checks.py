@@ -78,6 +78,7 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("overrides, message", REFUSED, ids=lambda o: " ".join(o) if isinstance(o, tuple) else "")
+@pytest.mark.fast_cases(3)
 def test_gensbi_model_values_are_refused_naming_a_value_that_works(overrides, message):
     with pytest.raises(ConfigError) as err:
         validate(compose_tiny(*overrides))

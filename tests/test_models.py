@@ -104,6 +104,7 @@ def test_param_count_formula(name):
 @pytest.mark.parametrize("rule,mesh_shape", [("fsdp", {"data": 8, "model": 1}),
                                              ("tensor", {"data": 1, "model": 8}),
                                              ("tensor", {"data": 2, "model": 4})])
+@pytest.mark.fast_cases(4)
 def test_default_config_splits_evenly(name, task, rule, mesh_shape):
     # Pure arithmetic on abstract shapes: every dimension a rule sends to a mesh axis must
     # divide by that axis' size, or the placement would fall back to replication.

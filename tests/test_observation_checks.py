@@ -144,6 +144,7 @@ def test_the_log_check_reads_the_installed_packages_observations(tmp_path, monke
     (["data.x_transform=log", "data=slcp", "data.num_observation=3"], (3, -5.71116, None)),  # none positive
     (["data.x_transform=log", "data=lotka_volterra", "eval.enabled=true", "eval.observations=[1,10]"], None),
 ])
+@pytest.mark.fast_cases(2)
 def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_folder(overrides, refused):
     # Was: left to the run (usable_observation, once the task was loaded), which refused it inside the folder Hydra
     # had made (.hydra/, .run.lock, launch.log, error.txt, metrics.json); a sweep ran its earlier jobs first.

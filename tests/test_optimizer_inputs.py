@@ -34,6 +34,7 @@ def test_init_optimizer_sharded_inside_a_jitted_function_is_refused_naming_the_v
 
 
 @pytest.mark.parametrize("wrt", [3, 2.0, {"w": nnx.Param}, [nnx.Param, 3]])
+@pytest.mark.fast_cases(2)
 def test_init_optimizer_sharded_names_a_wrt_no_nnx_filter(devices, wrt):
     # Was: ValueError "Invalid format specifier '!r' for object of type 'int'" (Flax's own message for a bad filter
     # fails to format), naming neither wrt nor a filter.

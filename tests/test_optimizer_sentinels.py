@@ -16,6 +16,7 @@ from gensbi_sharding.checkpoint import CheckpointWriter, abstract_state_for, com
 from gensbi_sharding.checkpoint_items import non_finite
 
 
+@pytest.mark.slow  # ~0.6 s on 2 cores
 def test_an_optimizer_holding_inf_as_a_sentinel_is_checkpointed_and_nan_still_refused(tmp_path, devices, monkeypatch):
     # Was: FloatingPointError "the train state at step 1 is not finite (1 array(s) hold NaN or inf, e.g.
     # 1/opt_state/1/best_value)" at every save: optax.contrib.reduce_on_plateau starts best_value at inf (optax.lbfgs

@@ -29,6 +29,7 @@ SETTINGS = ("steps, learning_rate, weight_decay, schedule, warmup_steps, ema_dec
      f"not a setting of train (did you mean train.steps?); its settings: {SETTINGS}; set train.steps=6",
      ["-m", "train={steps:5},{steps:6}"]),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_section_given_as_a_dict_is_checked_key_by_key(args, message, fix):
     assert command_problem(args) == message
     assert command_problem(fix) is None
@@ -39,6 +40,7 @@ def test_a_section_given_as_a_dict_is_checked_key_by_key(args, message, fix):
             "model=transformer": (cfg.train.steps, 1, 2, None), "model.width=8": (cfg.train.steps, 1, None, 8)}[fix[0]]
 
 
+@pytest.mark.slow  # ~0.8 s on 2 cores
 def test_a_dict_two_levels_deep_names_the_setting_meant():
     # Was: Hydra's multi-line "Could not override 'eval'. ... Key 'c2st' not in 'EvalConfig'".
     assert command_problem(["eval={c2st:{folds:3}}"]) == (

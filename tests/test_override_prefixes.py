@@ -115,6 +115,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])
+@pytest.mark.fast_cases(6)
 def test_a_prefixed_override_is_refused_naming_the_one_to_type(compose_config, command, message):
     args = command.split()
     assert prefix_problem(args) == message
@@ -164,6 +165,7 @@ def test_a_removed_or_null_hydra_searchpath_under_a_primary_config_with_one_name
     "+hydra.job.env_set.X=1", "hydra.job.chdir=null", "hydra.job.name=my_job", "train.steps=5", "model=transformer model.depth=2",
     "model=flux1 ++model.axes_dim.0=4",  # an item of a list setting: Hydra sets it
 ])
+@pytest.mark.fast_cases(3)
 def test_prefixed_overrides_hydra_takes_are_left_to_it(compose_config, command):
     assert prefix_problem(command.split()) is None
     validate(compose_config(*command.split()))

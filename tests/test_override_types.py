@@ -137,6 +137,7 @@ def test_the_rule_options_said_are_the_shipped_four_and_the_users_own():
 
 
 @pytest.mark.parametrize("command,message", CASES, ids=[c for c, _ in CASES])
+@pytest.mark.fast_cases(4)
 def test_an_override_hydra_would_refuse_is_named_with_the_fix(compose_config, command, message):
     args = command.split()
     assert override_problem(args) == message
@@ -345,6 +346,7 @@ def test_a_primary_config_edited_between_two_commands_is_read_as_it_is_now(tmp_p
     (["-m", "eval.observations=[1],[2.5]"], "eval.observations=[1],[2.5]: int values are expected and '2.5' is not "
      "one; write e.g. eval.observations=[1],[2]"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_list_with_an_element_of_another_type_is_refused_naming_the_list_to_write(args, message):
     # Was: Hydra's "Error merging override eval.observations=[1.5] / Value '1.5' of type 'float' could not be
     # converted to Integer / full_key: eval.observations[0] ...", naming no fix.
@@ -404,6 +406,7 @@ MODELS = "flux1, mlp, simformer, transformer"
     (["-m", "hydra/launcher=null"], "hydra/launcher=null: hydra/launcher takes one of its options, not null; for "
                                     "Hydra's default, leave hydra/launcher=null out"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_group_given_null_or_a_list_is_refused_naming_an_option(args, message):
     from faults_helpers import compose_tiny
 

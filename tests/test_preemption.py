@@ -640,6 +640,7 @@ def test_a_second_ctrl_c_of_a_local_parent_says_no_orbax_or_jax_notes(tmp_path, 
 
 
 @pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.fast_cases(1)
 def test_a_signal_held_while_the_run_started_is_recorded_once_its_folder_is_claimed(tmp_path, monkeypatch, processes):
     # Was: a SIGTERM while launch.py imported JAX or Hydra composed killed the process with no record (exit 143);
     # distributed=local's parent, which never reaches a step of its own, went on to start its processes.

@@ -49,6 +49,7 @@ def test_every_model_has_a_quick_preset():
 
 
 @pytest.mark.parametrize("model", MODELS)
+@pytest.mark.fast_cases(1)
 def test_quick_composes_with_every_model_and_shrinks_it(model):
     full = compose_with(f"model={model}")
     quick = compose_with("experiment=quick", f"model={model}")

@@ -23,6 +23,7 @@ EXPLICIT = ("distributed.mode=explicit", "distributed.coordinator_address=localh
     (-1, 2, "distributed.process_id=-1 is not one of 0..1"),
     (0, 0, "distributed.num_processes=0 must be >= 1"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_rank_outside_the_count_is_refused_before_joining(compose_config, rank, count, words):
     cfg = compose_config(*EXPLICIT, f"distributed.num_processes={count}", f"distributed.process_id={rank}")
     with pytest.raises(ConfigError) as caught:

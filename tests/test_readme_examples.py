@@ -41,9 +41,10 @@ def readme_examples(request, tmp_path_factory):
 
 
 @pytest.mark.parametrize("holding, printed", [
-    ("class Block(nnx.Module)", "P(None, 'model')"),
+    # The examples run as processes (forked from one that imported JAX once): ~10-20 s for the two, slow.
+    pytest.param("class Block(nnx.Module)", "P(None, 'model')", marks=pytest.mark.slow),
     ("A training script of your own", None),  # (the prose before it; the block itself below)
-    ("def factory():", "30 P('data', None) True"),
+    pytest.param("def factory():", "30 P('data', None) True", marks=pytest.mark.slow),
     pytest.param("def flux1_factory():", "(8, 2) (8, 2)", marks=pytest.mark.slow),  # GenSBI's models: 30 s
 ])
 def test_the_readme_s_library_examples_run_as_printed(request, holding, printed):

@@ -150,6 +150,7 @@ _FIX = re.compile(r"(?:\bset|e\.g\.|\bwrite) ((?:[+~]?[a-z_][\w.]*=[^\s;,()]+(?:
     (["rule.embed=dta"], "rule.embed=dta", ["rule.embed=data"]),
     (["activation.head_axis=foo"], "activation.head_axis=foo", ["activation.head_axis=null"]),
 ])
+@pytest.mark.fast_cases(2)
 def test_every_setting_a_refusal_suggests_passes_the_checks(args, refused, fix):
     # The kind: a refusal's fix, typed in place of the override refused, was refused by the next check, sending the
     # user round a second time (or in a circle). Each fix here goes through the same checks, as the run makes them.
@@ -175,6 +176,7 @@ def test_every_setting_a_refusal_suggests_passes_the_checks(args, refused, fix):
     (["~train.steps"], "train.steps=20"),  # a removal's "e.g."
     (["hydra.run.dirr=runs/a"], "hydra.run.dir=runs/a"),  # Hydra's own config's key
 ])
+@pytest.mark.fast_cases(2)
 def test_a_refusals_fix_is_data_beside_its_words(args, fix):
     # Was: command_checks read the fix back out of the message's last word (after "set", "write" or "e.g.") and a
     # better one out of the next refusal's text. Now the check that suggests it keeps it: the message is a str as
@@ -262,6 +264,7 @@ FLUX = ("model=flux1",)
     (["model=simformer", "model.num_heads=7"], "model.num_heads=4", ", e.g. "),
     (["model=simformer", "model.depth=0"], "model.depth=8", "; e.g. "),
 ])
+@pytest.mark.fast_cases(2)
 def test_every_check_that_offers_one_override_carries_it_as_its_fix(overrides, fix, offered):
     # Was: these offered their fix in words only (fix_of: None), so command_checks could not put it through the
     # run's checks; the words stay as they were
@@ -291,6 +294,7 @@ def _typed(args, fix):
      "refused too: 8 devices are not divisible by model_axis=3)"),
     (["+model.foo=1"], "drop +model.foo=1"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_refusal_that_says_drop_a_key_and_set_another_carries_both_and_the_command_it_leads_to_runs(
         overrides, words):
     # Was: "drop +model.dpeth=0 and set model.depth=0" carried only model.depth=0 as its fix, so the check of the fix
@@ -469,6 +473,7 @@ def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
 
 
 @pytest.mark.parametrize("preset", ["replicated", "fsdp", "tensor"])
+@pytest.mark.fast_cases(1)
 def test_a_new_rule_label_names_an_entry_change_that_then_passes(preset):
     # Was: rule=fsdp rule.name=my named "change entries of this table (rule.embed=data rule.name=my)", fsdp's own
     # embed, so that command was refused again alike; now an entry the preset's table does not already hold
@@ -547,6 +552,7 @@ def test_a_top_level_value_refused_first_does_not_hide_the_values_refused_after_
     assert job_problem(compose_tiny("model.depth=3", "seed=0")) is None
 
 
+@pytest.mark.slow  # ~0.8 s on 2 cores
 def test_a_renamed_key_whose_value_is_refused_next_is_fixed_together_by_that_refusals_fix():
     # Was: +model.dpeth=0 seed=-1 listed "write model.depth=0", then "model.depth=0 must be >= 1; e.g. model.depth=3",
     # and no fix together (two fixes set model.depth): the later, found with the earlier set, is the one to type
@@ -558,6 +564,7 @@ def test_a_renamed_key_whose_value_is_refused_next_is_fixed_together_by_that_ref
     assert _checks(["experiment=quick", *fixes_of(fix_of(problem))]) is None
 
 
+@pytest.mark.slow  # ~0.8 s on 2 cores
 def test_the_runs_refusals_in_launch_pys_list_are_said_as_overrides_not_as_python_settings():
     # Was: `python launch.py experiment=quick train.stpes=5 train.resume=''` listed "cfg.train.resume='' is empty: pass
     # cfg.train.resume='auto' ...": the run's check, made by the command-line checks before Hydra's app starts, took
@@ -588,6 +595,7 @@ def test_a_multiruns_refusal_composes_each_job_once(monkeypatch):
     assert len(composed) == len(set(composed)) > 8, composed
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_too_few_c2st_folds_are_fixed_by_the_nearest_valid_values():
     # Was: "set eval.c2st_folds=5" (the default), and with eval.num_samples=1 "set eval.num_samples=10", where two
     # folds of four samples would do

@@ -631,6 +631,7 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
                               "(a dry run saves none): start a new run without train.resume")
 
 
+@pytest.mark.slow  # ~0.6 s on 2 cores
 def test_resume_from_a_run_whose_step_lost_its_orbax_metadata_names_it_not_checkpoints_gone(tmp_path):
     # Was: "... (step 5: cut short, no commit recorded); ...; <run> holds a completed run whose checkpoints are gone (no
     # complete step folder in <run>/checkpoints)", of a run that trained and saved step 5, whose step metadata was
@@ -945,6 +946,7 @@ def test_a_resume_of_a_step_whose_arrays_item_is_gone_is_refused_before_its_fold
 
 @pytest.mark.parametrize("damage", ["largest file deleted", "every file emptied"])
 @pytest.mark.parametrize("older", [(), (4,), (2, 4)])
+@pytest.mark.fast_cases(2)
 def test_a_resume_of_a_step_whose_arrays_do_not_read_is_refused_before_its_folder(tmp_path, older, damage):
     # Was: launch.py experiment=quick train.resume=<run> hydra.run.dir=<new>, one file of <run>/checkpoints/8/arrays
     # deleted (a data file, or its database's manifest), passed the check before the folder (its items' folders were
@@ -1107,6 +1109,7 @@ def test_a_step_that_lost_its_meta_item_is_named_as_one_that_lost_its_config(tmp
     ({8: "arrays", 4: "arrays", 2: "arrays"}, "; move {8} aside, e.g. to {8}.damaged, and {4} and {2} too (whose "
      "arrays item cannot be read either), and run the same command again: it starts afresh in this folder (no other "
      "step is readable)")])
+@pytest.mark.fast_cases(2)
 def test_a_step_of_the_runs_own_folder_whose_arrays_do_not_read_names_the_step_it_resumes_from(tmp_path, damaged, then):
     # Was, under train.resume=auto (a preempted run continued in its folder): a newest step whose arrays were damaged
     # passed the check of its settings, and the restore said the library's fix ("resume from another step folder:
@@ -1138,6 +1141,7 @@ def test_a_step_of_the_runs_own_folder_whose_arrays_do_not_read_names_the_step_i
     ("{}", "a JSON object with no status, which every run writes (it is empty)"),
     ('{"final_step": 20}', "a JSON object with no status, which every run writes (its keys: final_step)"),
     ("[1, 2]", "a JSON list, not an object"), ('{"stat', "JSONDecodeError: ")])
+@pytest.mark.fast_cases(2)
 def test_a_resume_of_a_folder_whose_record_is_damaged_says_what_is_wrong_before_any_folder(tmp_path, text, why):
     # Was, train.resume=<folder> whose metrics.json was {} (no checkpoint there): "... holds a run that saved no
     # complete checkpoint (status None)"; a list or a truncated file: read_metrics's "choose another hydra.run.dir",

@@ -203,6 +203,7 @@ def test_another_name_declared_unsplit_is_taken_as_the_librarys_tables_take_it()
                                                         "setting as key: value, nested ones indented by spaces, lists "
                                                         "as [a, b]"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_rule_file_yaml_cannot_read_is_named_with_its_line_and_fix(tmp_path, text, where, reason):
     # Was Hydra's 87-line traceback of its defaults list and PyYAML's scanner, the file named only in its last line.
     from gensbi_sharding.harness.command_checks import command_problem

@@ -156,6 +156,7 @@ class FakeJobs:
                                "cannot be used: the global batch size 2000 must be at most 900 (the 900 training "
                                "pairs); set data.batch_size=900"),
 ])
+@pytest.mark.fast_cases(3)
 def test_run_refuses_bad_extra_arguments_before_any_job(sbibm, tmp_path, monkeypatch, capsys, extra, message):
     jobs = FakeJobs()
     monkeypatch.setattr(subprocess, "Popen", jobs)
@@ -382,6 +383,7 @@ def test_run_continues_a_preempted_job_from_its_checkpoint(sbibm, tmp_path, monk
     ("ConfigError: data.batch_size=2000 cannot be used", True, False),  # its config fails alike from any step
     ("XlaRuntimeError: RESOURCE_EXHAUSTED: out of memory", False, False),  # only a save cut short: nothing committed
 ])
+@pytest.mark.fast_cases(1)
 def test_run_continues_a_job_that_failed_after_a_committed_checkpoint(sbibm, tmp_path, monkeypatch, capsys, error,
                                                                       saved, continued):
     # Was: any failed job moved aside as .failed-<time> and trained again from step 0, its committed steps lost.
@@ -570,6 +572,7 @@ def test_a_job_keeping_no_checkpoint_killed_after_the_grace_is_said_to_start_aga
 
 
 @pytest.mark.parametrize("resume", ["train.resume=auto", "train.resume=/runs/sir"])
+@pytest.mark.fast_cases(1)
 def test_a_sequential_run_refuses_a_resume_its_rounds_would_ignore(sbibm, tmp_path, monkeypatch, capsys, resume):
     # Was: accepted; the job trained every round afresh (hours at the preset) and its row named train.resume.
     jobs = FakeJobs()
@@ -604,6 +607,7 @@ def test_a_failed_or_stopped_sequential_job_is_said_to_start_again_not_to_contin
 
 
 @pytest.mark.parametrize("saved", [False, True])
+@pytest.mark.fast_cases(1)
 def test_a_job_stopped_before_its_first_checkpoint_is_not_said_to_continue_from_one(sbibm, tmp_path, monkeypatch,
                                                                                      capsys, saved):
     # Was "it continues that job from its last checkpoint" after the job's own "interrupted by Ctrl-C before
@@ -884,6 +888,7 @@ def _last_table(sbibm, tmp_path):
     return out
 
 
+@pytest.mark.slow  # draws the table's plot (matplotlib): ~0.5-2 s
 def test_table_that_fails_part_way_leaves_the_last_table_whole(sbibm, tmp_path, monkeypatch):
     # Was: sbibm_results.csv, sbibm_table.md and .csv rewritten, then the plot failed: a new table beside the
     # last run's plot.

@@ -46,6 +46,7 @@ def fake_sbibm_job(folder, task, budget, observations, status="ok"):
         f"{k},{c:.6f},0.010000,{c:.6f} {c:.6f},200\n" for k, c in observations))
 
 
+@pytest.mark.slow  # ~1 s on 2 cores
 def test_sbibm_run_never_counts_a_finished_job_of_other_settings_as_done(tmp_path, capsys, monkeypatch):
     # Was: "two_moons 1000: done, skipped" for a job that ran train.steps=20 when train.steps=40 was asked,
     # and the table then showed its results as those of the settings asked (exit 0).

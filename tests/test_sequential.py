@@ -155,6 +155,7 @@ def test_two_rounds_of_sbibm_run_land_in_the_results_csv_as_a_sequential_row(tmp
     (["--", "train.stepz=3"], "extra argument train.stepz is not a setting of train (did you mean train.steps?)"),
     (["--", "train.resume=auto"], "extra argument train.resume=auto: a sequential job's rounds keep no checkpoint"),
 ])
+@pytest.mark.fast_cases(4)
 def test_bad_arguments_stop_before_any_work_naming_the_value_and_a_fix(argv, named, tmp_path, capsys):
     """A bad --margin or --region, or a budget whose round-1 share cannot fill a batch stop ``sequential.py``
     (the job process of ``sbibm.py run --rounds``) while the arguments are read, its folder not made: before, a
@@ -352,6 +353,7 @@ def test_the_share_check_suggests_budgets_rounds_and_batch_sizes_that_train():
 
 
 @pytest.mark.parametrize("outcome", ["ok", "stopped", "error"])
+@pytest.mark.fast_cases(1)
 def test_the_job_folder_says_how_it_was_made_and_how_it_ended(outcome, tmp_path, monkeypatch):
     """``sequential.py`` (the rounds faked) leaves what ``sbibm.py run`` and ``table`` read of a job: its config and
     overrides, ``sequential.json``, ``c2st.csv`` as an amortised job writes it, and ``metrics.json`` with status
@@ -515,6 +517,7 @@ def test_a_cells_folder_given_as_job_names_its_job_folder(rounds_never_start, tm
 @pytest.mark.parametrize("budget, said", [(10000, "amortised 0.546 (benchmarks/results/sbibm_results.csv)"),
                                           (1001, "no amortised score of sir at 1001 simulations in "
                                                  "(benchmarks/results/sbibm_results.csv)")])
+@pytest.mark.fast_cases(1)
 def test_each_score_is_printed_beside_the_committed_amortised_one_or_says_there_is_none(budget, said, tmp_path,
                                                                                       capsys, monkeypatch):
     """Typed: ``sequential.py --job <new> --task sir --budget 1001``, a budget no committed row has. Was:

@@ -125,6 +125,7 @@ def test_every_axis_a_rule_file_leaves_out_is_named_in_one_run(tmp_path, sweep):
 
 @pytest.mark.parametrize("folder", ["work", "my dir/ünï"])
 @pytest.mark.parametrize("where", ["conf/rule", "rule"])
+@pytest.mark.fast_cases(1)
 def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_search_path_to_add(tmp_path, monkeypatch,
                                                                                            folder, where):
     # Was: `cd my_project && python /path/to/launch.py rule=my_rule` beside the README's conf/rule/my_rule.yaml:
@@ -157,6 +158,7 @@ def test_a_rule_file_beside_a_launch_from_another_folder_is_named_with_the_searc
     ("rule.embed=[data,'']", "rule.embed=[data,''] (rule replicated+overrides) names mesh axis '', which the mesh "
                              "lacks; valid values: data, model or null; set rule.embed=[data]"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_rule_override_the_run_would_refuse_is_refused_before_hydra(typed, said):
     # The same tables typed on the command line: refused too only after the run's folder was made.
     assert command_problem(["experiment=quick", typed]) == said
@@ -334,6 +336,7 @@ def test_jax_platforms_is_read_alike_by_both_checks_before_jax_starts():
     (["activation.batch_axis=[data,model,data]"], "batch_axis=[data,model,data] names a mesh axis twice"),
     (["activation.head_axis=foo"], "head_axis=foo names mesh axis foo, which the mesh lacks"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_refusal_names_the_value_as_the_override_that_gives_it(compose_config, overrides, named):
     # Was: Python's repr, for launch.py and run(cfg) alike (the same check of the composed config):
     # "eval.observations=[1, 1]" (two shell words), "mesh.spec='foo'", "batch_axis=['data', 'model', 'data']".
@@ -510,6 +513,7 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize("overrides", BAD_VALUES, ids=lambda o: " ".join(o))
+@pytest.mark.fast_cases(2)
 def test_every_refused_value_names_an_override_that_fixes_it(overrides):
     import re
 
@@ -548,6 +552,7 @@ UNKNOWN_NAMES = [  # (overrides, the value named, the names listed, the fix, the
 
 
 @pytest.mark.parametrize("overrides, named, listed, fix, second", UNKNOWN_NAMES, ids=lambda o: str(o))
+@pytest.mark.fast_cases(2)
 def test_an_unknown_name_names_the_override_that_fixes_it(overrides, named, listed, fix, second):
     # Was: "unknown model 'nope'; known models: ... Register a new one with @register_model('nope')."
     import re
@@ -634,6 +639,7 @@ def test_an_unknown_data_set_chosen_by_its_file_is_named_as_typed(tmp_path):
     assert "data.name" not in unknown.split("; to add")[0]
 
 
+@pytest.mark.slow  # ~0.6 s on 2 cores
 def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(request):
     # Was: trained every step, then "ValueError: unknown sbibm task 'mysim'; registered here: two_moons, ...
     # (e.g. data=slcp)" at evaluation, status error; eval.enabled=false, the fix, named nowhere.
@@ -666,6 +672,7 @@ def test_a_data_set_of_ones_own_is_refused_evaluation_before_training(request):
 @pytest.mark.parametrize("override, fix", [
     ("rule.embed=modle", "rule.embed=model"), ("rule.embed=[data,modle]", "rule.embed=[data,model]"),
     ("activation.head_axis=modle", "activation.head_axis=model"), ("activation.head_axis=xyz", "activation.head_axis=null")])
+@pytest.mark.fast_cases(2)
 def test_a_mesh_axis_the_mesh_lacks_names_the_override_that_fixes_it(override, fix):
     # Was "valid values: data, model or null" / "use one of them, a tuple of them, or None" (no override).
     from faults_helpers import compose_tiny
@@ -770,6 +777,7 @@ def test_a_resume_of_no_checkpoint_is_refused_before_any_folder_is_made(refused_
         "drop the values named, then run the sweep again:", f"  all 2 jobs: {refusal}"])  # once (was: once a job)
 
 
+@pytest.mark.slow  # composes a model file of its own several times: ~1.7 s
 def test_a_model_file_listing_no_schema_names_the_defaults_line_it_needs(tmp_path):
     # Typed: my_conf/model/small.yaml holding 'name: mlp' and 'width: 32' (no defaults list), then python launch.py
     # 'hydra.searchpath=[file://my_conf]' model=small. Was Hydra's multi-line "In 'model/small': ConfigKeyError

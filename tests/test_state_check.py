@@ -50,6 +50,7 @@ def test_strict_fallbacks_are_refused_before_any_folder_as_the_run_refuses_them(
     assert job_problem(compose_tiny(*STRICT, "mesh=none")) is None  # no mesh: nothing to split
 
 
+@pytest.mark.slow  # ~1 s on 2 cores
 def test_a_state_too_big_is_refused_before_any_folder_as_the_run_refuses_it(devices, monkeypatch):
     from gensbi_sharding.harness import memory_check
     from gensbi_sharding.harness.sweep_check import job_problem

@@ -31,6 +31,7 @@ def _refusal(cfg):
     ("train.log_every=${nope}", "train.log_every=10", "train.log_every=100"),  # interpolation_problem's
 ])
 @pytest.mark.parametrize("preset", [("experiment=quick",), ()])
+@pytest.mark.fast_cases(2)
 def test_a_refusal_suggests_the_default_the_command_composes(devices, bad, quick, plain, preset):
     fix = quick if preset else plain
     message = under_command((*preset, bad), _refusal)
@@ -72,6 +73,7 @@ def test_a_suggestion_is_never_the_value_refused(devices):
     (("-m", "experiment=quick", "data=two_moons,slcp", "data.batch_size=abc"), "data.batch_size=64"),
     (("-m", "data=two_moons,slcp", "data.batch_size=abc"), "data.batch_size=256"),  # 1024, 256: the schema's
 ])
+@pytest.mark.fast_cases(2)
 def test_a_check_before_composing_suggests_the_value_the_commands_groups_compose(args, fix):
     from gensbi_sharding.harness.command_checks import command_problem
 

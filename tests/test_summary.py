@@ -517,6 +517,7 @@ def test_a_swept_key_named_as_a_measured_column_is_told_apart_from_it(tmp_path):
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
+@pytest.mark.fast_cases(1)
 def test_the_sweep_plots_legend_covers_no_bar(tmp_path, drawn, dry_run):
     """A stopped sweep's plot (job 0 done, job 1 interrupted, its bars as tall as job 0's) had its legend over the
     memory panel's second bar: "best" found no free place inside the panel."""
@@ -619,6 +620,7 @@ def test_a_dry_run_sweep_marks_and_ranks_last_the_jobs_whose_model_axis_is_idle(
         assert [r["model_axis_idle"] for r in csv.DictReader(f)] == ["false", "true", "false", ""]
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_the_model_axis_column_and_note_show_only_where_a_job_leaves_its_model_axis_idle(tmp_path):
     for job in range(2):
         _dry_job(tmp_path, job, [f"rule={('fsdp', 'tensor')[job]}"], status="ok", mesh_shape=[4, 2],

@@ -101,6 +101,7 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
      ["job 1 (experiment=slcp_transformer): model.width=3: model=transformer has no field width; model=mlp has it: "
       "set model=mlp for it, or drop model.width=3"]),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_sweep_with_a_refused_job_is_refused_whole_naming_each(command, count, lines):
     assert sweep_refusal(*command) == HEAD.format(count) + "".join(f"\n  {line}" for line in lines)
 
@@ -111,6 +112,7 @@ def test_a_sweep_with_a_refused_job_is_refused_whole_naming_each(command, count,
     ("experiment=quick", "hydra/launcher=slurm", "mesh.model_axis=3"),  # run elsewhere: its devices are the cluster's
     ("experiment=quick", "dry_run=true", "mesh=none", "data.batch_size=5000,6000"),  # builds no batches: as its run
 ])
+@pytest.mark.fast_cases(2)
 def test_a_sweep_whose_jobs_are_all_valid_is_let_through(command):
     assert sweep_refusal(*command) is None
 
@@ -134,6 +136,7 @@ def test_a_presets_sweep_the_basic_sweeper_cannot_run_or_that_has_no_job_is_refu
 @pytest.mark.parametrize("module, name", [
     ("sweep_check", "refused_jobs"), ("sweep_check", "job_problem"), ("sweep_check", "cpu_devices_known"),
     ("sweep_check", "refused_jobs_message"), ("preflight", "launcher_problem")])
+@pytest.mark.fast_cases(2)
 def test_a_crash_of_the_pre_sweep_check_itself_is_one_warning_line_and_the_sweep_goes_on(module, name, monkeypatch,
                                                                                           capsys):
     # Was: Hydra turned the exception into a UserWarning quoting its own `warnings.warn(` line, and the sweep started

@@ -121,6 +121,7 @@ def test_a_dict_setting_of_hydras_given_one_value_names_how_to_set_an_entry():
 
 @pytest.mark.parametrize("args", [["hydra.job.env_set.X=1,2"], ["hydra.run.dir=a,b"], ["hydra/launcher=basic,slurm"],
                                   ["hydra.job.name=choice(x,y)"]])
+@pytest.mark.fast_cases(2)
 def test_a_sweep_of_a_hydra_setting_without_m_is_refused_and_its_fix_runs(args):
     problem = command_problem(args)
     assert problem.startswith(f"{args[-1]}: several values are a sweep, and Hydra sweeps none of its own settings "

@@ -38,6 +38,7 @@ def _refusal(cfg):
     ("model.depth=0", "model.depth=3"),  # the model's section: its schema by model.name
     ("train.warmup_steps=-1", "train.warmup_steps=0"),
 ])
+@pytest.mark.fast_cases(2)
 def test_a_range_refusal_of_an_untyped_config_offers_the_fix_a_composed_one_does(tmp_path, plain, edit, fix):
     # Was: "train.steps=-3 must be >= 1" and no fix: the schema default was looked up on the section's type, dict
     refusal = _refusal(_untyped(tmp_path, edit, plain=plain))

@@ -13,6 +13,7 @@ def own_file(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_a_yes_in_ones_own_eval_file_is_refused_naming_file_key_and_fix(tmp_path):
     # Was: launch.py eval=my_eval with conf's eval/my_eval.yaml saying 'plot: yes' ran with plots on (YAML 1.1 reads
     # yes as true), where eval.plot=yes on the command line is refused.
@@ -50,6 +51,7 @@ def test_a_sweeps_every_job_has_its_files_checked(tmp_path):
                        "line refuses (eval.plot=Yes); write plot: true there")
 
 
+@pytest.mark.slow  # ~0.8 s on 2 cores
 def test_a_models_own_yes_no_setting_is_typed_by_that_models_schema(tmp_path):
     # Was: model settings typed by the base ModelConfig, which has no qkv_bias: flux1's 'qkv_bias: no' was told
     # "not the text 'no' ...; write qkv_bias: false there for a yes/no, or qkv_bias: 'no' for the text" (a bool), and
@@ -67,6 +69,7 @@ def test_a_models_own_yes_no_setting_is_typed_by_that_models_schema(tmp_path):
     assert command_problem(command) is None
 
 
+@pytest.mark.slow  # ~0.7 s on 2 cores
 def test_hydras_own_yes_no_setting_in_a_preset_is_not_refused_its_text_one_is(tmp_path):
     # Was: 'hydra: {job: {chdir: no}}' in one's preset was refused as text ("write chdir: false there for a yes/no,
     # or chdir: 'no' for the text"), though hydra.job.chdir is Hydra's yes/no and reads no as false, as the command
