@@ -1,0 +1,57 @@
+"""Every number a run reports says what it is: checked against the run's own figures (REPORTS72).
+
+Was: a run whose speed could not leave out the first step's warm-up (``train.steps=1``: ``speed_includes_warmup`` in
+metrics.json) printed "N samples/s (median step)" on its final line and "N" in the sweep table, as any other run's:
+a figure ~4x low read as the steady speed. Now both say so, and the CSV has the flag.
+"""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from gensbi_sharding.harness.run_report import final_line
+from gensbi_sharding.harness.summary import write_summary
+
+
+def _ok(**extra):
+    return dict(status="ok", wall_s=12.3, c2st=0.61, c2st_sd_folds=0.01, samples_per_s=1234.0, median_step_s=0.2,
+                mesh_shape=[8, 1], **extra)
+
+
+def test_final_line_says_a_speed_that_includes_the_warm_up():
+    line = final_line(_ok(speed_includes_warmup=True), Path("out"))
+    assert "1,234 samples/s (one step, its warm-up included)" in line, line
+
+
+def test_final_line_of_a_steady_speed_is_unchanged():
+    assert "1,234 samples/s (median step)" in final_line(_ok(speed_includes_warmup=False), Path("out"))
+    assert "1,234 samples/s (median step)" in final_line(_ok(), Path("out"))  # an older folder lacks the flag
+
+
+def test_final_line_of_an_earlier_attempts_one_step_speed_says_both():
+    line = final_line(_ok(speed_includes_warmup=True, training_figures_from_attempt=1), Path("out"))
+    assert "1,234 samples/s (one step of attempt 1, which trained, its warm-up included)" in line, line
+
+
+def _job(sweep, job, rule, **metrics):
+    folder = sweep / str(job)
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create([f"rule={rule}"]), folder / ".hydra" / "overrides.yaml")
+    (folder / "metrics.json").write_text(json.dumps({"config": {"dry_run": False}, **metrics}))
+
+
+@pytest.mark.slow  # writes the sweep plot too (~1 s)
+def test_sweep_table_and_csv_say_which_speed_includes_the_warm_up(tmp_path):
+    _job(tmp_path, 0, "fsdp", **_ok(speed_includes_warmup=True))
+    _job(tmp_path, 1, "tensor", **_ok(speed_includes_warmup=False))
+    summary = write_summary(tmp_path, declared=["rule"])
+    with open(summary.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["speed_includes_warmup"] for r in rows] == ["true", "false"]
+    table = summary.md_path.read_text()
+    fsdp = next(line for line in table.splitlines() if "| fsdp" in line)
+    tensor = next(line for line in table.splitlines() if "| tensor" in line)
+    assert "1,234 (warm-up incl.)" in fsdp and "warm-up" not in tensor, table
