@@ -55,3 +55,21 @@ def test_sweep_table_and_csv_say_which_speed_includes_the_warm_up(tmp_path):
     fsdp = next(line for line in table.splitlines() if "| fsdp" in line)
     tensor = next(line for line in table.splitlines() if "| tensor" in line)
     assert "1,234 (warm-up incl.)" in fsdp and "warm-up" not in tensor, table
+
+
+@pytest.mark.slow  # writes the sweep plot too (~1 s)
+def test_sweep_csv_holds_every_figure_its_memory_bars_stack(tmp_path):
+    """Was: the memory panel stacks parameters, optimizer state, the EMA and the best weights early stopping keeps
+    (4.1 MB per device for a replicated mlp), but the CSV ("exact numbers") held the first two alone (2.4 MB): the
+    bar could not be read back from it. Now it has the EMA, the best weights and the whole state per device."""
+    _job(tmp_path, 0, "replicated", **_ok(param_bytes_per_device=815112, opt_bytes_per_device=1630236,
+                                          ema_bytes_per_device=815112, state_bytes_per_device=3260460,
+                                          best_weights_bytes_per_device=815112))
+    _job(tmp_path, 1, "fsdp", **_ok())  # an older folder: blank, not 0
+    summary = write_summary(tmp_path, declared=["rule"])
+    with open(summary.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    keys = ("ema_bytes_per_device", "best_weights_bytes_per_device", "state_bytes_per_device")
+    assert [rows[0][k] for k in keys] == ["815112", "815112", "3260460"]
+    assert [rows[1][k] for k in keys] == ["", "", ""]
+    assert "ema" not in summary.md_path.read_text().lower()  # the table keeps its columns

@@ -127,6 +127,9 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
            _integer("param_bytes_per_device")),
     Column("opt_bytes_per_device", "optimizer/device", lambda m: format_bytes(m.get("opt_bytes_per_device")),
            _integer("opt_bytes_per_device")),
+    # CSV-only: the rest of what the plot's memory bar stacks (memory_parts), so its height reads back from the CSV
+    *(Column(key, "", lambda m: "", _integer(key)) for key in (
+        "ema_bytes_per_device", "best_weights_bytes_per_device", "state_bytes_per_device")),
     Column("median_step_s", "step", lambda m: format_seconds(m.get("median_step_s")), _fixed("median_step_s", 6)),
     Column("samples_per_s", "samples/s", _speed_cell, _fixed("samples_per_s", 1)),
     # One step timed (train.steps=1): its speed holds the first step's warm-up (~4x low); unsaid, read as steady.
