@@ -73,3 +73,25 @@ def test_sweep_csv_holds_every_figure_its_memory_bars_stack(tmp_path):
     assert [rows[0][k] for k in keys] == ["815112", "815112", "3260460"]
     assert [rows[1][k] for k in keys] == ["", "", ""]
     assert "ema" not in summary.md_path.read_text().lower()  # the table keeps its columns
+
+
+@pytest.mark.slow  # writes the sweep plot (~1 s)
+def test_dry_run_sweep_says_its_collectives_are_per_device(tmp_path, monkeypatch):
+    """Was: the final line says "1.4 MB of collectives per step per device" (collective_bytes_per_step: what one
+    device sends), yet the dry-run sweep's table titled the same figure "collectives/step" and its plot "collectives
+    per step", beside "memory/device": readable as the mesh's sum. Now both say per device."""
+    from matplotlib.figure import Figure
+
+    figures, save = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))[1])
+    for job, rule in enumerate(("replicated", "fsdp")):
+        _job(tmp_path, job, rule, status="ok", mesh_shape=[8, 1], step_memory_bytes_per_device=4_892_896,
+             collective_bytes_per_step=1_426_453, compile_s=1.5, fallbacks={}, wall_s=20.0)
+        data = json.loads((tmp_path / str(job) / "metrics.json").read_text())
+        data["config"]["dry_run"] = True
+        (tmp_path / str(job) / "metrics.json").write_text(json.dumps(data))
+    summary = write_summary(tmp_path, declared=["rule"])
+    header = [cell.strip() for cell in summary.text.splitlines()[1].split("|")[1:-1]]
+    assert "collectives/step/device" in header and "1.4 MB" in summary.text, summary.text
+    assert [ax.get_title() for ax in figures[0].axes][:2] == ["memory per device, one step (MB)",
+                                                            "collectives per step, per device (MB)"]

@@ -179,7 +179,8 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
     # Held beside the step by a training run (early stopping's copy of the best weights): not in XLA's figure.
     Column("best_weights_bytes_per_device", "+ best weights",
            lambda m: format_bytes(m.get("best_weights_bytes_per_device")), _integer("best_weights_bytes_per_device")),
-    Column("collective_bytes_per_step", "collectives/step",
+    # What one device sends (the final line's "per step per device"), not the mesh's sum: said, as memory/device is
+    Column("collective_bytes_per_step", "collectives/step/device",
            lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
     Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
