@@ -2,7 +2,8 @@
 
 Was: a run whose speed could not leave out the first step's warm-up (``train.steps=1``: ``speed_includes_warmup`` in
 metrics.json) printed "N samples/s (median step)" on its final line and "N" in the sweep table, as any other run's:
-a figure ~4x low read as the steady speed. Now both say so, and the CSV has the flag.
+a figure ~4x low (~37x on a loaded 2-core machine) read as the steady speed. Now both say so, and the CSV has the flag.
+Also: the sweep CSV holds every memory figure its plot stacks, and a dry-run sweep says its collectives are per device.
 """
 
 import csv
