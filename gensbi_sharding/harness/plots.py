@@ -202,7 +202,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     if dry_run:
         panels = [("memory per device, one step", ["step_memory_bytes_per_device", "best_weights_bytes_per_device"],
                    True),
-                  ("collectives per step", ["collective_bytes_per_step"], True)]
+                  ("collectives per step, per device", ["collective_bytes_per_step"], True)]  # one device's
     else:  # eval.enabled=false (every data set of one's own): was a C2ST panel of "n/a" only, no measure of training
         quality = ("C2ST (0.5 = perfect)", ["c2st"]) if any(is_number(r["metrics"].get("c2st")) for r in rows) \
             else ("best validation loss", ["best_val_loss"])

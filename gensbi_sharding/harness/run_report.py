@@ -140,8 +140,11 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     if is_number(metrics.get("samples_per_s")):  # none when this attempt trained nothing (it evaluated)
         # From the median step, as metrics.json has it: checkpoints, validations and stalls left out.
         earlier = metrics.get("training_figures_from_attempt")  # this attempt only evaluated: whose speed it is
-        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s (median step"
-                     + (f" of attempt {earlier}, which trained)" if earlier else ")"))
+        # One step timed (train.steps=1): its warm-up is in the figure (~4x low), said as metrics.json says it
+        warm = metrics.get("speed_includes_warmup") is True
+        parts.append(f"{format_count(metrics['samples_per_s'])} samples/s ({'one' if warm else 'median'} step"
+                     + (f" of attempt {earlier}, which trained" if earlier else "")
+                     + (", its warm-up included)" if warm else ")"))
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 

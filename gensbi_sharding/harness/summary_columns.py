@@ -108,6 +108,12 @@ _IDLE = Column("model_axis_idle", "model axis", lambda m: IDLE_NOTE if m.get("mo
                lambda m: "" if m.get("model_axis_idle") is None else str(bool(m["model_axis_idle"])).lower(), True)
 
 
+def _speed_cell(m: dict[str, Any]) -> str:
+    """``"13,512"``; a speed of one step, its warm-up included: ``"3,100 (warm-up incl.)"``."""
+    text = format_count(m.get("samples_per_s"))
+    return f"{text} (warm-up incl.)" if text and m.get("speed_includes_warmup") is True else text
+
+
 def ranked_heading(title: str, rows: Any) -> str:
     """The line above a dry-run sweep's table ranked by ``title``: smallest first, jobs whose model axis is idle
     after the others (their figures are of devices that repeat one another's work)."""
@@ -121,9 +127,14 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
            _integer("param_bytes_per_device")),
     Column("opt_bytes_per_device", "optimizer/device", lambda m: format_bytes(m.get("opt_bytes_per_device")),
            _integer("opt_bytes_per_device")),
+    # CSV-only: the rest of what the plot's memory bar stacks (memory_parts), so its height reads back from the CSV
+    *(Column(key, "", lambda m: "", _integer(key)) for key in (
+        "ema_bytes_per_device", "best_weights_bytes_per_device", "state_bytes_per_device")),
     Column("median_step_s", "step", lambda m: format_seconds(m.get("median_step_s")), _fixed("median_step_s", 6)),
-    Column("samples_per_s", "samples/s", lambda m: format_count(m.get("samples_per_s")),
-           _fixed("samples_per_s", 1)),
+    Column("samples_per_s", "samples/s", _speed_cell, _fixed("samples_per_s", 1)),
+    # One step timed (train.steps=1): its speed holds the first step's warm-up (~4x low); unsaid, read as steady.
+    Column("speed_includes_warmup", "", lambda m: "", lambda m: "" if m.get("speed_includes_warmup") is None
+           else str(bool(m["speed_includes_warmup"])).lower()),
     # The held-out loss the console's last line prints: a sweep with eval.enabled=false (every data set of one's
     # own) would have no column of how well a job trained (speed and memory only, C2ST blank).
     Column("best_val_loss", "best val loss", _fixed("best_val_loss", 4), _fixed("best_val_loss", 6)),
@@ -168,7 +179,8 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
     # Held beside the step by a training run (early stopping's copy of the best weights): not in XLA's figure.
     Column("best_weights_bytes_per_device", "+ best weights",
            lambda m: format_bytes(m.get("best_weights_bytes_per_device")), _integer("best_weights_bytes_per_device")),
-    Column("collective_bytes_per_step", "collectives/step",
+    # What one device sends (the final line's "per step per device"), not the mesh's sum: said, as memory/device is
+    Column("collective_bytes_per_step", "collectives/step/device",
            lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
     Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
