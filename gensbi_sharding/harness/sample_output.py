@@ -7,6 +7,7 @@ written). Pure Python: no JAX.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import re
@@ -183,8 +184,9 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
         return (f"--out {out}: sample.py writes a .npz archive (the samples with their observation, seed and "
                 f"checkpoint), not a {out.suffix} file; pass --out {out.with_suffix('.npz')} (its 'samples' is the "
                 "array of samples)")
-    if out.exists():
-        return f"{out} exists and is never overwritten: pass --out <a new file>.npz"
+    if out.exists():  # a free name, not "<a new file>": sampling a second run at one x_o is the usual way here
+        free = next(p for n in itertools.count(2) if not (p := out.with_name(f"{out.stem}_{n}{out.suffix}")).exists())
+        return f"{out} exists and is never overwritten: pass --out {shlex.quote(str(free))} (or another new file)"
     if not out.parent.is_dir():  # a file on its way is no folder to create: 'create it' would not work
         file = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
         if file is not None:
