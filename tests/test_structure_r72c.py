@@ -215,7 +215,6 @@ def test_a_default_said_again_in_a_conf_file_is_the_schema_s(option):
     assert {k: v for k, v in said.items() if v != defaults[k]} == {}
 
 
-@pytest.mark.slow  # walks every harness module's tree: ~1 s on 2 cores
 def test_one_number_check_with_and_without_the_finite_test():
     # fitting_values and memory_check each wrote their own (int | float, not bool, inf allowed): units.is_number's
     from gensbi_sharding.harness.units import is_number
