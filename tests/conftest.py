@@ -244,27 +244,28 @@ LONGEST_FIRST_FAST = (
 )
 
 
-def _mark_the_cases_past_the_fast_ones_slow(items):
-    """``@pytest.mark.fast_cases(n)`` on a parametrised test: its first ``n`` cases (in collection order) stay in
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """``@pytest.mark.fast_cases(n)`` on a parametrised test: its first ``n`` cases (in definition order) stay in
     ``make test-fast``, the rest get ``@pytest.mark.slow``. A family of cases that each compose and check a config
     (~0.5-1 s apiece on 2 cores) keeps a few in the quick check, which still covers its code path, and leaves the
-    others to ``make test``, which runs them all; one line on the test instead of a ``pytest.param`` per case."""
-    seen = {}
-    for item in items:
-        marker = item.get_closest_marker("fast_cases")
-        if marker is None or not hasattr(item, "callspec"):
-            continue
-        function = (item.path, item.originalname)
-        seen[function] = seen.get(function, 0) + 1
-        if seen[function] > marker.args[0]:
-            item.add_marker(pytest.mark.slow)
+    others to ``make test``, which runs them all; one line on the test instead of a ``pytest.param`` per case.
+
+    Marked here, where one test's cases are made, all of them, before ``--lf``, a node id or ``-k`` picks some: a
+    case's mark depends on its place in the family only. (Counted over the session's collected items instead, as
+    session 72 first did, a case past ``n`` that ``--lf`` or its node id selected alone came first, so ``-m slow``
+    left it out and ``-m "not slow"`` ran it.)"""
+    made = yield
+    cases = [item for item in made if isinstance(item, pytest.Function)] if isinstance(made, list) else []
+    marker = cases[0].get_closest_marker("fast_cases") if cases else None
+    if marker is not None and hasattr(cases[0], "callspec"):
+        for case in cases[marker.args[0]:]:
+            case.add_marker(pytest.mark.slow)
+    return made
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects -m "not slow"
 def pytest_collection_modifyitems(config, items):
-    """Mark the cases past a test's ``fast_cases`` slow; in an xdist worker, order the files longest first (the tests
-    of a file keep their order)."""
-    _mark_the_cases_past_the_fast_ones_slow(items)
+    """In an xdist worker, order the files longest first (the tests of a file keep their order)."""
     if not hasattr(config, "workerinput"):
         return  # one process: the order does not change the run's length
     fast = (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow"

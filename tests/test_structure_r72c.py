@@ -73,6 +73,7 @@ def hand_written_int_checks(tree: ast.Module) -> list[int]:
     return sorted(set(lines))
 
 
+@pytest.mark.slow  # walks every harness module's tree: ~1-3 s on 2 cores (its detector's test stays fast)
 def test_the_harness_checks_integers_in_one_place():
     found = {name: lines for name, tree in HARNESS_TREES.items() if (lines := hand_written_int_checks(tree))}
     assert set(found) == {"gensbi_sharding/harness/units.py"}  # units.is_int, the one (its def and its body)
@@ -97,6 +98,7 @@ def test_hand_written_int_checks_are_found():
     assert hand_written_int_checks(ast.parse(code)) == [1, 2, 3, 6]
 
 
+@pytest.mark.slow  # walks every harness module's tree: ~1-2 s on 2 cores
 def test_the_model_factory_is_called_in_one_place():
     # The call takes dim_theta, dim_x, rngs and partition_axis (factory_keywords.RUN_KEYWORDS) besides the settings
     calls = {name: [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
@@ -105,6 +107,7 @@ def test_the_model_factory_is_called_in_one_place():
     assert {name for name, lines in calls.items() if lines} == {"gensbi_sharding/harness/factory_keywords.py"}
 
 
+@pytest.mark.slow  # walks every harness module's tree: ~1-2 s on 2 cores
 def test_the_harness_s_model_fields_are_said_once():
     from gensbi_sharding.harness.config import HARNESS_FIELDS, ModelConfig
 
@@ -168,6 +171,7 @@ KNOWN_PRIVATE_PATCHES = {
 }
 
 
+@pytest.mark.slow  # parses every test file: ~5-15 s on 2 cores (its detector: test_private_patches_are_found)
 def test_no_new_test_patches_a_private_name_of_the_package():
     found = {(path.name, *patch) for path in sorted((ROOT / "tests").glob("test_*.py"))
              for patch in private_patches(ast.parse(path.read_text(), filename=str(path)))}
@@ -275,6 +279,7 @@ def cyclic_parts(graph: dict[str, set[str]]) -> list[set[str]]:
 CYCLIC_MODULES_AT_MOST = 84
 
 
+@pytest.mark.slow  # walks every module's tree: ~5-15 s on 2 cores (its detector: test_cyclic_parts_finds_them)
 def test_function_level_import_cycles_in_the_harness_do_not_grow():
     modules = {("gensbi_sharding." + name.removeprefix("gensbi_sharding/").removesuffix(".py").replace("/", "."))
                .removesuffix(".__init__") for name in TREES if name.startswith("gensbi_sharding/")}
