@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_pa
 from gensbi_sharding.harness.sample_request import checked_request, run_checkpoint
 from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
+
 __all__ = ["sample_posterior", "load_observation", "main"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -31,7 +34,7 @@ RETRIES = 3  # newest checkpoints picked again after one was deleted while read 
 
 
 def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
-                     seed: int | None = None, ode_steps: int | None = None, mesh: Any = None,
+                     seed: int | None = None, ode_steps: int | None = None, mesh: Mesh | None = None,
                      details: dict | None = None, flags: bool = False) -> np.ndarray:
     """Posterior samples of theta at ``x_o`` from a finished (or stopped) run's newest checkpoint.
 
@@ -116,7 +119,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
 
 
 def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_theta: int, dim_x: int,
-          num_samples: int, seed: int, ode_steps: int, mesh: Any) -> tuple[np.ndarray, float, dict]:
+          num_samples: int, seed: int, ode_steps: int, mesh: Mesh | None) -> tuple[np.ndarray, float, dict]:
     """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples and their record, its maps, rejection."""
     from flax import nnx
 
