@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # annotations only: launch.py's start imports this module wit
     from jax.sharding import Mesh
     from gensbi_sharding.activations import PartitionAxis
 
-__all__ = ["dry_run", "dry_run_metrics"]
+__all__ = ["dry_run", "dry_run_metrics", "own_data_dims"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -142,9 +142,19 @@ def _real_run_fits(cfg: DictConfig, mesh: Mesh | None, rule_name: str, table: di
         return
 
 
-def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
+def own_data_dims(cfg: DictConfig) -> tuple[int, int]:
     """``(dim_theta, dim_x)`` of a registered data set that is no sbibm task: its factory run on 10 simulations, or
-    on the run's ``data.num_simulations`` where it refuses so few."""
+    on the run's ``data.num_simulations`` where it refuses so few.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The run's config; ``data.name`` a data set registered with ``register_data``.
+
+    Returns
+    -------
+    tuple of (int, int)
+    """
     from gensbi_sharding.harness.own_data import check_factory_result
     from gensbi_sharding.harness.registry import get_data
 
@@ -193,7 +203,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Mesh | None, rule_name: str, table: d
     if cfg.data.name in TASKS:
         dim_theta, dim_x = TASK_DIMS.get(cfg.data.name) or task_dims(cfg.data.name)  # a dry run imports no sbibm_jax
     else:  # a data set of one's own: its dimensions are what its factory returns
-        dim_theta, dim_x = _own_data_dims(cfg)
+        dim_theta, dim_x = own_data_dims(cfg)
     log.info("[3/3] dry run: compile one train step: %s on %s", cfg.model.name,
              f"{dict(mesh.shape)}, rule {rule_name!r}" if mesh is not None
              else f"no mesh (mesh=none): one device, nothing placed, rule {rule_name!r} unused")
