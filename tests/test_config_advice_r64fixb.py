@@ -2,7 +2,7 @@
 
 import pytest
 
-from gensbi_sharding.harness.command_checks import _config_problem
+from gensbi_sharding.harness.command_checks import config_problem
 from gensbi_sharding.harness.refusal import fix_of, fixes_of
 
 
@@ -14,15 +14,15 @@ from gensbi_sharding.harness.refusal import fix_of, fixes_of
 ])
 @pytest.mark.fast_cases(1)
 def test_the_num_samples_and_folds_advice_passes_when_pasted(args):
-    problem = _config_problem(args, every=True)
+    problem = config_problem(args, every=True)
     assert problem is not None and " is refused too" not in problem, problem
     fixes = fixes_of(fix_of(problem))
     assert fixes and all(f in problem for f in fixes), problem
-    assert _config_problem([*args, *fixes], every=True) is None, (problem, fixes)
+    assert config_problem([*args, *fixes], every=True) is None, (problem, fixes)
 
 
 def test_folds_beyond_the_reference_samples_are_lowered_to_what_the_most_samples_support():
-    problem = _config_problem(["experiment=quick", "eval.c2st_folds=6000"], every=True)
+    problem = config_problem(["experiment=quick", "eval.c2st_folds=6000"], every=True)
     assert problem.startswith("ConfigError: eval.num_samples=128 must be >= 2 * eval.c2st_folds "
                               "(eval.c2st_folds=6000); set eval.num_samples=10000 eval.c2st_folds=5000 "), problem
 

@@ -752,14 +752,14 @@ def test_a_setting_distributed_local_gives_its_processes_typed_on_its_command_is
     # its folder was made ("distributed.mode=explicit needs distributed.coordinator_address"); an address or a count
     # typed was dropped without a word (the parent gives each process its own).
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.command_checks import _config_problem
+    from gensbi_sharding.harness.command_checks import config_problem
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
 
     monkeypatch.delenv("GENSBI_SHARDING_PARENT_FD", raising=False)
     key, value = typed.split("=")
     # the run's checks, which launch.py makes before Hydra makes the run's folder
-    assert _config_problem(["experiment=quick", "distributed=local", typed]) == (
+    assert config_problem(["experiment=quick", "distributed=local", typed]) == (
         f"ConfigError: {key}={value}: distributed=local gives each process it starts its own process_id, "
         f"coordinator_address and num_processes; set {key}=null")
     # one of its processes, which its parent gives them to, runs

@@ -2,7 +2,7 @@
 
 import pytest
 from gensbi_sharding.harness import hints, override_words
-from gensbi_sharding.harness.command_checks import _config_problem, command_problem
+from gensbi_sharding.harness.command_checks import config_problem, command_problem
 from gensbi_sharding.harness.tasks import SBIBM_JAX_OTHER_TASKS
 from gensbi_sharding.harness.refusal import fix_of
 
@@ -27,6 +27,6 @@ def test_an_unregistered_sbibm_jax_task_as_a_data_option_is_said_so_not_matched_
     assert "gaussian_mixture?" not in problem and "did you mean" not in problem, problem
     assert "gaussian_random_field is a task of sbibm_jax that the harness does not register" in problem, problem
     assert problem.endswith("pick one, e.g. data=two_moons") and fix_of(problem) == "data=two_moons", problem
-    assert command_problem([fix_of(problem)]) is None and _config_problem([fix_of(problem)]) is None
+    assert command_problem([fix_of(problem)]) is None and config_problem([fix_of(problem)]) is None
     # a typo still gets its nearest option
     assert fix_of(command_problem(["data=two_moon"])) == "data=two_moons"

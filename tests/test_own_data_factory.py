@@ -290,12 +290,12 @@ def test_the_dry_run_of_a_data_set_of_ones_own_checks_its_factory_alike(request)
     from faults_helpers import compose_tiny
 
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.dry_run import _own_data_dims
+    from gensbi_sharding.harness.dry_run import own_data_dims
 
     _as_mine(request, _own(returns=lambda g: (g.theta_train, g.x_train)))
     cfg = compose_tiny("data.name=mine", "data.theta_transform=none", "dry_run=true")
     with pytest.raises(ConfigError, match="data=mine's factory returned tuple, not a SimulationData"):
-        _own_data_dims(cfg)
+        own_data_dims(cfg)
 
 
 def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_runs_budget(request):
@@ -305,7 +305,7 @@ def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_run
     # factory refuses still fails with the factory's own words, naming the run's number.
     from faults_helpers import compose_tiny
 
-    from gensbi_sharding.harness.dry_run import _own_data_dims
+    from gensbi_sharding.harness.dry_run import own_data_dims
 
     asked = []
 
@@ -318,10 +318,10 @@ def test_the_dry_run_of_a_data_set_that_needs_a_budget_reads_its_dims_at_the_run
 
     _as_mine(request, picky)
     cfg = compose_tiny("data.name=mine", "data.theta_transform=none", "dry_run=true")
-    assert _own_data_dims(cfg) == (1, 2) and asked == [10, 768]
+    assert own_data_dims(cfg) == (1, 2) and asked == [10, 768]
     cfg.data.num_simulations = 50
     with pytest.raises(ValueError, match="need at least 100 simulations, got 50$"):
-        _own_data_dims(cfg)
+        own_data_dims(cfg)
 
 
 def test_a_data_factory_returning_lists_or_other_dtypes_trains_as_its_float32_arrays(request):

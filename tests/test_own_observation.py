@@ -571,7 +571,7 @@ def test_cli_names_a_failed_draw_with_exit_1_not_argparse_s_2(checkpoint_read, m
     def failing_draw(*args, **kwargs):
         raise failure
 
-    monkeypatch.setattr(own_observation, "_draw", failing_draw)
+    monkeypatch.setattr(own_observation, "draw_posterior", failing_draw)
     assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), "--num-samples", "4"]) == 1
     assert capsys.readouterr().err == f"[ERROR] {failure}\n"
     assert sorted(p.name for p in checkpoint_read.iterdir()) == ["checkpoints", "x_o.npy"]  # nothing written
@@ -862,7 +862,8 @@ def test_cli_names_a_damaged_checkpoint_with_exit_1_and_the_step_folder_to_sampl
     checkpoints = checkpoint_read / "checkpoints"
     shutil.copytree(checkpoints / "8", checkpoints / "9")
     _damage(checkpoints / "9", item)
-    monkeypatch.setattr(own_observation, "_draw", lambda cfg, step_dir, *a, **k: restore(step_dir, {"w": jnp.zeros(2)}))
+    monkeypatch.setattr(own_observation, "draw_posterior",
+                        lambda cfg, step_dir, *a, **k: restore(step_dir, {"w": jnp.zeros(2)}))
     x_o = checkpoint_read / "x_o.npy"
     assert main([str(checkpoint_read), str(x_o)]) == 1
     err = capsys.readouterr().err
@@ -989,7 +990,7 @@ def test_draws_failing_at_an_observation_far_from_training_name_it_not_the_weigh
     def non_finite_draws(*args, **kwargs):  # what the model's field gives there, through the run's own check
         return draw_inside_support(lambda m: np.full((m, 2), np.nan), lambda s: np.ones(len(s), bool), 4)
 
-    monkeypatch.setattr(own_observation, "_draw", non_finite_draws)
+    monkeypatch.setattr(own_observation, "draw_posterior", non_finite_draws)
     np.save(checkpoint_read / "x_o.npy", np.asarray(x_o))
     assert main([str(checkpoint_read), str(checkpoint_read / "x_o.npy"), "--num-samples", "4"]) == 1
     said = capsys.readouterr().err.strip().splitlines()[-1]

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from faults_helpers import REPO
-from gensbi_sharding.harness.command_checks import _config_problem, command_problem
+from gensbi_sharding.harness.command_checks import config_problem, command_problem
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, parts_of, rephrased, said
 
 
@@ -56,7 +56,7 @@ def test_a_fix_refused_in_turn_carries_the_value_offered_so_the_list_goes_on_to_
     assert then == "ConfigError: seed=-1 must be >= 0; e.g. seed=0", problem
     assert fix_of(problem) == (fix, "seed=0")
     # the fixes together, typed, pass every check: the command line's and the run's
-    assert command_problem(list(fix_of(problem))) is None and _config_problem(list(fix_of(problem))) is None
+    assert command_problem(list(fix_of(problem))) is None and config_problem(list(fix_of(problem))) is None
     assert command_problem([typed]) == first  # alone, its words as they were
 
 
@@ -87,7 +87,7 @@ def test_a_multiruns_fix_is_checked_against_every_job_before_the_sweep_starts():
                                      "model.depth=2"], problem
     for swept in (["seed=0,1"], ["model=mlp,transformer", "seed=0,1"]):
         fixed = ["-m", *fixes_of(fix_of(command_problem(["-m", "+model.dpeth=0", *swept]))), *swept]
-        assert command_problem(fixed) is None and _config_problem(fixed) is None, fixed
+        assert command_problem(fixed) is None and config_problem(fixed) is None, fixed
     # jobs past the first 8 too: each model's own (was: the first 8 jobs, all model=mlp's, checked alone)
     assert parts_of(command_problem(["-m", "+model.dpeth=0", "model=mlp,transformer", "seed=range(0,10)"]))[1:] == [
         "ConfigError: for model=mlp: model.depth=0 must be >= 1; e.g. model.depth=3",
@@ -378,7 +378,7 @@ def test_a_suggestion_the_model_checks_refuse_is_replaced_by_their_fix_of_two_ov
         "and id_emb_dim, integers >= 1 (features per head))")
     # the pair, as offered, passes every check: the command line's and the run's (model checks too)
     fixed = [*CONCAT, *fix_of(problem)]
-    assert command_problem(fixed) is None and _config_problem(fixed) is None
+    assert command_problem(fixed) is None and config_problem(fixed) is None
     # a key of the pair typed already is replaced, not typed twice
     problem = command_problem([*CONCAT, "model.id_emb_dim=null", "model.val_emb_dim=0.5"])
     assert fix_of(problem) == ("model.val_emb_dim=4", "model.id_emb_dim=4"), problem
@@ -572,7 +572,7 @@ def test_the_runs_refusals_in_launch_pys_list_are_said_as_overrides_not_as_pytho
     problem = command_problem(["experiment=quick", "train.stpes=5", "train.resume=''"])
     assert parts_of(problem)[1] == ("ConfigError: train.resume='' is empty: pass train.resume=auto (this run's "
                                     "folder), a run or checkpoint folder, or leave it out to start fresh"), problem
-    assert _config_problem(["experiment=quick", "train.resume=AUTO"]) == (
+    assert config_problem(["experiment=quick", "train.resume=AUTO"]) == (
         "ConfigError: train.resume=AUTO is read as a folder name; to continue from this run's own folder, pass "
         "train.resume=auto (lower case)")
 
@@ -599,13 +599,13 @@ def test_a_multiruns_refusal_composes_each_job_once(monkeypatch):
 def test_too_few_c2st_folds_are_fixed_by_the_nearest_valid_values():
     # Was: "set eval.c2st_folds=5" (the default), and with eval.num_samples=1 "set eval.num_samples=10", where two
     # folds of four samples would do
-    assert _config_problem(["eval.c2st_folds=1"]) == (
+    assert config_problem(["eval.c2st_folds=1"]) == (
         "ConfigError: eval.c2st_folds=1 must be >= 2 (cross-validation needs two folds); set eval.c2st_folds=2")
-    assert _config_problem(["eval.c2st_folds=1", "eval.num_samples=1"]) == (
+    assert config_problem(["eval.c2st_folds=1", "eval.num_samples=1"]) == (
         "ConfigError: eval.c2st_folds=1 must be >= 2 (cross-validation needs two folds); set eval.c2st_folds=2, "
         "though eval.c2st_folds=2 is refused too: eval.num_samples=1 must be >= 2 * eval.c2st_folds "
         "(eval.c2st_folds=2); set eval.num_samples=4")
-    assert _config_problem(["eval.c2st_folds=2", "eval.num_samples=4"]) is None
+    assert config_problem(["eval.c2st_folds=2", "eval.num_samples=4"]) is None
 
 
 def test_a_fix_of_a_group_and_a_value_is_checked_against_the_devices_and_the_command_it_shows_passes(devices):

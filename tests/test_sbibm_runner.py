@@ -189,7 +189,7 @@ def test_run_names_an_environment_refusal_as_the_environments(sbibm, tmp_path, m
     from gensbi_sharding.harness import cpu_count
 
     monkeypatch.setenv(env, said)
-    monkeypatch.setattr(cpu_count, "_accelerators_installed", lambda: False)  # a CPU machine
+    monkeypatch.setattr(cpu_count, "accelerators_installed", lambda: False)  # a CPU machine
     monkeypatch.setattr(subprocess, "Popen", jobs := FakeJobs())
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "two_moons", "--budgets", "1000"])
@@ -204,7 +204,7 @@ def test_run_refuses_the_environment_without_the_usage_text(sbibm, tmp_path, mon
     from gensbi_sharding.harness import cpu_count
 
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
-    monkeypatch.setattr(cpu_count, "_accelerators_installed", lambda: False)  # a CPU machine
+    monkeypatch.setattr(cpu_count, "accelerators_installed", lambda: False)  # a CPU machine
     with pytest.raises(SystemExit) as stop:
         sbibm.main(["run", "--root", str(tmp_path / "r"), "--tasks", "two_moons", "--budgets", "1000"])
     err = capsys.readouterr().err

@@ -194,7 +194,7 @@ def test_the_environments_refusal_comes_without_the_usage_text(tmp_path, capsys,
     from gensbi_sharding.harness import cpu_count
 
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
-    monkeypatch.setattr(cpu_count, "_accelerators_installed", lambda: False)  # a CPU machine
+    monkeypatch.setattr(cpu_count, "accelerators_installed", lambda: False)  # a CPU machine
     with pytest.raises(SystemExit) as stop:
         load("sequential").main(["--job", str(tmp_path / "job"), "--task", "two_moons", "--budget", "1000"])
     err = capsys.readouterr().err

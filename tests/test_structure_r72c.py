@@ -161,14 +161,10 @@ def private_patches(tree: ast.Module) -> set[tuple[str, str]]:
     return found
 
 
-#: Tests that patch a private name of the package (issue 11: "no test spies on private functions"), found by this
-#: round's audit and left to the tests' owner (the change is in /work/team/AUDIT72.findings.md). Nothing joins them.
-KNOWN_PRIVATE_PATCHES = {
-    ("test_own_observation.py", "own_observation", "_draw"),
-    ("test_sbibm_runner.py", "cpu_count", "_accelerators_installed"),
-    ("test_sequential.py", "cpu_count", "_accelerators_installed"),
-    ("test_summary_stop_r69f.py", "summary", "_END"),
-}
+#: Tests that patch a private name of the package (issue 11: "no test spies on private functions"): none since
+#: TYPES72 made the four this round's audit found public (own_observation.draw_posterior,
+#: cpu_count.accelerators_installed, summary.record_end/clear_end). Nothing joins them.
+KNOWN_PRIVATE_PATCHES: set[tuple[str, str, str]] = set()
 
 
 @pytest.mark.slow  # parses every test file: ~5-15 s on 2 cores (its detector: test_private_patches_are_found)

@@ -50,7 +50,7 @@ def test_a_notice_while_the_summary_is_written_ends_the_sweep_preempted_with_its
     assert (sweep / "sweep_summary.md").read_text().count("| ok ") == 1 and (sweep / "sweep_summary.png").stat().st_size
 
 
-def test_a_sweep_stopped_at_its_end_with_a_failed_job_names_that_jobs_command(tmp_path, monkeypatch):
+def test_a_sweep_stopped_at_its_end_with_a_failed_job_names_that_jobs_command(tmp_path, request):
     from test_hydra_room import sweep_at_job_zero
 
     from gensbi_sharding.harness import summary
@@ -61,7 +61,8 @@ def test_a_sweep_stopped_at_its_end_with_a_failed_job_names_that_jobs_command(tm
     (sweep / "1" / ".hydra").mkdir(parents=True)
     (sweep / "1" / ".hydra" / "overrides.yaml").write_text("- seed=1\n")
     (sweep / "1" / "metrics.json").write_text('{"status": "error", "error": "boom"}')
-    monkeypatch.setattr(summary, "_END", [OSError(28, "No space left on device")])  # the summary refused
+    summary.record_end(OSError(28, "No space left on device"))  # the summary refused
+    request.addfinalizer(summary.clear_end)
     argv = [str(LAUNCH), "-m", "seed=0,1", f"hydra.sweep.dir={sweep}"]
     lines, finished = summary_stop_lines(sweep / "1", signal.SIGUSR1, argv)
     assert not finished

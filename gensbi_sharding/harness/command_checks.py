@@ -37,7 +37,7 @@ from gensbi_sharding.harness.sweep_values import command_sweep_problem
 from gensbi_sharding.harness.task_fixed import task_fixed_problem
 from gensbi_sharding.harness.yaml_words import yes_no_word_problem
 
-__all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem"]
+__all__ = ["OVERRIDE_CHECKS", "command_problem", "shown_config_problem", "config_problem"]
 
 # config_file_problem as soon as the overrides parse: the checks after it read the config files it names unreadable
 # (hydra_list_problem first: a hydra.searchpath word it would read as a folder; hydra_missing_problem before it:
@@ -92,7 +92,7 @@ def command_problem(args: Sequence[str] | CommandLine) -> str | None:
         command = parse(_with_fixes(command.args, refused.arg, fixes))
     else:  # the fixed command passes these checks: the run's own checks of it follow in the same list
         # (so train.steps=1.5 seed=-1 names seed=-1 too, not only once train.steps is fixed)
-        found += [p for p in parts_of(found and problem is None and _config_problem(command.args, every=True))
+        found += [p for p in parts_of(found and problem is None and config_problem(command.args, every=True))
                   if p not in found][:MOST_LISTED - len(found)]
     if len(found) < 2:
         return found[0] if found else None
@@ -116,7 +116,7 @@ def shown_config_problem(args: Sequence[str]) -> str | None:
     """
     if not any(w in ("-c", "--cfg", "-i", "--info") or w.startswith(("--cfg=", "--info=")) for w in args):
         return None
-    return _config_problem(args, every=True) or _resume_problem(parse(args))
+    return config_problem(args, every=True) or _resume_problem(parse(args))
 
 
 def _resume_problem(command: CommandLine) -> str | None:
@@ -185,12 +185,12 @@ def _with_checked_fix(command: CommandLine, problem: str) -> str:
         # A fix that renames the key (rul=fsdp -> rule=fsdp) leaves the value the user's: the run's checks (which
         # import JAX past the range checks) are for a value the refusal chose (eval.num_samples=2, mesh.model_axis)
         return problem
-    then = fix_refusal(_config_problem, _retyped, _with_fixes(command.args, refused.arg, fixes), fixes)
+    then = fix_refusal(config_problem, _retyped, _with_fixes(command.args, refused.arg, fixes), fixes)
     if then is None:  # passes, or refused for another override typed wrong beside it: that one is named on its own
         return problem
     better, fixed = fixes_of(fix_of(then)), " ".join(fixes)
     tried = key in map(_key, better)
-    if tried and fix_refusal(_config_problem, _retyped, _with_fixes(command.args, refused.arg, better), better) is None:
+    if tried and fix_refusal(config_problem, _retyped, _with_fixes(command.args, refused.arg, better), better) is None:
         return problem.fixed_by(fix_of(then), refused_too(fixed, then.reason))
     said = then.reason if tried and isinstance(then, Refusal) else then  # its fix refused in turn: not offered
     return f"{problem}, though {fixed} is refused too: {said.removeprefix('ConfigError: ')}"
@@ -212,13 +212,25 @@ def _retyped(args: Sequence[str], fixes: Sequence[str]) -> list[str]:
     return [*(arg for arg in args if _key(arg) not in keys), *fixes]
 
 
-def _config_problem(args: Sequence[str], every: bool = False) -> str | None:
+def config_problem(args: Sequence[str], every: bool = False) -> str | None:
     """The run's refusal of the config the command ``args`` composes (``sweep_check.job_problem``); None where it
     runs, or where the command checks refuse it or it does not compose (those name their own fix). The first of
     several (a fix is checked against one refusal at a time), or, with ``every``, all of them as one list. A multirun's
     jobs are each checked, and only refusals of values every job shares are said: a swept value's are the sweep
     check's, job by job (unchecked, ``-m +model.dpeth=0 seed=0,1`` would offer model.depth=0, which every job
-    refuses as the sweep starts)."""
+    refuses as the sweep starts).
+
+    Parameters
+    ----------
+    args : sequence of str
+        The command's arguments after ``launch.py`` (overrides, ``-m``).
+    every : bool, default False
+        All refusals as one list, not the first.
+
+    Returns
+    -------
+    str or None
+    """
     from omegaconf import OmegaConf, open_dict
 
     from gensbi_sharding.harness.command_defaults import MAX_JOBS, command_jobs, composed

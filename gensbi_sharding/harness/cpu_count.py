@@ -16,7 +16,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "cpu_devices_known", "platform_start_problem",
-           "start_problem", "jit_disabled_problem", "count_setting"]
+           "start_problem", "jit_disabled_problem", "count_setting", "accelerators_installed"]
 
 #: Simulated CPU devices when neither the config nor the environment names a count.
 DEFAULT_CPU_COUNT = 8
@@ -115,7 +115,7 @@ def cpu_devices_known(platform: str | None) -> bool:
     chosen = _jax_platforms()[1]
     if chosen:  # as JAX reads the list: ' cpu' is no platform it knows (so not stripped here)
         return str(chosen).split(",")[0] == "cpu"
-    return not _accelerators_installed()
+    return not accelerators_installed()
 
 
 def _jax_platforms() -> tuple[str | None, str | None]:
@@ -128,7 +128,15 @@ def _jax_platforms() -> tuple[str | None, str | None]:
     return env, (sys.modules["jax"].config.jax_platforms if "jax" in sys.modules else env)
 
 
-def _accelerators_installed() -> bool:
+def accelerators_installed() -> bool:
+    """Whether a JAX plugin for another platform (GPU, TPU) is installed, known without starting JAX.
+
+    JAX finds such backends as ``jax_plugins`` entry points or packages, or ``libtpu``.
+
+    Returns
+    -------
+    bool
+    """
     import importlib.metadata
     import importlib.util
 
@@ -148,7 +156,7 @@ def platform_start_problem(platform: str | None) -> str | None:
     env = _jax_platforms()[0] if platform is None else None
     chosen = env if platform is None else platform
     entries = str(chosen).split(",")
-    if not chosen or ("cpu" in entries and {*entries} <= {"cpu", "cuda"}) or _accelerators_installed():
+    if not chosen or ("cpu" in entries and {*entries} <= {"cpu", "cuda"}) or accelerators_installed():
         return None
     failing = ", ".join(map(repr, dict.fromkeys(e for e in entries if e not in ("cpu", "cuda"))))
     have = "is not available here: JAX has cpu" + (f", and fails on {failing} in the list" if "cpu" in entries else "")

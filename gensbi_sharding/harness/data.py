@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from gensbi_sharding.harness.tasks import (TASKS, check_observation, check_trans
                                            prior_bijection, reference_samples, simulate, task_dims,
                                            to_unconstrained, transform_x, usable_observation)
 from gensbi_sharding import batch_size_divisor, check_batch_divisible, shard_batch
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
 
 __all__ = ["load_task", "iterate_batches", "TASKS", "task_dims", "split_sizes", "shard_train_rows"]
 
@@ -147,7 +150,7 @@ def _domain(x_transform: str, theta_transform: str) -> str:
     return "; ".join(needs)
 
 
-def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Any,
+def iterate_batches(theta: np.ndarray, x: np.ndarray, *, batch_size: int, seed: int, mesh: Mesh | None,
                     epoch_shuffle: bool = True, place: bool = True) -> Iterator[dict[str, Any]]:
     """An endless stream of training batches, epoch after epoch.
 

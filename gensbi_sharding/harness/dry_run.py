@@ -13,20 +13,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from gensbi_sharding.harness.dry_run_sampler import sampler_line, sampler_memory
 from gensbi_sharding.harness.dry_run_stop import staged_check
 
-__all__ = ["dry_run", "dry_run_metrics"]
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
+    from gensbi_sharding.activations import PartitionAxis
+
+__all__ = ["dry_run", "dry_run_metrics", "own_data_dims"]
 
 log = logging.getLogger("gensbi_sharding")
 
 
-def dry_run(cfg: DictConfig, *, mesh: Any, rule_name: str, table: dict, dim_theta: int,
-            dim_x: int, partition_axis: Any, stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
+def dry_run(cfg: DictConfig, *, mesh: Mesh | None, rule_name: str, table: dict, dim_theta: int,
+            dim_x: int, partition_axis: PartitionAxis | None,
+            stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
     """Compile one train step for ``mesh`` and the rule; returns memory and collectives.
 
     ``stop_check`` (the run's ``PreemptionWatch.check``) is called between the stages (trace, build, lower, compile,
@@ -119,7 +124,7 @@ def _log(report: dict[str, Any]) -> None:
     log.info("\n%s", "\n".join(lines))
 
 
-def _real_run_fits(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> None:
+def _real_run_fits(cfg: DictConfig, mesh: Mesh | None, rule_name: str, table: dict) -> None:
     """Logs the refusal a real run of ``cfg`` would meet on this host (``memory_check.check_fits``), if any.
 
     The dry run itself runs on (it sizes runs for larger machines); logged, so 25.2 GB per device reported on a
@@ -137,9 +142,19 @@ def _real_run_fits(cfg: DictConfig, mesh: Any, rule_name: str, table: dict) -> N
         return
 
 
-def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
+def own_data_dims(cfg: DictConfig) -> tuple[int, int]:
     """``(dim_theta, dim_x)`` of a registered data set that is no sbibm task: its factory run on 10 simulations, or
-    on the run's ``data.num_simulations`` where it refuses so few."""
+    on the run's ``data.num_simulations`` where it refuses so few.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The run's config; ``data.name`` a data set registered with ``register_data``.
+
+    Returns
+    -------
+    tuple of (int, int)
+    """
     from gensbi_sharding.harness.own_data import check_factory_result
     from gensbi_sharding.harness.registry import get_data
 
@@ -157,7 +172,7 @@ def _own_data_dims(cfg: DictConfig) -> tuple[int, int]:
     return sims.dim_theta, sims.dim_x
 
 
-def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict,
+def dry_run_metrics(cfg: DictConfig, mesh: Mesh | None, rule_name: str, table: dict,
                     stop_check: Callable[[], None] | None = None) -> dict[str, Any]:
     """The ``dry_run=true`` step of a run: compile the step for the mesh and rule; report memory and collectives.
 
@@ -188,7 +203,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Any, rule_name: str, table: dict,
     if cfg.data.name in TASKS:
         dim_theta, dim_x = TASK_DIMS.get(cfg.data.name) or task_dims(cfg.data.name)  # a dry run imports no sbibm_jax
     else:  # a data set of one's own: its dimensions are what its factory returns
-        dim_theta, dim_x = _own_data_dims(cfg)
+        dim_theta, dim_x = own_data_dims(cfg)
     log.info("[3/3] dry run: compile one train step: %s on %s", cfg.model.name,
              f"{dict(mesh.shape)}, rule {rule_name!r}" if mesh is not None
              else f"no mesh (mesh=none): one device, nothing placed, rule {rule_name!r} unused")

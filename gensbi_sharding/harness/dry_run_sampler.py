@@ -9,14 +9,17 @@ it too and says its per-device memory beside the step's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
 
 __all__ = ["sampler_memory", "sampler_line"]
 
 
-def sampler_memory(cfg: DictConfig, model: Any, mesh: Any, *, dim_theta: int, dim_x: int) -> dict[str, Any]:
+def sampler_memory(cfg: DictConfig, model: Any, mesh: Mesh | None, *, dim_theta: int, dim_x: int) -> dict[str, Any]:
     """Per-device memory of one block of the evaluation's ODE sampler (``compiled_report``'s ``memory``).
 
     Parameters

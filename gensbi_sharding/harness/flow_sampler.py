@@ -9,11 +9,14 @@ arguments. JAX is imported inside, so importing this module never starts JAX's b
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gensbi_sharding import batch_axes, mesh_context, pad_for_mesh, replicate, shard_sample_init
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
 
 __all__ = ["FlowSampler", "CHUNK_STEPS", "BATCH_ROWS"]
 
@@ -73,7 +76,7 @@ class FlowSampler:
         ``batch_size`` not an int >= 1; at the first call, if the velocity's output is not (B, dim_theta).
     """
 
-    def __init__(self, velocity_fn: Callable[..., Any], *, rows: int, num_steps: int, mesh: Any,
+    def __init__(self, velocity_fn: Callable[..., Any], *, rows: int, num_steps: int, mesh: Mesh | None,
                  params: Any = None, stop_check: Callable[[], None] | None = None, batch_size: int | None = None):
         import jax
 

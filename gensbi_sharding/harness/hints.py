@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.harness.cpu_count import count_setting  # noqa: F401 (re-exported: sweep_check's)
@@ -16,6 +16,10 @@ from gensbi_sharding.harness.cpu_count import count_setting  # noqa: F401 (re-ex
 from gensbi_sharding.harness.override_words import closest_name, override_literal, overrides_named  # noqa: F401
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
+    from omegaconf import DictConfig
 
 __all__ = ["batch_size_problem", "mesh_alternatives", "device_alternatives", "kept_on_other_meshes",
            "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix", "mesh_spec_fix",
@@ -85,7 +89,8 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
         f"{said}; {shown}")
 
 
-def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: Any, mesh_cfg: Any = None) -> str:
+def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: Mesh | None,
+                      mesh_cfg: DictConfig | None = None) -> str:
     """The other meshes on which ``batch_size`` is valid as it is, as overrides ('' if none), to add to its message.
 
     ``batch_size_problem`` decides each (the one rule): the nearest ``mesh.model_axis`` that divides each
@@ -103,7 +108,8 @@ def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: An
 
 
 def device_alternatives(batch_size: int, *, shards: int, train_rows: int, devices: int, axis: int,
-                        processes: int = 1, cpu: bool = True, mesh_cfg: Any = None, source: str = "default") -> str:
+                        processes: int = 1, cpu: bool = True, mesh_cfg: DictConfig | None = None,
+                        source: str = "default") -> str:
     """``mesh_alternatives`` of a mesh of ``devices`` (``cpu``: simulated CPU ones, counted by ``source``) over
     ``processes``, model axis ``axis``, known before JAX starts (the check before a run's folder, which said only "set
     data.batch_size=66")."""
@@ -128,7 +134,7 @@ def device_alternatives(batch_size: int, *, shards: int, train_rows: int, device
     return f"; or keep data.batch_size={batch_size} on another mesh: {' or '.join(options)}" if options else ""
 
 
-def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: Any, *, shards: int, train_rows: int,
+def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: DictConfig, *, shards: int, train_rows: int,
                          devices: int, processes: int = 1, source: str = "default") -> Any:
     """A batch size's refusal (``Refusal``) on ``devices`` CPU devices over ``processes``, known before JAX starts,
     with the meshes that keep it (``device_alternatives``), as the run says it on its started mesh (not "set

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -26,6 +26,10 @@ from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes, is_int, is_number
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import AbstractMesh, Mesh
+    from gensbi_sharding.rules import Rule, RuleTable
 
 __all__ = ["check_fits", "fits_problem", "check_draw_fits", "simulations_problem", "state_bytes_per_device",
            "host_available_bytes", "MOMENTS", "DATA_COPIES"]
@@ -71,7 +75,8 @@ def check_draw_fits(num_samples: int, dims: int, available: int | None = None, s
                          "concatenate them")
 
 
-def _traced_bytes(cfg: DictConfig, hparams: dict, mesh: Any, rule: Any, dims: tuple[int, int]) -> tuple[int, int]:
+def _traced_bytes(cfg: DictConfig, hparams: dict, mesh: Mesh | AbstractMesh | None, rule: str | RuleTable | Rule,
+                  dims: tuple[int, int]) -> tuple[int, int]:
     """``(parameter bytes, other bytes)`` on the fullest device of the model of ``hparams``, traced, planned."""
     import jax
     from flax import nnx
@@ -95,8 +100,8 @@ def _traced_bytes(cfg: DictConfig, hparams: dict, mesh: Any, rule: Any, dims: tu
     return params, others
 
 
-def state_bytes_per_device(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int],
-                           hparams: dict | None = None) -> int:
+def state_bytes_per_device(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | RuleTable | Rule,
+                           dims: tuple[int, int], hparams: dict | None = None) -> int:
     """The training state's bytes on the fullest device: parameters x (1 + ``MOMENTS`` + the EMA + the best
     weights) + the model's other variables, from a trace of ``cfg.model`` (or ``hparams``) planned on ``mesh``.
 
@@ -114,7 +119,7 @@ def state_bytes_per_device(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[in
     return params * (1 + MOMENTS + (cfg.train.ema_decay > 0) + 1) + others
 
 
-def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = None) -> None:
+def check_fits(cfg: DictConfig, mesh: Mesh | None, rule: str | RuleTable | Rule, available: int | None = None) -> None:
     """``ConfigError`` naming the settings responsible when the state or the simulations cannot fit in memory.
 
     Parameters
@@ -148,8 +153,9 @@ def check_fits(cfg: DictConfig, mesh: Any, rule: Any, available: int | None = No
         raise ConfigError(problem)
 
 
-def fits_problem(cfg: DictConfig, mesh: Any, rule: Any, *, cpu: bool, devices: int, processes: int = 1,
-                 sharing: int = 1, limits: list | None = None, available: int | None = None) -> str | None:
+def fits_problem(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | RuleTable | Rule, *, cpu: bool,
+                 devices: int, processes: int = 1, sharing: int = 1, limits: list | None = None,
+                 available: int | None = None) -> str | None:
     """``check_fits``' refusal, or None, from facts a caller gives: needs no JAX backend, so the check before any
     folder (``state_check``) asks it of a job on this host's CPU devices, its mesh an ``AbstractMesh``.
 
@@ -213,7 +219,8 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
                    after=" or fewer (half of it)")
 
 
-def _responsible(cfg: DictConfig, mesh: Any, rule: Any, dims: tuple[int, int], devices: int, available: int) -> str:
+def _responsible(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | RuleTable | Rule, dims: tuple[int, int],
+                 devices: int, available: int) -> str:
     """"; the setting(s) responsible: model.width=100000 (...); lower it, e.g. model.width=128" or the like: a value
     offered is estimated as the check does, and fits (not width 128, needing 11.4 MB of 10 MB): the
     default, or the largest that fits (``fitting_values``; halving would give width 64 where 119 fits)."""

@@ -13,12 +13,17 @@ import contextlib
 import logging
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import AbstractMesh, Mesh
+    from gensbi_sharding.rules import Rule, RuleTable
+    from gensbi_sharding.sharding import Plan
 
 __all__ = ["trace_model", "model_plan", "strict_problem", "details_dropped", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
 
@@ -54,7 +59,7 @@ DRY_RUN_TRACES = ("dry_run=true traces it so as to allocate nothing, so this mod
                   "drop dry_run=true and train it with model.init=eager")
 
 
-def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
+def model_plan(model: Any, mesh: Mesh | None, rule: str | RuleTable | Rule, *, strict: bool) -> Plan | None:
     """The plan of ``model`` (concrete or from ``trace_model``); None without a mesh.
 
     Its fallbacks are logged once. Raises ``ConfigError`` with ``strict`` when any.
@@ -77,7 +82,7 @@ def model_plan(model: Any, mesh: Any, rule: Any, *, strict: bool) -> Any:
     return plan
 
 
-def strict_problem(model: Any, plan: Any) -> str | None:
+def strict_problem(model: Any, plan: Plan) -> str | None:
     """Why ``strict=true`` refuses ``plan`` of ``model`` (its fallbacks, and the ``mesh.model_axis`` sizes under which
     its rule honours every annotation); None without fallbacks. ``plan``'s mesh may be an ``AbstractMesh``: the check
     before any folder plans on the mesh's axes alone (``state_check``)."""
@@ -105,7 +110,7 @@ def details_dropped() -> Iterator[None]:
         details.removeFilter(drop)
 
 
-def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]:
+def _model_axes_without_fallbacks(model: Any, mesh: Mesh | AbstractMesh, rule: str | RuleTable | Rule) -> list[int]:
     """The other sizes of the "model" axis of a ("data", "model") mesh of as many devices, with both axes over 1 (on
     an axis of size 1 every annotation holds and nothing is split), under which ``rule`` honours every annotation of
     ``model``, largest first (planning on an ``AbstractMesh``: its axes alone, nothing moves)."""
@@ -120,7 +125,7 @@ def _model_axes_without_fallbacks(model: Any, mesh: Any, rule: Any) -> list[int]
         model, AbstractMesh((size // m, m), tuple(mesh.axis_names), axis_types=(AxisType.Auto,) * 2), rule).fallbacks]
 
 
-def model_axes_that_split(model: Any, mesh: Any, rule: Any) -> list[int] | None:
+def model_axes_that_split(model: Any, mesh: Mesh | None, rule: str | RuleTable | Rule) -> list[int] | None:
     """The other sizes of the "model" axis of a ("data", "model") mesh of as many devices under which ``rule`` splits
     some variable of ``model`` over "model", largest first (None: no such mesh); what an idle model axis's hint names
     (not "a mesh.model_axis the widths divide by": none might, and a divisor of one width need not be one)."""

@@ -121,7 +121,7 @@ def registered_name_problem(cfg: Any, choices: Mapping[str, str] | None = None) 
     return _rule_name_problem(cfg.rule, choices.get("rule"), sorted(set(RULES) | set(group_options("rule"))))
 
 
-def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str | None:
+def _rule_name_problem(rule: Mapping[str, Any] | str, choice: str | None, rules: list[str]) -> str | None:
     """``rule.name`` only labels a table: refuse a label that looks like choosing a rule but is not one."""
     from gensbi_sharding import RULES
 
@@ -144,7 +144,7 @@ def _rule_name_problem(rule: Any, choice: str | None, rules: list[str]) -> str |
     return None
 
 
-def _changed_entry(rule: Any) -> str:
+def _changed_entry(rule: Mapping[str, Any]) -> str:
     """An override that changes an entry of the preset table ``rule``: one it already holds (rule.embed=data,
     fsdp's own value) changes nothing, so suggesting it would be refused again as a label on an unchanged table)."""
     for key, value in (("embed", "data"), ("mlp", "model")):

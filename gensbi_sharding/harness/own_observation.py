@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_pa
 from gensbi_sharding.harness.sample_request import checked_request, run_checkpoint
 from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
+
+# draw_posterior is public (tests replace it) but not listed: tests/test_own_observation.py pins this list
 __all__ = ["sample_posterior", "load_observation", "main"]
 
 log = logging.getLogger("gensbi_sharding")
@@ -31,7 +35,7 @@ RETRIES = 3  # newest checkpoints picked again after one was deleted while read 
 
 
 def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
-                     seed: int | None = None, ode_steps: int | None = None, mesh: Any = None,
+                     seed: int | None = None, ode_steps: int | None = None, mesh: Mesh | None = None,
                      details: dict | None = None, flags: bool = False) -> np.ndarray:
     """Posterior samples of theta at ``x_o`` from a finished (or stopped) run's newest checkpoint.
 
@@ -90,9 +94,9 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     for attempt in range(RETRIES + 1):
         try:
             with details_dropped():  # every fallback path: for a job's launch.log, none here (one line says them)
-                samples, acceptance, weights = _draw(cfg, step_dir, statistics, x_o, dim_theta=dim_theta, dim_x=dim_x,
-                                            num_samples=int(num_samples), seed=int(seed), ode_steps=int(ode_steps),
-                                            mesh=mesh)
+                samples, acceptance, weights = draw_posterior(cfg, step_dir, statistics, x_o, dim_theta=dim_theta,
+                                                              dim_x=dim_x, num_samples=int(num_samples),
+                                                              seed=int(seed), ode_steps=int(ode_steps), mesh=mesh)
             break
         except SamplingError as err:  # far from training, x_o is the likely cause, not the weights
             if far is None:
@@ -115,9 +119,33 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     return samples
 
 
-def _draw(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_theta: int, dim_x: int,
-          num_samples: int, seed: int, ode_steps: int, mesh: Any) -> tuple[np.ndarray, float, dict]:
-    """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples and their record, its maps, rejection."""
+def draw_posterior(cfg: Any, step_dir: Path, statistics: dict, x_o: np.ndarray, *, dim_theta: int, dim_x: int,
+                   num_samples: int, seed: int, ode_steps: int, mesh: Mesh | None) -> tuple[np.ndarray, float, dict]:
+    """The run's evaluation at ``x_o`` (run.py step 6): the weights it samples and their record, its maps, rejection.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        The run's saved config (its ``model``, ``rule``, ``activation``, ``eval``).
+    step_dir : Path
+        The checkpoint step folder whose weights are sampled.
+    statistics : dict
+        The run's normalisation statistics (``SimulationData``'s).
+    x_o : numpy.ndarray
+        The observation, ``(dim_x,)``.
+    dim_theta, dim_x : int
+        The task's sizes.
+    num_samples, seed, ode_steps : int
+        Posterior draws, their seed, the flow's ODE steps.
+    mesh : jax.sharding.Mesh or None
+        The mesh the state is placed on (None: one device).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, float, dict)
+        The draws inside the prior's support ``(num_samples, dim_theta)``, the acceptance of that rejection, and
+        the record of the weights sampled (``sampled_weights``).
+    """
     from flax import nnx
 
     from gensbi_sharding.harness import flow_sampler, train

@@ -15,7 +15,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.split_rows import held_out_pairs
 from gensbi_sharding.harness.tasks import TASKS, to_unconstrained, transform_x
 from gensbi_sharding import batch_size_divisor, shard_batch
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
+    from omegaconf import DictConfig
 
 __all__ = ["Pipeline", "build_pipeline", "check_batch_config"]
 
@@ -47,8 +51,8 @@ class Pipeline:
     dropped_non_finite: int = 0  # simulations dropped for NaN/inf, over all shards (each shard counts its own)
 
 
-def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = None,
-                   skip: int = 0, statistics: dict | None = None, mesh_cfg: Any = None) -> Pipeline:
+def build_pipeline(data_cfg: Any, *, seed: int, mesh: Mesh | None, shards: int | None = None,
+                   skip: int = 0, statistics: dict | None = None, mesh_cfg: DictConfig | None = None) -> Pipeline:
     """Simulate, normalise and batch the data set named by ``data_cfg.name``.
 
     ``skip`` global batches are drawn and dropped (unplaced) first, so a resumed run
@@ -146,8 +150,8 @@ def build_pipeline(data_cfg: Any, *, seed: int, mesh: Any, shards: int | None = 
                     dropped_non_finite=dropped)
 
 
-def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bool = False,
-                       processes: int = 1, mesh_cfg: Any = None) -> None:
+def check_batch_config(data_cfg: Any, mesh: Mesh | None, *, shards: int, per_process: bool = False,
+                       processes: int = 1, mesh_cfg: DictConfig | None = None) -> None:
     """``ConfigError`` unless ``data.batch_size`` fits the shards, the mesh and the training pairs.
 
     Uses the sizes ``data.num_simulations`` and ``data.val_fraction`` give before any
@@ -173,7 +177,7 @@ def check_batch_config(data_cfg: Any, mesh: Any, *, shards: int, per_process: bo
                                                       mesh_cfg=mesh_cfg))
 
 
-def _placer(mesh: Any, processes: int):
+def _placer(mesh: Mesh | None, processes: int):
     if mesh is None:
         return lambda batch: batch
     if processes == 1:

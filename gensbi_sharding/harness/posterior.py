@@ -34,13 +34,16 @@ import csv
 import io
 import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
 from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name
 from gensbi_sharding.harness.weights_failure import SamplingError
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
 
 __all__ = ["evaluate_observations", "sampled_weights", "draw_inside_support", "posterior_draws",
            "noise_seed", "c2st_csv", "MIN_ACCEPTANCE", "LOW_ACCEPTANCE"]
@@ -136,7 +139,7 @@ def noise_seed(seed: int, k: int) -> int:
 
 
 def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observations: list[int],
-                          num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Any,
+                          num_samples: int, ode_steps: int, n_folds: int, seed: int, mesh: Mesh | None,
                           n_jobs: int | None = None,
                           out: Path, write: bool, plot: bool, title: Callable[[int, float, float], str],
                           stop_check: Callable[[], None] | None = None, step: int | None = None,

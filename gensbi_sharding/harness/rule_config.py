@@ -19,6 +19,8 @@ from gensbi_sharding.harness.refusal import Refusal
 
 if TYPE_CHECKING:  # imported where used: it imports JAX, which launch.py's imports (this module's) go without
     from gensbi_sharding.activations import PartitionAxis
+    from jax.sharding import Mesh
+    from gensbi_sharding.rules import RuleTable
 
 __all__ = ["rule_table", "as_rule", "check_table_against_mesh", "mesh_spec", "partition_axis_from_config",
            "activation_axes_problem", "other_name_problem", "rule_problem", "MESH_AXES"]
@@ -37,7 +39,7 @@ def mesh_spec(mesh: DictConfig) -> Any:
     return {"model_axis": mesh.model_axis, "devices": mesh.devices}
 
 
-def rule_table(rule: Any) -> tuple[str, dict[str, Any]]:
+def rule_table(rule: Mapping[str, Any] | str) -> tuple[str, dict[str, Any]]:
     """``(name, table)`` of a rule config: a mapping of logical axes plus an optional ``name``.
 
     Table values are a mesh axis name, a list of mesh axis names, or null. Whether
@@ -175,14 +177,14 @@ def check_table_against_mesh(name: str, table: dict[str, Any], mesh_axes: tuple[
                 f"rule.{key}={mesh_axis_fix(value, mesh_axes)}"))
 
 
-def rule_problem(rule: Any, mesh_axes: tuple[str, ...] | None) -> str | None:
+def rule_problem(rule: Mapping[str, Any] | str, mesh_axes: tuple[str, ...] | None) -> str | None:
     """The run's refusal of the rule config ``rule`` (``rule_table``, then ``check_table_against_mesh`` against
     ``mesh_axes``; None: no mesh), as one line; None where the run takes it, or where only the run can tell (an
     interpolation: ``validate`` names it).
 
     Parameters
     ----------
-    rule : Any
+    rule : mapping or str
         A rule config: a mapping of logical axes (a rule file, as composed) or a built-in rule's name.
     mesh_axes : tuple of str or None
         The mesh's axes (``MESH_AXES`` under any mesh the harness builds).
@@ -207,7 +209,8 @@ ACTIVATION_STRATEGIES = ("rule", "fixed", "none")
 AUTO = "auto"  # an activation field left to the strategy
 
 
-def partition_axis_from_config(cfg: Mapping[str, Any], rule: Any, mesh: Any) -> PartitionAxis | None:
+def partition_axis_from_config(cfg: Mapping[str, Any], rule: str | RuleTable | Rule,
+                               mesh: Mesh | None) -> PartitionAxis | None:
     """The strategy an ``activation`` config selects: ``strategy`` plus per-field overrides.
 
     ``strategy`` is "rule" (``PartitionAxis.for_rule(rule, mesh)``), "fixed"

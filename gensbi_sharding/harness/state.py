@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -30,6 +30,12 @@ from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
 from gensbi_sharding.harness.resume import model_overrides
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import Mesh
+    from gensbi_sharding.activations import PartitionAxis
+    from gensbi_sharding.rules import Rule
+    from gensbi_sharding.sharding import Plan
 
 __all__ = ["TrainState", "builder", "build_state", "partition_axis_for", "checkpoint_tree", "BEST", "EARLY_STOPPING"]
 
@@ -45,7 +51,7 @@ EARLY_STOPPING = "early_stopping"
 class TrainState:
     model: Any
     optimizer: Any
-    plan: Any  # the model's gensbi_sharding.Plan (None without a mesh)
+    plan: Plan | None  # the model's gensbi_sharding.Plan (None without a mesh)
     key: Any  # the base PRNG key, replicated
     start_step: int = 0
     ema: Any = None  # harness.ema.EMA of the parameters, placed like them; None: train.ema_decay=0
@@ -73,7 +79,7 @@ class TrainState:
         return dict(self.plan.fallbacks) if self.plan is not None else {}
 
 
-def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
+def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: PartitionAxis | None,
             counted: bool = False) -> Callable[[], tuple]:
     """``build() -> (model, optimizer)``: the model of ``cfg.model`` and its AdamW optimizer.
 
@@ -98,7 +104,7 @@ def builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis: Any,
     return build
 
 
-def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_name: str,
+def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Mesh | None, rule_name: str,
                 table: dict, resume_dir: Path | None, sampling: bool = False) -> TrainState:
     """Build, place (and maybe restore) the model, its AdamW optimizer and the EMA of its weights.
 
@@ -155,7 +161,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Any, rule_
     return state
 
 
-def partition_axis_for(cfg: DictConfig, table: dict, mesh: Any):
+def partition_axis_for(cfg: DictConfig, table: dict, mesh: Mesh | None):
     """The activation ``PartitionAxis`` the ``activation`` config gives on ``mesh`` (None: no constraints)."""
     try:
         axes = partition_axis_from_config(OmegaConf.to_container(cfg.activation), table, mesh)
@@ -187,7 +193,7 @@ def checkpoint_tree(state: Any, best: Any) -> dict:
     return {**{str(index): node for index, node in state.items()}, BEST: best}
 
 
-def _restore(state: TrainState, step_dir: Path, mesh: Any, rule: Any, cfg: DictConfig, sampling: bool) -> None:
+def _restore(state: TrainState, step_dir: Path, mesh: Mesh | None, rule: Rule, cfg: DictConfig, sampling: bool) -> None:
     import jax
     from flax import nnx
 

@@ -13,7 +13,11 @@ several processes', the run checks them alone, as it does a user's model.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
+    from jax.sharding import AbstractMesh
+    from omegaconf import DictConfig
 
 __all__ = ["abstract_mesh", "state_problem", "TRACED_UNSTARTED", "TRACED_STARTED"]
 
@@ -29,7 +33,7 @@ TRACED_UNSTARTED = ("mlp", "transformer")
 TRACED_STARTED = ("flux1", "simformer")
 
 
-def abstract_mesh(mesh: Any, devices: int) -> Any:
+def abstract_mesh(mesh: DictConfig, devices: int) -> AbstractMesh | None:
     """The ``("data", "model")`` mesh ``run_mesh`` builds of ``devices`` devices, as axes alone (a
     ``jax.sharding.AbstractMesh``); None for ``mesh=none``, or where ``mesh.*`` does not split them (refused by
     its own check, or a dry run's simulated devices: the run's to say).

@@ -42,7 +42,7 @@ from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "key_cell", "markdown_table", "write_summary",
            "refresh_sweep_summary", "SweepSummary", "continued_sweep_job", "refresh_job_sweep_summary",
-           "sweep_end_written"]
+           "sweep_end_written", "record_end", "clear_end"]
 
 log = logging.getLogger(__name__)
 _END: list = []  # what this process's last SweepSummary.on_multirun_end wrote: a Summary, the OSError, or None
@@ -170,7 +170,7 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # process 0 prints and writes it (not each process, on a shared disk)
             return
-        _END[:] = [None]
+        record_end(None)
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
         declared = declared_sweeps(*command_overrides(config))
         # A job that ended without a record (refused its folder before run() could write one) is a row too, 'not
@@ -181,10 +181,10 @@ class SweepSummary(Callback):
             summary = write_summary(sweep_dir, declared, all_jobs=(jobs := every_job(config)),
                                     folders=job_folders(config, jobs))
         except OSError as err:  # a full or read-only disk: named, each job's outcome kept, no Hydra warning
-            _END[:] = [err]
+            record_end(err)
             summary_refused_line(sweep_dir, err)
             return
-        _END[:] = [summary]
+        record_end(summary)
         if summary is None:
             log.warning("multirun finished with no job metrics under %s", sweep_dir)
             return
@@ -206,6 +206,22 @@ def sweep_end_written() -> list:
     list
     """
     return list(_END)
+
+
+def record_end(item: Summary | OSError | None) -> None:
+    """Record what this process's sweep wrote at its end, as ``sweep_end_written`` then returns it.
+
+    Parameters
+    ----------
+    item : Summary or OSError or None
+        The ``Summary`` written, the ``OSError`` that refused it, or None (no job left a record).
+    """
+    _END[:] = [item]
+
+
+def clear_end() -> None:
+    """Forget the sweep's end: ``sweep_end_written`` returns ``[]``, as before any sweep ended in this process."""
+    _END[:] = []
 
 
 def continued_sweep_job() -> bool:

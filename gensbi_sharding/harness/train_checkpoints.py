@@ -20,13 +20,14 @@ from gensbi_sharding.harness.train_notes import patience_note
 
 if TYPE_CHECKING:
     from gensbi_sharding.harness.preemption import PreemptionWatch
+    from jax.sharding import Mesh
 
 __all__ = ["train_with_checkpoints"]
 
 log = logging.getLogger("gensbi_sharding")
 
 
-def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Any,
+def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any, cfg: Any, mesh: Mesh | None,
                            out: Any, config: dict, watch: PreemptionWatch, val_batches: list,
                            progress: bool, statistics: dict | None = None,
                            window_head: Any = (), announce: Any = None) -> tuple[Any, bool]:

@@ -22,6 +22,7 @@ from gensbi_sharding.harness.ema import new_buffers
 
 if TYPE_CHECKING:  # train imports this module
     from gensbi_sharding.harness.train import StepFunctions
+    from jax.sharding import Mesh
 
 __all__ = ["EarlyStopping", "record_validation", "validate_pending", "held_out_indexed", "validates_at",
            "validation_loss"]
@@ -111,7 +112,8 @@ def record_validation(stopper: EarlyStopping, functions: StepFunctions, state: A
 
 
 def validate_pending(stopper: EarlyStopping, functions: StepFunctions, state: Any, val_batches: list[dict],
-                     key: jax.Array, step: int, *, val_every: int, last_step: int, draws: int, mesh: Any) -> None:
+                     key: jax.Array, step: int, *, val_every: int, last_step: int, draws: int,
+                     mesh: Mesh | None) -> None:
     """Run a resumed run's validation of its first ``step`` if due and not in ``stopper`` yet, and log the result.
 
     A checkpoint is saved after its step's validation unless a stop came before or inside it; the
