@@ -12,11 +12,15 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gensbi_sharding.harness.hints import override_literal
 from gensbi_sharding.harness.outputs import room_fix
 from gensbi_sharding.harness.units import format_c2st, format_seconds, is_number
+
+if TYPE_CHECKING:  # JAX and OmegaConf types only: launch.py's checks import this module without JAX
+    from jax.sharding import Mesh
+    from omegaconf import DictConfig
 
 __all__ = ["step_header", "evaluation_header", "mesh_step_line", "model_step_line", "log_c2st_mean", "sweep_end_line",
            "remember_stopped_sweep", "stopped_sweep_line", "completed_jobs_lead", "summary_refused_line"]
@@ -61,7 +65,7 @@ def evaluation_header(num_samples: int, observations: Sequence[int], kept: Seque
             f"reference" + f"; {also}" * bool(kept))
 
 
-def mesh_step_line(mesh_cfg: Any, mesh: Any, dry_run: bool = False) -> str:
+def mesh_step_line(mesh_cfg: DictConfig, mesh: Mesh | None, dry_run: bool = False) -> str:
     """``"[2/7] mesh: data=8 x model=1 (8 devices; mesh=dict, mesh.model_axis=1)"``: the resolved mesh,
     then the overrides that asked for it; ``mesh=none`` says one device.
 
@@ -90,7 +94,7 @@ def mesh_step_line(mesh_cfg: Any, mesh: Any, dry_run: bool = False) -> str:
     return step_header(f"[2/7] mesh: {shape} ({devices}; {', '.join(asked)})", dry_run)
 
 
-def model_step_line(cfg: Any, rule_name: str, mesh: Any) -> str:
+def model_step_line(cfg: Any, rule_name: str, mesh: Mesh | None) -> str:
     """``"[4/7] model + optimizer: mlp, rule 'fsdp', init=sharded, AdamW(lr=0.003, cosine, warm-up 100 steps, weight
     decay 0.0001), EMA decay 0.999"``: what the run trains with; warm-up and weight decay where set, "no EMA" under
     ``train.ema_decay=0`` (not "EMA decay 0": the run keeps no EMA).

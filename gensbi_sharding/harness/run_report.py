@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from gensbi_sharding.harness.placement_hints import idle_model_axis_hint, left_w
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
 from gensbi_sharding.harness.x64_words import x64_by_variable, x64_fix
+
+if TYPE_CHECKING:  # a JAX type only: imported where JAX already is
+    from jax.sharding import Mesh
 
 __all__ = ["annotations_of", "placement_block", "variable_table", "final_line", "state_figures", "report_placement",
            "mesh_step_line", "model_step_line", "log_c2st_mean", "x64_warning"]
@@ -148,7 +151,7 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     return f"done in {wall}: {', '.join(parts) or 'no training left'}; outputs in {out}"
 
 
-def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[str, int]:
+def state_figures(nodes: dict[str, Any], mesh: Mesh | None, report: Any = None) -> dict[str, int]:
     """The parameter count and the bytes per device of parameters, the model's other variables, optimizer
     state, the EMA, the whole state, and the best weights early stopping keeps beside it.
 
@@ -181,7 +184,7 @@ def state_figures(nodes: dict[str, Any], mesh: Any, report: Any = None) -> dict[
                 best_weights_bytes_per_device=per_device(describe(nodes.get("ema", nodes["model"]), mesh)))
 
 
-def report_placement(metrics: dict[str, Any], ts: Any, mesh: Any, *, table: dict[str, Any], rule_name: str,
+def report_placement(metrics: dict[str, Any], ts: Any, mesh: Mesh | None, *, table: dict[str, Any], rule_name: str,
                      mesh_spec: str, verbose: bool) -> str:
     """A run's report of its placed state: placement metrics, the placement block, the full table.
 
