@@ -258,9 +258,15 @@ def pytest_pycollect_makeitem(collector, name, obj):
     made = yield
     cases = [item for item in made if isinstance(item, pytest.Function)] if isinstance(made, list) else []
     marker = cases[0].get_closest_marker("fast_cases") if cases else None
-    if marker is not None and hasattr(cases[0], "callspec"):
-        for case in cases[marker.args[0]:]:
-            case.add_marker(pytest.mark.slow)
+    if marker is None:
+        return made
+    n = marker.args[0] if len(marker.args) == 1 and not marker.kwargs else None
+    if not hasattr(cases[0], "callspec") or not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        # misused, it would keep every case fast unsaid (no parametrize) or fail as an IndexError at collection
+        raise TypeError(f"{cases[0].nodeid}: fast_cases(n) takes one int n >= 0 and goes on a parametrised test, "
+                        f"got fast_cases{marker.args}{'' if hasattr(cases[0], 'callspec') else ' on a plain test'}")
+    for case in cases[n:]:
+        case.add_marker(pytest.mark.slow)
     return made
 
 
