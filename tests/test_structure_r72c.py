@@ -12,6 +12,7 @@ dropping ``("name", "init")`` from ``cfg.model`` by hand, as three more modules 
 
 import ast
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "gensbi_sharding" / "harness"
 SOURCES = sorted((ROOT / "gensbi_sharding").rglob("*.py")) + [ROOT / "launch.py", ROOT / "sample.py"]
-TREES = {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(), filename=str(path)) for path in SOURCES}
-HARNESS_TREES = {name: tree for name, tree in TREES.items() if name.startswith("gensbi_sharding/harness/")}
+NAMES = sorted(path.relative_to(ROOT).as_posix() for path in SOURCES)
+
+
+@functools.cache
+def trees() -> dict[str, ast.Module]:
+    """Every source file's syntax tree, parsed on first use: at import, every collection (each xdist worker's, a
+    run of one other file) paid ~0.45 s for it."""
+    return {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(), filename=str(path)) for path in SOURCES}
+
+
+def harness_trees() -> dict[str, ast.Module]:
+    return {name: tree for name, tree in trees().items() if name.startswith("gensbi_sharding/harness/")}
 FORBIDDEN = ("jax._src", "jax.extend", "ctypes")
 
 
@@ -36,9 +47,9 @@ def imported_modules(tree: ast.Module) -> list[tuple[str, list[str], int]]:
     return found
 
 
-@pytest.mark.parametrize("name", sorted(TREES))
+@pytest.mark.parametrize("name", NAMES)
 def test_no_internal_api_in_the_package_nor_the_scripts(name):
-    tree = TREES[name]
+    tree = trees()[name]
     bad = [(module, line) for module, names, line in imported_modules(tree)
            if module.startswith(FORBIDDEN) or any(f"{module}.{n}".startswith(FORBIDDEN) for n in names)]
     # Orbax's private completion marker, read by hand once (issue 11): Orbax's own completeness checks instead
@@ -49,7 +60,7 @@ def test_no_internal_api_in_the_package_nor_the_scripts(name):
 
 @pytest.mark.parametrize("script", ["launch.py", "sample.py"])
 def test_the_scripts_import_no_private_name_of_the_package(script):
-    private = [(module, n, line) for module, names, line in imported_modules(TREES[script])
+    private = [(module, n, line) for module, names, line in imported_modules(trees()[script])
                if module.startswith("gensbi_sharding") for n in names if n.startswith("_")]
     assert private == []
 
@@ -75,7 +86,7 @@ def hand_written_int_checks(tree: ast.Module) -> list[int]:
 
 @pytest.mark.slow  # walks every harness module's tree: ~1-3 s on 2 cores (its detector's test stays fast)
 def test_the_harness_checks_integers_in_one_place():
-    found = {name: lines for name, tree in HARNESS_TREES.items() if (lines := hand_written_int_checks(tree))}
+    found = {name: lines for name, tree in harness_trees().items() if (lines := hand_written_int_checks(tree))}
     assert set(found) == {"gensbi_sharding/harness/units.py"}  # units.is_int, the one (its def and its body)
     assert len(found["gensbi_sharding/harness/units.py"]) == 2
 
@@ -103,7 +114,7 @@ def test_the_model_factory_is_called_in_one_place():
     # The call takes dim_theta, dim_x, rngs and partition_axis (factory_keywords.RUN_KEYWORDS) besides the settings
     calls = {name: [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
                     and {"dim_theta", "dim_x", "rngs", "partition_axis"} <= {k.arg for k in n.keywords}]
-             for name, tree in HARNESS_TREES.items()}
+             for name, tree in harness_trees().items()}
     assert {name for name, lines in calls.items() if lines} == {"gensbi_sharding/harness/factory_keywords.py"}
 
 
@@ -112,7 +123,7 @@ def test_the_harness_s_model_fields_are_said_once():
     from gensbi_sharding.harness.config import HARNESS_FIELDS, ModelConfig
 
     assert HARNESS_FIELDS == tuple(f.name for f in dataclasses.fields(ModelConfig)) == ("name", "init")
-    said = {name for name, tree in HARNESS_TREES.items() for n in ast.walk(tree) if isinstance(n, ast.Tuple)
+    said = {name for name, tree in harness_trees().items() for n in ast.walk(tree) if isinstance(n, ast.Tuple)
             and [getattr(e, "value", None) for e in n.elts] == ["name", "init"]}
     assert said == {"gensbi_sharding/harness/config.py"}
 
@@ -130,7 +141,8 @@ def test_model_settings_are_the_factory_keywords_of_the_model_section():
 
 
 def test_model_modules_share_helpers_only_through_common():
-    models = {name: tree for name, tree in HARNESS_TREES.items() if name.startswith("gensbi_sharding/harness/models/")}
+    models = {name: tree for name, tree in harness_trees().items()
+              if name.startswith("gensbi_sharding/harness/models/")}
     across = [(name, module, line) for name, tree in models.items() for module, _, line in imported_modules(tree)
               if module.startswith("gensbi_sharding.harness.models.")
               and module != "gensbi_sharding.harness.models.common"
@@ -218,7 +230,7 @@ def test_one_number_check_with_and_without_the_finite_test():
     assert [is_number(v) for v in (1, 2.5, float("inf"), float("nan"), True, "1", None)] == [True, True] + [False] * 5
     assert [is_number(v, finite=False) for v in (1, 2.5, float("inf"), float("nan"), True, "1")] == [True] * 4 + [
         False] * 2
-    found = {name for name, tree in HARNESS_TREES.items() for n in ast.walk(tree)
+    found = {name for name, tree in harness_trees().items() for n in ast.walk(tree)
              if isinstance(n, ast.FunctionDef) and n.name in ("is_number", "_is_number")}
     assert found == {"gensbi_sharding/harness/units.py"}
 
@@ -278,9 +290,9 @@ CYCLIC_MODULES_AT_MOST = 84
 @pytest.mark.slow  # walks every module's tree: ~5-15 s on 2 cores (its detector: test_cyclic_parts_finds_them)
 def test_function_level_import_cycles_in_the_harness_do_not_grow():
     modules = {("gensbi_sharding." + name.removeprefix("gensbi_sharding/").removesuffix(".py").replace("/", "."))
-               .removesuffix(".__init__") for name in TREES if name.startswith("gensbi_sharding/")}
+               .removesuffix(".__init__") for name in trees() if name.startswith("gensbi_sharding/")}
     graph = {m: set() for m in modules}
-    for name, tree in TREES.items():
+    for name, tree in trees().items():
         if name.startswith("gensbi_sharding/"):
             module = ("gensbi_sharding." + name.removeprefix("gensbi_sharding/").removesuffix(".py")
                       .replace("/", ".")).removesuffix(".__init__")
