@@ -38,7 +38,8 @@ def test_posterior_quality_md_says_which_theta_transform_a_plain_run_gets():
     assert claim, "posterior_quality.md no longer says which theta_transform the default task gets"
     transforms = {path.stem: yaml.safe_load(path.read_text())["theta_transform"]
                   for path in (REPO / "conf" / "data").glob("*.yaml")}
-    words = {"five": 5, "eight": 8}
+    words = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+    assert claim[1] in words and claim[2] in words, claim.groups()  # a number word, not a KeyError
     assert DataConfig().theta_transform == "support"
     assert (words[claim[1]], words[claim[2]]) == (sum(v == "support" for v in transforms.values()), len(transforms))
     assert transforms["two_moons"] == claim[3] == "none"
