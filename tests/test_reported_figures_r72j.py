@@ -3,14 +3,19 @@
 1. An attempt resumed only to evaluate (``train.steps`` reached: ``steps`` 0) takes its training figures from the last
    attempt that trained; was: without ``speed_includes_warmup``, so a one-step attempt's speed (its warm-up in it,
    ~4x low) read "(median step of attempt 1, which trained)" on the final line and bare in the sweep table.
+2. The progress bar's ``samples_s`` of the window holding the first step held that step's warm-up, unsaid (a run's
+   first bar line "samples_s=12443" against 21,726 on its final line). Now its time is left out where it was timed
+   (a run of one window), and said where it was not: "samples_s=12443 (warm-up incl.)".
 """
 
 import json
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness.progress import window_rate
 from gensbi_sharding.harness.run_report import final_line
 
 
@@ -36,3 +41,53 @@ def test_an_attempt_resumed_to_evaluate_keeps_the_flag_of_the_speed_it_shows(tmp
     assert written["previous_attempts"][0]["speed_includes_warmup"] is True
     line = final_line(written, Path("out"))
     assert "640 samples/s (one step of attempt 1, which trained, its warm-up included)" in line, line
+
+
+def test_the_first_windows_rate_leaves_out_the_warm_up_it_timed_and_says_the_one_it_did_not():
+    assert window_rate(16, [(13.0, 4)], 10.0) == "16"  # one window: 10 s of warm-up, then 1 s a step (was "5")
+    assert window_rate(16, [(10.0, 2)], None) == "3 (warm-up incl.)"  # first of several: not timed apart
+    assert window_rate(16, [(10.0, 2), (2.0, 2)], None) == "16"  # a later window holds no warm-up
+    assert window_rate(16, [(7.0, 1)], 7.0) == "2 (warm-up incl.)"  # one step: nothing after it to time
+
+
+class _Bar:
+    """The progress bar's postfixes, as train() sets them."""
+
+    def __init__(self, **kwargs):
+        self.rates = []
+
+    def set_postfix(self, **postfix):
+        self.rates.append(postfix["samples_s"])
+
+    def update(self, n=1):
+        pass
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        pass
+
+
+@pytest.mark.slow  # compiles a train step
+@pytest.mark.parametrize("log_every,clock,rates", [
+    (4, [0.0, 0.0, 10.0, 13.0, 13.0], ["16"]),  # one window: 10 s of warm-up in step 1, then 1 s a step (was "5")
+    (2, [0.0, 0.0, 10.0, 10.0, 12.0, 12.0], ["3 (warm-up incl.)", "16"]),  # two: the first's warm-up said (was "3")
+])
+def test_the_progress_bar_shows_the_first_windows_rate_without_its_warm_up_or_says_it(monkeypatch, log_every, clock,
+                                                                                      rates):
+    import jax
+
+    from gensbi_sharding.harness import train as T
+    from gensbi_sharding.harness.step_timer import StepTimer
+    from test_train import batches, tiny_state
+
+    bars = []
+    monkeypatch.setattr(T, "progress_bar", lambda **kwargs: bars.append(_Bar()) or bars[-1])
+    model, optimizer, _ = tiny_state(ema_decay=0)
+    functions, state = T.make_step_functions(model, optimizer, None)
+    ticks = iter(clock)  # as test_train_speed_r70c.py reads them: made, window start, first step, each window's end
+    timer = StepTimer(clock=lambda: next(ticks), sync=jax.block_until_ready)
+    T.train(functions, state, batches(), steps=4, key=jax.random.key(0), mesh=None, batch_size=16,
+            log_every=log_every, progress=False, timer=timer)
+    assert [bar.rates for bar in bars] == [rates]
