@@ -6,6 +6,9 @@
 2. The progress bar's ``samples_s`` of the window holding the first step held that step's warm-up, unsaid (a run's
    first bar line "samples_s=12443" against 21,726 on its final line). Now its time is left out where it was timed
    (a run of one window), and said where it was not: "samples_s=12443 (warm-up incl.)".
+3. A lone launch.py run's final line "done in 94.3 s" counted from the run's start, not the command's: ~14 s of
+   imports and Hydra's composing before it, unsaid. Now it counts from the process's start (launch.STARTED);
+   metrics.json's wall_s stays the run's, and a sweep's jobs and run(cfg) from Python keep theirs.
 """
 
 import json
@@ -91,3 +94,36 @@ def test_the_progress_bar_shows_the_first_windows_rate_without_its_warm_up_or_sa
     T.train(functions, state, batches(), steps=4, key=jax.random.key(0), mesh=None, batch_size=16,
             log_every=log_every, progress=False, timer=timer)
     assert [bar.rates for bar in bars] == [rates]
+
+
+def test_a_lone_runs_final_line_counts_from_the_process_start(tmp_path, monkeypatch, caplog):
+    import logging
+    from types import SimpleNamespace
+
+    import launch
+    from faults_helpers import compose_tiny
+
+    for state in ("failed_jobs", "running", "ran", "in_sweep"):  # launch.py's per-process lists, this test's own
+        monkeypatch.setattr(launch, state, [])
+    monkeypatch.setattr(launch, "STARTED", 1000.0)  # the process started at 1000 s; the run ends at 1108.6 s
+    monkeypatch.setattr(launch, "time", SimpleNamespace(monotonic=lambda: 1108.6))
+    record = dict(status="ok", wall_s=94.3, c2st=0.61, samples_per_s=1234.0)
+    monkeypatch.setattr(launch, "run", lambda cfg: dict(record))
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+        launch.main.__wrapped__(compose_tiny(output_dir=tmp_path / "run"))  # the function Hydra calls per job
+    line = [r.getMessage() for r in caplog.records if r.name == "gensbi_sharding"][-1]
+    assert line.startswith("done in 108.6 s: C2ST 0.610"), line  # was "done in 94.3 s"
+
+
+def test_only_a_lone_run_of_launch_py_is_counted_from_the_process_start(monkeypatch):
+    import launch
+
+    record = dict(status="ok", wall_s=94.3)
+    monkeypatch.setattr(launch, "STARTED", 1000.0)
+    assert launch.counted_from_start(record, sweep=False, now=1108.6)["wall_s"] == pytest.approx(108.6)
+    assert launch.counted_from_start(record, sweep=True, now=1108.6) == record  # a sweep's job: its own time
+    refused = dict(status="error", wall_s=None)  # refused before it started: "error before it started", kept
+    assert launch.counted_from_start(refused, sweep=False, now=1108.6) == refused
+    monkeypatch.setattr(launch, "STARTED", None)  # launch.py imported (a notebook's main()): the run's own clock
+    assert launch.counted_from_start(record, sweep=False, now=1108.6) == record
+    assert record == dict(status="ok", wall_s=94.3)  # metrics.json's figure is never changed
