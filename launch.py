@@ -9,6 +9,12 @@ outputs go. Importing this file never starts JAX's backend, and imports JAX only
 
 import os
 import signal
+import time
+
+#: When this process started (as near as Python lets it): a run's own clock starts after the imports and Hydra's
+#: composing (~14 s on 2 busy cores), so a lone run's final line counts from here (``counted_from_start``).
+#: None where launch.py is imported, not run: a caller's run(cfg) is counted from its own start.
+STARTED = time.monotonic() if __name__ == "__main__" else None
 
 #: Preemption signals received before ``harness.signal_hold`` can be imported (after Hydra and the harness): held
 #: from the first line, so a SIGTERM while the run starts is answered by the run (status preempted, exit 75).
@@ -130,6 +136,18 @@ in_sweep: list[bool] = []  # [True] once a multirun's job started (Hydra forgets
 stop_note: list[str] = []  # the Ctrl-C line true for this process's job (interrupt_lines), made while Hydra knows it
 
 
+def counted_from_start(metrics: dict, sweep: bool, now: float | None = None) -> dict:
+    """The metrics the final line shows: a lone run's ``wall_s`` counted from this process's start (``STARTED``),
+    the imports and Hydra's composing in it, as the command's user waited for them; metrics.json keeps the run's own.
+
+    A sweep's job keeps its own (a later job's start-up is the sweep's), as does a run refused before it started
+    (``wall_s`` None) and a run of a process that did not start as launch.py.
+    """
+    if sweep or STARTED is None or metrics.get("wall_s") is None:
+        return metrics
+    return {**metrics, "wall_s": (time.monotonic() if now is None else now) - STARTED}
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     if ran and (held := take_held()):  # a preemption after a sweep's job ended: the sweep's, this job never starts
@@ -164,7 +182,7 @@ def main(cfg: DictConfig) -> float | None:
             stop_note[:] = [f"interrupted by Ctrl-C; {ran[-1]}/launch.log says how far the job got ({err})"]
         raise
     if not os.environ.get(LOCAL_CHILD_ENV):  # not one of distributed=local's processes: their parent says it
-        log.info("%s", final_line(metrics, output_dir(cfg)))
+        log.info("%s", final_line(counted_from_start(metrics, bool(in_sweep[0])), output_dir(cfg)))
         if (stopped := stopped_sweep_line()) is not None:  # a preempted job ends its sweep: the sweep's outcome, last
             log.info("%s", stopped)
     if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from gensbi_sharding.harness.console import is_terminal
 
-__all__ = ["LineBar", "progress_bar"]
+__all__ = ["LineBar", "progress_bar", "window_rate"]
 
 
 class LineBar(tqdm):
@@ -56,3 +56,31 @@ def progress_bar(**kwargs: Any) -> tqdm:
     if is_terminal(2) or "notebook" in tqdm.__module__:
         return tqdm(**kwargs)
     return LineBar(**{**kwargs, "miniters": 1, "mininterval": 0})
+
+
+def window_rate(batch_size: int, windows: list[tuple[float, int]], first_step_s: float | None = None) -> str:
+    """The samples/s of the newest logging window, as the progress bar shows it (its ``samples_s``).
+
+    The first window (an attempt's first step in it) holds that step's warm-up too (its first dispatches): ~4x low
+    against the steady speed of the final line, which leaves it out. Its time is left out here as well where it
+    was timed (``first_step_s``: a run of one window) and a step follows it; else the figure says it.
+
+    Parameters
+    ----------
+    batch_size : int
+        Samples a step.
+    windows : list of (float, int)
+        Each window's step time (seconds, pauses left out) and its step count so far, first first
+        (``train_speed.steady_step_s``'s).
+    first_step_s : float, optional
+        The first step's own time, where it was timed.
+
+    Returns
+    -------
+    str
+        Whole samples/s, with ``" (warm-up incl.)"`` where the warm-up is in it.
+    """
+    (seconds, steps), first = windows[-1], len(windows) == 1
+    if first and first_step_s is not None and steps > 1 and seconds > first_step_s:
+        return f"{batch_size * (steps - 1) / (seconds - first_step_s):.0f}"
+    return f"{batch_size * steps / seconds:.0f}" + (" (warm-up incl.)" if first else "")

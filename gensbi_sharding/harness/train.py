@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from gensbi_sharding import mesh_context
-from gensbi_sharding.harness.progress import progress_bar
+from gensbi_sharding.harness.progress import progress_bar, window_rate
 from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
 from gensbi_sharding.harness.step_check import check_step_keeps_state
 from gensbi_sharding.harness.train_speed import steady_step_s
@@ -274,7 +274,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                     # Before the first validation there is no best: "inf" read as a diverged loss.
                     best = f"{stopper.best_loss:.4f}" if stopper.best_step is not None else "not yet"
                     bar.set_postfix(step=step, loss=f"{window_loss:.4f}", best_val=best,
-                                    samples_s=f"{batch_size * window_steps / elapsed:.0f}", refresh=False)
+                                    samples_s=window_rate(batch_size, windows, first_step_s), refresh=False)
                     bar.update(window_steps)  # then drawn: in a file, one line per window with its figures
                     bar.refresh()
                     window_steps, head = 0, []
