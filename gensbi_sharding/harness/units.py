@@ -16,9 +16,12 @@ __all__ = ["format_bytes", "format_count", "format_seconds", "format_c2st", "c2s
 
 
 def is_number(value: Any, *, finite: bool = True) -> bool:
-    """A finite int or float (not a bool, not None, not NaN); ``finite=False``: inf and NaN too (a size setting to
-    compare or halve, whose finiteness another check refuses)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and (not finite or math.isfinite(value))
+    """A finite int or float, Python's or NumPy's (not a bool, not None, not NaN); ``finite=False``: inf and NaN too
+    (a size setting to compare or halve, whose finiteness another check refuses).
+
+    ``numbers.Real``, as ``is_int`` reads ``numbers.Integral``: every integer ``is_int`` takes is a number here too
+    (``int | float`` left ``np.int64`` out, so ``largest_fitting`` never halved a NumPy size)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and (not finite or math.isfinite(value))
 
 
 def is_int(value: Any) -> bool:
