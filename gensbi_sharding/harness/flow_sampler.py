@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gensbi_sharding import batch_axes, mesh_context, pad_for_mesh, replicate, shard_sample_init
+from gensbi_sharding.harness.units import is_int
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import Mesh
@@ -81,9 +82,9 @@ class FlowSampler:
         import jax
 
         self.rows, self.mesh, self.params, self.num_steps = rows, mesh, params, num_steps
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        if batch_size is not None and (not is_int(batch_size) or batch_size < 1):  # True is no row count
             raise ValueError(f"batch_size={batch_size!r}: rows integrated at once, an int >= 1 (None: {BATCH_ROWS})")
-        self.block = min(rows, BATCH_ROWS if batch_size is None else batch_size)  # rows per program call
+        self.block = min(rows, BATCH_ROWS if batch_size is None else int(batch_size))  # rows per program call
         self.stop_check = stop_check or (lambda: None)
         self._padded, _ = pad_for_mesh(self.block, mesh)
         # Per instance, not a module-level cache keyed on velocity_fn: such a cache would keep
