@@ -66,21 +66,32 @@ def test_the_scripts_import_no_private_name_of_the_package(script):
 
 
 def hand_written_int_checks(tree: ast.Module) -> list[int]:
-    """Lines of ``isinstance(v, int...)`` next to ``isinstance(v, bool)`` on the same ``v`` in one expression, and of
-    functions named ``is_int`` / ``_is_int``: an integer check written again."""
+    """Lines of ``isinstance(v, int...)`` next to ``isinstance(v, bool)`` on the same ``v`` in one expression, of a
+    lone ``isinstance(v, int...)`` (which lets ``True`` through) or ``type(v) is int`` (which refuses ``np.int64``),
+    and of functions named ``is_int`` / ``_is_int``: an integer check written again."""
     def checks(node):
         return [(ast.dump(c.args[0]), ast.dump(c.args[1])) for c in ast.walk(node) if isinstance(c, ast.Call)
                 and isinstance(c.func, ast.Name) and c.func.id == "isinstance" and len(c.args) == 2]
+
+    def integer(kind):  # an integer type alone (int | float, str | int: other checks)
+        return any(w in kind for w in ("'int'", "integer", "Integral")) and not any(
+            w in kind for w in ("'float'", "'number'", "'str'"))
 
     lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in ("is_int", "_is_int")]
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp):
             found = checks(node)
             subjects_bool = {s for s, kind in found if "'bool'" in kind}
-            integer = lambda kind: any(w in kind for w in ("'int'", "integer", "Integral")) and not any(
-                w in kind for w in ("'float'", "'number'", "'str'"))  # noqa: E731 (int | float, str | int: others)
             if any(s in subjects_bool and integer(kind) for s, kind in found):
                 lines.append(node.lineno)
+    for node in ast.walk(tree):
+        lone = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+                and len(node.args) == 2 and integer(ast.dump(node.args[1])))
+        typed = (isinstance(node, ast.Compare) and isinstance(node.left, ast.Call)
+                 and isinstance(node.left.func, ast.Name) and node.left.func.id == "type"
+                 and any(isinstance(c, ast.Name) and c.id == "int" for c in node.comparators))
+        if lone or typed:
+            lines.append(node.lineno)
     return sorted(set(lines))
 
 
@@ -105,8 +116,10 @@ def test_hand_written_int_checks_are_found():
             "def _is_int(v):\n    return v\n"
             "c = isinstance(x, bool) or isinstance(y, str)\n"
             "d = not isinstance(v, numbers.Integral) or isinstance(v, bool)\n"
-            "e = isinstance(v, (int, float)) and not isinstance(v, bool)\n")  # a number check: not counted
-    assert hand_written_int_checks(ast.parse(code)) == [1, 2, 3, 6]
+            "e = isinstance(v, (int, float)) and not isinstance(v, bool)\n"  # a number check: not counted
+            "f = isinstance(v, int) and v >= 1\n"  # lets True through (flow_sampler's, REVIEW72A)
+            "g = type(v) is int\n")  # refuses np.int64
+    assert hand_written_int_checks(ast.parse(code)) == [1, 2, 3, 6, 8, 9]
 
 
 @pytest.mark.slow  # walks every harness module's tree: ~1-2 s on 2 cores

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.outputs import room_fix
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight", "check_crashed", "folder_check_crashed"]
 
@@ -70,7 +71,7 @@ def _local_problem(launcher: Any) -> str | None:
     """What submitit's local executor refuses of ``hydra.launcher``, before any job (else its traceback, "LocalExecutor
     can use only one node", comes from inside the launcher, once Hydra made the sweep's folder, lock and .submitit)."""
     nodes = OmegaConf.select(launcher, "nodes", default=1)
-    if isinstance(nodes, int) and nodes > 1:
+    if is_int(nodes) and nodes > 1:
         return (f"hydra.launcher.nodes={nodes}: hydra/launcher=submitit_local runs the jobs on this host, one node; "
                 "pass hydra.launcher.nodes=1 (hydra.launcher.tasks_per_node sets the processes on it), or "
                 "hydra/launcher=slurm on a cluster for several nodes")

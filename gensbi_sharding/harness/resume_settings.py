@@ -20,6 +20,7 @@ from gensbi_sharding.harness.held_out import config_value
 from gensbi_sharding.harness.hints import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.units import is_int
 from gensbi_sharding.harness.x64_words import x64_fix, x64_lead, x64_on
 
 __all__ = ["FIXED_BY_CHECKPOINT", "damaged_here", "refuse_resume_settings", "compute_dtype_note", "x64_prefix",
@@ -119,7 +120,7 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
         saved_steps = config_value(saved, "train.steps")
         # An unfinished run's own train.steps, which the run warned of before it refused this (now refused first)
-        finish = f" (train.steps={saved_steps} finishes the run that saved it)" if isinstance(saved_steps, int) and \
+        finish = f" (train.steps={saved_steps} finishes the run that saved it)" if is_int(saved_steps) and \
             saved_steps > int(step_dir.name) else ""
         with in_python_words():
             raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
@@ -150,9 +151,9 @@ def compute_dtype_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | 
     if old is None or old == new:
         return None
     steps = config_value(saved, "train.steps")
-    unfinished = isinstance(steps, int) and step < steps
+    unfinished = is_int(steps) and step < steps
     further = config_value(now, "train.steps")
-    trains = not isinstance(further, int) or further > step  # at the checkpoint's step: nothing to train
+    trains = not is_int(further) or further > step  # at the checkpoint's step: nothing to train
     scores = config_value(now, "eval.enabled") is not False
     if not (trains or scores):
         return None  # nothing is computed in either dtype
@@ -196,7 +197,7 @@ def _saver_x64(record: dict, step: int) -> tuple[object, str]:
     attempts = [(record, ""), *reversed([(a, f"previous_attempts[{i}].") for i, a in enumerate(
         earlier if isinstance(earlier, list) else []) if isinstance(a, dict)])]
     reached = [(a, where, s) for a, where in attempts if isinstance(a.get("jax_enable_x64"), bool)
-               and isinstance(s := stopped_at_step(a) if stopped_at_step(a) is not None else a.get("final_step"), int)]
+               and is_int(s := stopped_at_step(a) if stopped_at_step(a) is not None else a.get("final_step"))]
     a, where, _ = next((r for r in reached if (r[0].get("resumed_from_step") or 0) < step <= r[2]),
                        reached[0] if reached else (record, "", None))
     return a["jax_enable_x64"], where

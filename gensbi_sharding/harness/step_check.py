@@ -13,6 +13,8 @@ from typing import Any
 
 import jax
 
+from gensbi_sharding.harness.units import is_int
+
 __all__ = ["StateDriftError", "check_step_keeps_state"]
 
 #: The nodes of the split state ``(model, optimizer[, ema])``, by position.
@@ -66,7 +68,7 @@ def _name(path: tuple) -> str:
         key = getattr(entry, "key", getattr(entry, "idx", getattr(entry, "name", None)))
         if key is None or key == "value":
             continue
-        parts.append(NODES[key] if not parts and isinstance(key, int) and key < len(NODES) else str(key))
+        parts.append(NODES[key] if not parts and is_int(key) and key < len(NODES) else str(key))
     return "/".join(parts)
 
 

@@ -15,6 +15,7 @@ import shlex
 from pathlib import Path
 
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["SamplingError", "weights_failure_hint", "further_steps", "FAILED_WEIGHTS", "error_cause"]
 
@@ -88,12 +89,12 @@ def further_steps(out: Path, step: int) -> tuple[dict[str, int], str]:
     from gensbi_sharding.harness.schedule import learning_rate_schedule
 
     train = _launched_train(out, step)
-    asked = train.get("steps") if isinstance(train.get("steps"), int) else step
+    asked = train.get("steps") if is_int(train.get("steps")) else step
     target = 2 * max(step, asked)
     settings = {"steps": target}
     note = f" (twice the train.steps={asked} it was launched with: it stopped early at step {step})" * (step < asked)
     patience = ""
-    if isinstance(train.get("patience"), int) and train["patience"] and step < asked:
+    if is_int(train.get("patience")) and train["patience"] and step < asked:
         settings["patience"] = 0
         patience = (f"; train.patience=0: early stopping (train.patience={train['patience']}) would end it again at a "
                     "validation without a new best")
