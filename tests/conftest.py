@@ -199,12 +199,13 @@ LONGEST_FIRST_FAST = (
     "test_config.py",  # ~39
     "test_refusal_fixes.py",  # ~24
     "test_checkpoint_inputs.py",  # ~23
+    "test_checkpoint.py",  # ~21 (with its resumed-equals-uninterrupted run)
+    "test_equivalence.py",  # ~17 (its two kept rows: each a train-step compile)
     "test_setting_checks.py",  # ~20
     "test_summary.py",  # ~19
     "test_override_types.py",  # ~15
     "test_resume_refusals.py",  # ~14
     "test_sequential.py",  # ~13
-    "test_checkpoint.py",  # ~10
     "test_gensbi_overrides.py",  # ~9
     "test_own_observation.py",  # ~8
     "test_continued_runs.py",  # ~7

@@ -128,7 +128,6 @@ def test_restore_on_another_mesh_and_rule_in_a_fresh_process(saved_run):
     assert out["key"] == np.asarray(jax.random.key_data(jax.random.key(7))).tolist()
 
 
-@pytest.mark.slow  # two short training runs, a resume between: ~4 s
 def test_resumed_training_matches_uninterrupted(tmp_path, devices):
     mesh_a, mesh_b = contract.make_mesh(model_axis=2), contract.make_mesh(model_axis=1)
     key = contract.replicate(jax.random.key(0), mesh_a)
