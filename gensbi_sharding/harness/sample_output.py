@@ -185,7 +185,10 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
                 f"checkpoint), not a {out.suffix} file; pass --out {out.with_suffix('.npz')} (its 'samples' is the "
                 "array of samples)")
     if out.exists():  # a free name, not "<a new file>": sampling a second run at one x_o is the usual way here
-        free = next(p for n in itertools.count(2) if not (p := out.with_name(f"{out.stem}_{n}{out.suffix}")).exists())
+        # Numbered on from a name's own number: the pasted x_o_posterior_2.npz, taken, names _3 (was _2_2)
+        base, number = m.groups() if (m := re.fullmatch(r"(.+)_(\d+)", out.stem)) else (out.stem, "1")
+        free = next(p for n in itertools.count(int(number) + 1)
+                    if not (p := out.with_name(f"{base}_{n}{out.suffix}")).exists())
         return f"{out} exists and is never overwritten: pass --out {shlex.quote(str(free))} (or another new file)"
     if not out.parent.is_dir():  # a file on its way is no folder to create: 'create it' would not work
         file = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
