@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ import numpy as np
 
 from gensbi_sharding.harness.sampled_checkpoint import DamagedCheckpoint, for_sampler
 from gensbi_sharding.harness.observation_input import far_from_training, load_observation
-from gensbi_sharding.harness.sample_output import NumberParser, at_least, out_path, output_problem
+from gensbi_sharding.harness.sample_output import NumberParser, at_least, free_name, out_path, output_problem
 from gensbi_sharding.harness.sample_request import checked_request, run_checkpoint
 from gensbi_sharding.harness.simulation_data import NORMALIZATION
 
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                   "step", "weights", "checkpoint_step", "checkpoint", "acceptance", "dtype")})
     except FileExistsError:
         print(f"[ERROR] {out} was created while sampling (another sample.py?) and is kept; nothing written: "
-              "pass --out <a new file>.npz", file=sys.stderr, flush=True)
+              f"pass --out {shlex.quote(str(free_name(out)))}", file=sys.stderr, flush=True)  # a name to paste
         return 1
     except OSError as err:  # the disk filled or turned read-only while it sampled: said, no traceback
         print(f"[ERROR] cannot write {out} ({err.strerror or err}): nothing written, no partial file; free space "

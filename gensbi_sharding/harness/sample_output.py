@@ -21,8 +21,8 @@ from typing import Any
 
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["out_path", "output_problem", "whole_number", "at_least", "NumberParser", "named", "count_problems",
-           "tried"]
+__all__ = ["out_path", "output_problem", "free_name", "whole_number", "at_least", "NumberParser", "named",
+           "count_problems", "tried"]
 
 #: The .npz names a run writes in its folder (earlier_attempts' copies of them included), which a later run there would
 #: take for its own: refused as sample.py's output. Only these: ``posterior_samples_x_o_posterior.npz``, the default
@@ -167,6 +167,25 @@ def _file_type(out: Path) -> str:
     return out.suffix if out.suffix[1:].isalpha() else ""
 
 
+def free_name(out: Path) -> Path:
+    """The first numbered name beside ``out`` that no file holds: the name ``sample.py`` advises where ``out`` exists.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The output that exists, e.g. ``x_o_posterior.npz``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``x_o_posterior_2.npz``, or on from a name's own number: ``x_o_posterior_2.npz`` taken gives ``_3``, where
+        it gave ``x_o_posterior_2_2.npz`` to a user pasting the advised name a second time.
+    """
+    base, number = m.groups() if (m := re.fullmatch(r"(.+)_(\d+)", out.stem)) else (out.stem, "1")
+    return next(p for n in itertools.count(int(number) + 1)
+                if not (p := out.with_name(f"{base}_{n}{out.suffix}")).exists())
+
+
 def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
     """Why ``sample.py`` may not write ``out`` (``given``: ``--out`` as typed, None for the default; ``size``: the
     bytes it will write, which its disk must have free: was a traceback after the draw), as one line naming the
@@ -185,8 +204,8 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
                 f"checkpoint), not a {out.suffix} file; pass --out {out.with_suffix('.npz')} (its 'samples' is the "
                 "array of samples)")
     if out.exists():  # a free name, not "<a new file>": sampling a second run at one x_o is the usual way here
-        free = next(p for n in itertools.count(2) if not (p := out.with_name(f"{out.stem}_{n}{out.suffix}")).exists())
-        return f"{out} exists and is never overwritten: pass --out {shlex.quote(str(free))} (or another new file)"
+        free = shlex.quote(str(free_name(out)))
+        return f"{out} exists and is never overwritten: pass --out {free} (or another new file)"
     if not out.parent.is_dir():  # a file on its way is no folder to create: 'create it' would not work
         file = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
         if file is not None:
