@@ -85,6 +85,7 @@ try:
     from gensbi_sharding.harness.folder_verdict import folder_owner
     from gensbi_sharding.harness.interrupt_lines import interrupted_line, job_ended, record_stamp
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
+    from gensbi_sharding.harness import stop_watchdog
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
     from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
@@ -164,6 +165,8 @@ def main(cfg: DictConfig) -> float | None:
         ran.append(output_dir(cfg))
         remember_stopped_sweep(None)  # the outcome this job's stop gives, not an earlier call's stopped sweep again
         in_sweep[:] = [hydra_job_overrides()[1]]
+        # a stop inside a setup step ends the run in stop_watchdog: its final line counts on the same clock
+        stop_watchdog.final_metrics[:] = [] if in_sweep[0] else [lambda m: counted_from_start(m, False)]
         with quiet_console(cfg):  # third-party noise goes to the job's launch.log, not the console
             metrics = run(cfg)
         running.clear()

@@ -37,6 +37,10 @@ __all__ = ["GRACE_S", "STEP_GRACE_S", "SAVE_GRACE_S", "StopWatchdog", "end_preem
 
 log = logging.getLogger("gensbi_sharding")
 
+#: Set by launch.py for a lone run: the metrics its final line shows (``launch.counted_from_start``: the wall time from
+#: the process's start), so a run stopped here says the same clock as one that ended in ``run``. Empty: the run's own.
+final_metrics: list[Callable[[dict], dict]] = []
+
 #: Seconds a run has to answer a preemption signal at a step of its own before the watchdog ends it: a third of
 #: SLURM's default KillWait (30 s), so a step about to end (a small model's compile) still answers it itself.
 GRACE_S = 10.0
@@ -199,7 +203,7 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
     folder.release()
     if folder.owner:  # a sweep's job: its summary so far (Hydra's end-of-sweep one never comes)
         summary.refresh_job_sweep_summary(out)
-    log.info("%s", run_report.final_line(metrics, out))
+    log.info("%s", run_report.final_line(final_metrics[0](metrics) if final_metrics else metrics, out))
     try:
         watch.chain(signum)  # under submitit: requeue the job
     finally:
