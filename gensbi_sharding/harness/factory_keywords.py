@@ -39,6 +39,7 @@ RUN_KEYWORDS = {
     "partition_axis": "the activation layout that activation= and the rule give, None without a mesh",
 }
 
+
 def model_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     """The keywords ``model`` (the run's ``cfg.model``) gives its factory: every key but ``HARNESS_FIELDS``, as
     plain values (lists, not ``ListConfig``). The one place they are read: ``model_builder`` calls the factory
@@ -62,7 +63,6 @@ def model_builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis
     hparams = model_settings(cfg.model) if settings is None else settings
     return lambda: factory(dim_theta=dim_theta, dim_x=dim_x, rngs=nnx.Rngs(cfg.seed), partition_axis=partition_axis,
                            **hparams)
-
 
 
 #: The keywords ``pipeline.simulate`` calls every data set's factory with (docs/gensbi_models.md), and what each is.

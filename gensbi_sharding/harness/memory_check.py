@@ -108,7 +108,7 @@ def state_bytes_per_device(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, ru
     A layer count above 2 (a key naming depth or layers) is extrapolated from traces at 2 and 3: exact for a
     model linear in each, a lower bound where two multiply; a huge one is never built.
     """
-    hparams = dict(hparams if hparams is not None else _hparams(cfg))
+    hparams = dict(hparams if hparams is not None else model_settings(cfg.model))
     deep = {k: v for k, v in hparams.items() if _LAYERS.search(k) and is_int(v) and v > _TRACED_LAYERS}
     base = {**hparams, **{k: _TRACED_LAYERS for k in deep}}
     params, others = base_params, base_others = _traced_bytes(cfg, base, mesh, rule, dims)
@@ -225,7 +225,7 @@ def _responsible(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | 
     offered is estimated as the check does, and fits (not width 128, needing 11.4 MB of 10 MB): the
     default, or the largest that fits (``fitting_values``; halving would give width 64 where 119 fits)."""
     # The defaults named are those the command's composition gives (experiment=quick's width 32, not 128).
-    hparams, defaults = _hparams(cfg), composed_section(cfg, "model")
+    hparams, defaults = model_settings(cfg.model), composed_section(cfg, "model")
     raised = [k for k, v in hparams.items() if k in defaults and _raised(v, defaults[k])]
     need = lambda values: state_bytes_per_device(cfg, mesh, rule, dims, {**hparams, **values}) * devices  # noqa: E731
     checked = lambda values: (check_model(OmegaConf.merge(cfg.model, values)), need(values))[1]  # noqa: E731
@@ -247,10 +247,6 @@ def _responsible(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | 
     return f"; the setting(s) responsible: {named}; lower {'it' if len(fix) == 1 else 'them'}, e.g. {_override(fix)}"
 
 
-def _hparams(cfg: DictConfig) -> dict:
-    return model_settings(cfg.model)
-
-
 def _defaults(cfg: DictConfig) -> dict:
     """The model's settings' schema defaults: a bound below which any model fits (no composition on every run)."""
     schema = OmegaConf.get_type(cfg.model)
@@ -261,7 +257,8 @@ def _defaults(cfg: DictConfig) -> dict:
 def at_most_defaults(cfg: DictConfig) -> bool:
     """Whether every integer setting of a typed model config is at or below its default (none raised)."""
     defaults = _defaults(cfg)
-    return bool(defaults) and not any(k in defaults and _raised(v, defaults[k]) for k, v in _hparams(cfg).items())
+    settings = model_settings(cfg.model)
+    return bool(defaults) and not any(k in defaults and _raised(v, defaults[k]) for k, v in settings.items())
 
 
 def _raised(value: Any, default: Any) -> bool:

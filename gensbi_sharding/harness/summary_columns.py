@@ -39,6 +39,11 @@ def _plain(key: str) -> Callable[[dict[str, Any]], str]:
     return lambda m: "" if m.get(key) is None else str(m[key])
 
 
+def _flag(key: str) -> Callable[[dict[str, Any]], str]:
+    """A yes/no figure as the CSV writes it: ``true``/``false``, blank where the record lacks it."""
+    return lambda m: "" if m.get(key) is None else str(bool(m[key])).lower()
+
+
 def _config(key: str) -> Callable[[dict[str, Any]], str]:
     def exact(m: dict[str, Any]) -> str:
         value: Any = m.get("config") or {}
@@ -105,7 +110,7 @@ ERROR_COLUMN = Column("error", "error", error_cell, lambda m: m.get("error") or 
 # use of the whole mesh (not said in the job's log alone, ``placement_hints.idle_model_axis_hint``).
 IDLE_NOTE = "idle: nothing split over it, its devices repeat the same work"
 _IDLE = Column("model_axis_idle", "model axis", lambda m: IDLE_NOTE if m.get("model_axis_idle") else "",
-               lambda m: "" if m.get("model_axis_idle") is None else str(bool(m["model_axis_idle"])).lower(), True)
+               _flag("model_axis_idle"), True)
 
 
 def _speed_cell(m: dict[str, Any]) -> str:
@@ -133,8 +138,7 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("median_step_s", "step", lambda m: format_seconds(m.get("median_step_s")), _fixed("median_step_s", 6)),
     Column("samples_per_s", "samples/s", _speed_cell, _fixed("samples_per_s", 1)),
     # One step timed (train.steps=1): its speed holds the first step's warm-up (~4x low); unsaid, read as steady.
-    Column("speed_includes_warmup", "", lambda m: "", lambda m: "" if m.get("speed_includes_warmup") is None
-           else str(bool(m["speed_includes_warmup"])).lower()),
+    Column("speed_includes_warmup", "", lambda m: "", _flag("speed_includes_warmup")),
     # The held-out loss the console's last line prints: a sweep with eval.enabled=false (every data set of one's
     # own) would have no column of how well a job trained (speed and memory only, C2ST blank).
     Column("best_val_loss", "best val loss", _fixed("best_val_loss", 4), _fixed("best_val_loss", 6)),
