@@ -399,7 +399,7 @@ def test_cli_refuses_an_existing_output_before_sampling(run_read, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path), str(tmp_path / "x_o.npy"), "--out", str(tmp_path / "posterior_samples_3.npz")])
     assert "posterior_samples_3.npz is a name a run writes its outputs under" in capsys.readouterr().err
-    assert own_observation.__all__ == ["sample_posterior", "load_observation", "main"]
+    assert own_observation.__all__ == ["sample_posterior", "load_observation", "draw_posterior", "main"]
 
 
 @pytest.mark.parametrize("folder, said", [

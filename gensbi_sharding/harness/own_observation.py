@@ -28,8 +28,7 @@ from gensbi_sharding.harness.simulation_data import NORMALIZATION
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import Mesh
 
-# draw_posterior is public (tests replace it) but not listed: tests/test_own_observation.py pins this list
-__all__ = ["sample_posterior", "load_observation", "main"]
+__all__ = ["sample_posterior", "load_observation", "draw_posterior", "main"]
 
 log = logging.getLogger("gensbi_sharding")
 RETRIES = 3  # newest checkpoints picked again after one was deleted while read (a run still training)
