@@ -88,7 +88,8 @@ def test_a_model_of_the_other_kind_names_the_wrapper_that_fits():
 def test_gensbis_other_joint_model_is_wrapped_as_simformer_is():
     # Flux1Joint is called as Simformer is (JointWrapper.conditioned): accepted, and its guidance refused up front.
     v = SimformerVelocity(Flux1Joint(_joint_params()), dim_theta=DIM_THETA)
-    out = v(*_inputs())
+    # Jitted, as a run calls it: one program, not one compiled per op of Flux1Joint's (op by op: ~2 s of CPU more)
+    out = nnx.jit(lambda model, *inputs: model(*inputs))(v, *_inputs())
     assert out.shape == (4, DIM_THETA) and bool(jnp.isfinite(out).all())
     joint = Flux1Joint(_joint_params())
     joint.params.guidance_embed = True  # GenSBI's own constructor fails first without a vec_in_dim it can build

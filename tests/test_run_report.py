@@ -305,8 +305,34 @@ def test_a_sweep_job_refused_for_its_interpolation_reports_no_bogus_time(tmp_pat
     assert wall_cell(metrics) == ""
 
 
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory):
+    """``(metrics, messages, folder)`` of one in-process ``run_tiny(folder, "eval.enabled=false")``, with the messages
+    of every record that reached the root logger while it ran (``gensbi_sharding`` at INFO), as ``caplog`` would read
+    them. Three tests read the same run (each made its own: ~1 s of CPU each)."""
+    import logging
+
+    from faults_helpers import run_tiny
+
+    class Messages(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    messages, folder = [], tmp_path_factory.mktemp("plain") / "r"
+    logger, root, handler = logging.getLogger("gensbi_sharding"), logging.getLogger(), Messages()
+    level = logger.level
+    root.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        metrics = run_tiny(folder, "eval.enabled=false")
+    finally:
+        root.removeHandler(handler)
+        logger.setLevel(level)
+    return metrics, messages, folder
+
+
 @pytest.mark.slow  # two tiny runs
-def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog, monkeypatch):
+def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog, monkeypatch, plain_run):
     # Was: JAX_ENABLE_X64 set in the shell trained other losses and C2ST than the same run without it, and neither
     # the console nor metrics.json said so: two runs of one config disagreed with nothing to tell them apart.
     import logging
@@ -316,7 +342,7 @@ def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog, mon
     from faults_helpers import run_tiny
 
     caplog.set_level(logging.WARNING, logger="gensbi_sharding")
-    plain = run_tiny(tmp_path / "plain", "eval.enabled=false")
+    plain, plain_messages, _ = plain_run  # the plain run's records: those at WARNING and above, as caplog's here
     monkeypatch.setenv("JAX_ENABLE_X64", "1")  # set in the shell: JAX read it at import, so set it here too
     jax.config.update("jax_enable_x64", True)
     try:
@@ -326,23 +352,18 @@ def test_a_run_under_jax_enable_x64_says_so_and_records_it(tmp_path, caplog, mon
     assert plain["status"] == x64["status"] == "ok"
     assert (plain["jax_enable_x64"], x64["jax_enable_x64"]) == (False, True)
     assert plain["final_train_loss"] != x64["final_train_loss"]  # what the warning says: the runs differ
-    warned = [r.getMessage() for r in caplog.records if "JAX_ENABLE_X64" in r.getMessage()]
+    warned = [m for m in plain_messages + [r.getMessage() for r in caplog.records] if "JAX_ENABLE_X64" in m]
     assert warned == ["JAX_ENABLE_X64 is on: JAX computes in 64 bits where it can, so this run's losses and C2ST "
                       "differ from the same run's without it (metrics.json: jax_enable_x64); unset JAX_ENABLE_X64 "
                       "to compare"]
 
 
-@pytest.mark.slow  # a tiny run
-def test_a_run_names_its_folder_once(tmp_path, caplog):
+@pytest.mark.slow  # a tiny run (plain_run's)
+def test_a_run_names_its_folder_once(plain_run):
     # Was: "[7/7] outputs: <folder>" and, on the next line, "done in ...; outputs in <folder>"
-    import logging
-
-    from faults_helpers import run_tiny
-
-    caplog.set_level(logging.INFO, logger="gensbi_sharding")
-    metrics = run_tiny(tmp_path / "r", "eval.enabled=false")
-    lines = [r.getMessage() for r in caplog.records] + [final_line(metrics, tmp_path / "r")]
-    assert [line for line in lines if str(tmp_path / "r") in line] == [lines[-1]]
+    metrics, messages, folder = plain_run
+    lines = [*messages, final_line(metrics, folder)]
+    assert [line for line in lines if str(folder) in line] == [lines[-1]]
     assert lines[-1].startswith("done in ") and "[7/7] outputs: written (the last line names their folder)" in lines
 
 
@@ -376,12 +397,10 @@ def test_a_run_that_fails_after_placing_its_state_still_writes_sharding_txt(tmp_
     assert len(rows) == 12 and rows == metrics["placements"]
 
 
-@pytest.mark.slow  # a tiny run
-def test_a_run_that_scores_nothing_names_no_weights_scored(tmp_path):
+@pytest.mark.slow  # a tiny run (plain_run's)
+def test_a_run_that_scores_nothing_names_no_weights_scored(plain_run):
     # Was: eval.enabled=false wrote c2st_weights "EMA at the best validation step" and c2st_step 8 beside c2st null,
     # and sweep_summary.csv's row named weights no C2ST had scored.
-    from faults_helpers import run_tiny
-
-    metrics = run_tiny(tmp_path, "eval.enabled=false")
+    metrics = plain_run[0]
     assert (metrics["status"], metrics["final_step"]) == ("ok", 8)
     assert (metrics["c2st"], metrics["c2st_weights"], metrics["c2st_step"]) == (None, None, None)

@@ -15,7 +15,10 @@ import pytest
 from test_sbibm_runner import sbibm  # noqa: F401 (the script, loaded once per file)
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["mesh=none", "data.batch_size=64", "train.steps=4", "eval.num_samples=100", "eval.c2st_folds=2"]
+# One observation of experiment=sbibm's ten, at 4 ODE steps: the pasted job is checked for running to its end, not for
+# its scores (each observation more: a sampling and a C2ST's fits, ~1 s of CPU).
+TINY = ["mesh=none", "data.batch_size=64", "train.steps=4", "eval.num_samples=100", "eval.c2st_folds=2",
+        "eval.observations=[1]", "eval.ode_steps=4"]
 
 
 def _printed_command(sbibm, root, monkeypatch, capsys) -> str:
@@ -34,7 +37,7 @@ def test_the_printed_command_starts_with_its_interpreter(sbibm, tmp_path, monkey
     assert words[:3] == [sys.executable, str(REPO / "launch.py"), "-m"], words
 
 
-@pytest.mark.slow  # one tiny launch.py job (4 steps, 100 draws), pasted into bash from another folder
+@pytest.mark.slow  # one tiny launch.py job (4 steps, 100 draws of one observation), pasted into bash elsewhere
 def test_the_printed_command_runs_the_job_when_pasted(sbibm, tmp_path, monkeypatch, capsys):
     root = tmp_path / "root (1)"
     line = _printed_command(sbibm, root, monkeypatch, capsys)
