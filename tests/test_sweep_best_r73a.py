@@ -81,7 +81,9 @@ def test_without_c2st_the_best_val_loss_of_one_task(tmp_path, one_run):
     assert sampled.endswith(f"the lowest best val loss, 0.7500: {sweep / '1'} (jobs with a checkpoint: 0, 1)")
 
 
-def test_losses_of_different_tasks_are_not_compared(tmp_path, one_run):
-    sweep = _sweep(tmp_path, one_run, [_ok(best_val_loss=1.2), {**_ok(best_val_loss=0.75), "data": "slcp"}])
+@pytest.mark.parametrize("score", ["c2st", "best_val_loss"])
+def test_jobs_of_different_tasks_are_not_ranked(tmp_path, one_run, score):
+    # a sweep over tasks has no best model: each task its own (job 0 named as before)
+    sweep = _sweep(tmp_path, one_run, [_ok(**{score: 0.9}), {**_ok(**{score: 0.75}), "data": "slcp"}])
     sampled, _ = _refusals(sweep)
     assert sampled.endswith(f"sample one job's, e.g. {sweep / '0'} (jobs with a checkpoint: 0, 1)")

@@ -4,8 +4,8 @@
 instead. They named the first job by number, ``e.g. <sweep>/0``, whatever the jobs scored: a user sweeping models to
 sample the best one was pointed at job 0 (an MLP scoring C2ST 0.95 beside a Flux1 at 0.91) and had to open the
 summary to find which job that was. The refusal now names the best job and its score, by the numbers the sweep's
-summary shows: the lowest C2ST, else (no job scored, ``eval.enabled=false``) the lowest best validation loss where
-every job trained on the same task (a loss of another task's data is no comparison).
+summary shows: the lowest C2ST, else (no job scored, ``eval.enabled=false``) the lowest best validation loss; only
+where every completed job trained on one task (a sweep over tasks has no best model: each task its own).
 """
 
 from __future__ import annotations
@@ -41,18 +41,17 @@ def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
     tuple of (str, float, list of Path) or None
         ``("C2ST", 0.912, [<sweep>/5])``: the lowest ``c2st`` of the completed jobs, and every job reading it to
         three decimals (the rules of one model train the same function, so they tie); else ``("best val loss", ...)``
-        by ``best_val_loss`` (four decimals) where every completed job trained on one ``data.name``; None where no
-        completed job has either.
+        by ``best_val_loss`` (four decimals). None where the completed jobs trained on several tasks (``data``) or
+        none has either.
     """
     records = {job: _record(job) for job in jobs}
+    if len({m.get("data") for m in records.values() if m}) != 1:  # a sweep over tasks: no job is the best model
+        return None
     scored = {job: m["c2st"] for job, m in records.items() if is_number(m.get("c2st"))}
     name, digits = "C2ST", 3
     if not scored:
-        tasks = {m.get("data") for m in records.values() if m}
         scored = {job: m["best_val_loss"] for job, m in records.items() if is_number(m.get("best_val_loss"))}
         name, digits = "best val loss", 4
-        if len(tasks) != 1:  # losses of different tasks' data do not compare
-            return None
     if not scored:
         return None
     low = round(min(scored.values()), digits)
