@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["best_jobs", "best_note"]
+__all__ = ["best_jobs", "best_line", "best_note", "lowest"]
 
 
 def _record(job: Path) -> dict:
@@ -44,7 +44,11 @@ def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
         by ``best_val_loss`` (four decimals). None where the completed jobs trained on several tasks (``data``) or
         none has either.
     """
-    records = {job: _record(job) for job in jobs}
+    return lowest({job: _record(job) for job in jobs})
+
+
+def lowest(records: dict) -> tuple[str, float, list] | None:
+    """``best_jobs`` over ``records``, job -> its completed record (``{}`` for one not completed): the same rules."""
     if len({m.get("data") for m in records.values() if m}) != 1:  # a sweep over tasks: no job is the best model
         return None
     scored = {job: m["c2st"] for job, m in records.items() if is_number(m.get("c2st"))}
@@ -82,3 +86,33 @@ def best_note(jobs: list[Path], named=str) -> str:
     same = ", ".join(job.name for job in tied[1:])
     return (f"the lowest {name}, {value:.{3 if name == 'C2ST' else 4}f}: {named(tied[0])} ("
             + (f"{same} read{'s' * (len(tied) == 2)} the same; " if same else "") + f"{listed})")
+
+
+def best_line(rows: list[dict]) -> str:
+    """The line a training sweep's summary could end with (``summary.write_summary``'s rows): which job is best, why.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The summary's rows (``job``, ``metrics``).
+
+    Returns
+    -------
+    str
+        E.g. ``"best: job 0, C2ST 0.952 (jobs 1, 2, 3 read the same: the same function trained, so choose among them
+        by step time, fastest job 2 at 4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``).
+    """
+    from gensbi_sharding.harness.units import format_count
+
+    records = {row["job"]: row["metrics"] if row["metrics"].get("status") == "ok" else {} for row in rows}
+    if (best := lowest(records)) is None:
+        return ""
+    name, value, tied = best
+    text = f"best: job {tied[0]}, {name} {value:.{3 if name == 'C2ST' else 4}f}"
+    if len(tied) == 1:
+        return text
+    fastest = max(tied, key=lambda job: records[job].get("samples_per_s") or 0)
+    others, one = ", ".join(map(str, tied[1:])), len(tied) == 2
+    return (f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same: the same function "
+            f"trained, so choose among them by step time, fastest job {fastest} at "
+            f"{format_count(records[fastest].get('samples_per_s'))} samples/s)")
