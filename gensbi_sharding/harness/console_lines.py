@@ -230,7 +230,10 @@ def completed_jobs_lead(sweep_dir: Path, job_dirs: Sequence[Path], refusal: str 
     from gensbi_sharding.harness.sweep_plan import folder_of
 
     mine = {folder_of(number, folders) for number in range(jobs)} if jobs else None  # else: unknown, all counted
-    done = [job.name for job in job_dirs if status(job) == "ok" and (mine is None or job.name in mine)]
+    from gensbi_sharding.harness.runs_below import job_number_key  # "0, 1, 2, ..., 10", not "0, 1, 10, 2"
+
+    done = sorted((job.name for job in job_dirs if status(job) == "ok" and (mine is None or job.name in mine)),
+                  key=job_number_key)
     if not done:
         return ""
     named = ", ".join(done[:5]) + (f", ... ({len(done) - 5} more)" if len(done) > 5 else "")

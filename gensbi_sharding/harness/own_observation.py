@@ -24,6 +24,7 @@ from gensbi_sharding.harness.observation_input import far_from_training, load_ob
 from gensbi_sharding.harness.sample_output import NumberParser, at_least, free_name, out_path, output_problem
 from gensbi_sharding.harness.sample_request import checked_request, run_checkpoint
 from gensbi_sharding.harness.simulation_data import NORMALIZATION
+from gensbi_sharding.harness.unfinished_run import unfinished_note
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import Mesh
@@ -87,6 +88,8 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     statistics = info[NORMALIZATION]
     dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
     far = far_from_training(x_o, statistics, cfg.data.x_transform, cfg.data.name)  # a warning, if it is
+    if (unfinished := unfinished_note(step_dir, cfg)) is not None:  # stopped or still training: not its result
+        log.warning("%s", unfinished)
     shards = effective_shards(saved, info)
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh
         with open_dict(cfg):

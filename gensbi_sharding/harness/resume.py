@@ -13,6 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.best_job import best_note
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.fresh_start import fresh_start_words
@@ -39,10 +40,9 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
-        jobs = sweep_jobs(folder)  # by job number, not as strings ("0, 1, 10, 11, 2")
+        jobs, named = sweep_jobs(folder), lambda job: hydra_override("train.resume", job)  # best-scoring first
         raise ConfigError(f"{hydra_override('train.resume', folder)} is a sweep's folder: " + (
-            f"resume one of its jobs, e.g. {hydra_override('train.resume', jobs[0])} (jobs with a checkpoint: "
-            f"{', '.join(j.name for j in jobs)})" if jobs else
+            f"resume one of its jobs, {best_note(jobs, named)}" if jobs else
             "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
     if (writer := _writing_run(folder)) is not None:
         raise ConfigError(writer)

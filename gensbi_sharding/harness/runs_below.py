@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gensbi_sharding.checkpoint_steps import runs_below  # the library names them too: one scan, both
 
-__all__ = ["runs_below", "runs_note", "sweep_jobs"]
+__all__ = ["job_number_key", "runs_below", "runs_note", "sweep_jobs"]
 
 
 def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseException | None = None) -> str:
@@ -61,7 +61,18 @@ def sweep_jobs(sweep: str | os.PathLike) -> list[Path]:
     from gensbi_sharding.checkpoint import CHECKPOINT_SUBDIR, committed_steps
 
     jobs = [j for j in Path(sweep).iterdir() if committed_steps(j / CHECKPOINT_SUBDIR)]
+    return sorted(jobs, key=lambda j: job_number_key(j.name))
+
+
+def job_number_key(name: str) -> tuple:
+    """Sort key of a sweep's job folder ``name``: by its numbers (``"2"`` before ``"10"``, ``"1_fsdp"`` before
+    ``"10_fsdp"``), names not starting with a digit after them; every list of a sweep's jobs a message names uses it
+    (a refused rerun listed "0, 1, 10, 2, 3", sorted as strings).
+
+    Parameters
+    ----------
+    name : str
+        A job folder's name.
+    """
     # Runs of ASCII digits compare as numbers (str.isdigit also holds for '²', which int() refuses)
-    numbered = lambda name: [int(part) if k % 2 else part  # noqa: E731
-                             for k, part in enumerate(re.split(r"([0-9]+)", name))]
-    return sorted(jobs, key=lambda j: (not j.name[:1].isdigit(), numbered(j.name)))
+    return not name[:1].isdigit(), [int(part) if k % 2 else part for k, part in enumerate(re.split(r"([0-9]+)", name))]

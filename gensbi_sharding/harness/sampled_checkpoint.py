@@ -181,11 +181,12 @@ def training_run(folder: Path) -> str | None:
 
 def sweep_refusal(folder: Path) -> FileNotFoundError:
     """``sample.py``'s refusal of the sweep folder ``folder``, naming its jobs with a checkpoint by number."""
+    from gensbi_sharding.harness.best_job import best_note
     from gensbi_sharding.harness.runs_below import sweep_jobs
 
     jobs = sweep_jobs(folder)  # by number, not as strings ("0, 1, 10, 11, 2")
     return FileNotFoundError(f"{folder} is a sweep's folder, one run per job: " + (
-        f"sample one job's, e.g. {jobs[0]} (jobs with a checkpoint: {', '.join(j.name for j in jobs)})" if jobs
+        f"sample one job's, {best_note(jobs)}" if jobs
         else "none of its jobs saved a checkpoint (a dry run saves none)"))
 
 

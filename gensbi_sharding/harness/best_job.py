@@ -1,0 +1,118 @@
+"""Which of a sweep's jobs scored best: what a refusal of a sweep's folder names first.
+
+``sample.py <sweep folder>`` and ``train.resume=<sweep folder>`` are refused (one run per job) with a job to use
+instead. They named the first job by number, ``e.g. <sweep>/0``, whatever the jobs scored: a user sweeping models to
+sample the best one was pointed at job 0 (an MLP scoring C2ST 0.95 beside a Flux1 at 0.91) and had to open the
+summary to find which job that was. The refusal now names the best job and its score, by the numbers the sweep's
+summary shows: the lowest C2ST, else (no job scored, ``eval.enabled=false``) the lowest best validation loss; only
+where every completed job trained on one task (a sweep over tasks has no best model: each task its own).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gensbi_sharding.harness.units import is_number
+
+__all__ = ["best_jobs", "best_line", "best_note", "lowest"]
+
+
+def _record(job: Path) -> dict:
+    """``job``'s ``metrics.json`` if it completed (status ok), else ``{}`` (a damaged or missing one counts as none)."""
+    from gensbi_sharding.harness.outputs import read_metrics
+
+    try:
+        metrics = read_metrics(job / "metrics.json")
+    except (OSError, ValueError):  # no record, or a damaged one (FileExistsError is an OSError): not ranked
+        return {}
+    return metrics if metrics.get("status") == "ok" else {}
+
+
+def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
+    """The jobs of ``jobs`` that scored best, with the score's name and value; None where none can be ranked.
+
+    Parameters
+    ----------
+    jobs : list of Path
+        Job folders of one sweep (``runs_below.sweep_jobs``: those with a checkpoint), in the order to name them.
+
+    Returns
+    -------
+    tuple of (str, float, list of Path) or None
+        ``("C2ST", 0.912, [<sweep>/5])``: the lowest ``c2st`` of the completed jobs, and every job reading it to
+        three decimals (the rules of one model train the same function, so they tie); else ``("best val loss", ...)``
+        by ``best_val_loss`` (four decimals). None where the completed jobs trained on several tasks (``data``) or
+        none has either.
+    """
+    return lowest({job: _record(job) for job in jobs})
+
+
+def lowest(records: dict) -> tuple[str, float, list] | None:
+    """``best_jobs`` over ``records``, job -> its completed record (``{}`` for one not completed): the same rules."""
+    if len({m.get("data") for m in records.values() if m}) != 1:  # a sweep over tasks: no job is the best model
+        return None
+    scored = {job: m["c2st"] for job, m in records.items() if is_number(m.get("c2st"))}
+    name, digits = "C2ST", 3
+    if not scored:
+        scored = {job: m["best_val_loss"] for job, m in records.items() if is_number(m.get("best_val_loss"))}
+        name, digits = "best val loss", 4
+    if not scored:
+        return None
+    low = round(min(scored.values()), digits)
+    return name, low, [job for job, value in scored.items() if round(value, digits) == low]
+
+
+def best_note(jobs: list[Path], named=str) -> str:
+    """The refusal's pointer to the best of ``jobs`` (``best_jobs``), then all of them by number.
+
+    Parameters
+    ----------
+    jobs : list of Path
+        The sweep's job folders with a checkpoint.
+    named : callable
+        How a job is written in the refusal (``str``, or ``lambda j: hydra_override("train.resume", j)``).
+
+    Returns
+    -------
+    str
+        The note, then every job with a checkpoint: ``"the lowest C2ST, 0.912: <sweep>/5 (jobs with a checkpoint: 0,
+        5)"``; ``"e.g. <first job> (jobs ...)"`` where no job can be ranked, as before.
+    """
+    listed = f"jobs with a checkpoint: {', '.join(job.name for job in jobs)}"
+    best = best_jobs(jobs)
+    if best is None:
+        return f"e.g. {named(jobs[0])} ({listed})"
+    name, value, tied = best
+    same = ", ".join(job.name for job in tied[1:])
+    return (f"the lowest {name}, {value:.{3 if name == 'C2ST' else 4}f}: {named(tied[0])} ("
+            + (f"{same} read{'s' * (len(tied) == 2)} the same; " if same else "") + f"{listed})")
+
+
+def best_line(rows: list[dict]) -> str:
+    """The line a training sweep's summary could end with (``summary.write_summary``'s rows): which job is best, why.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The summary's rows (``job``, ``metrics``).
+
+    Returns
+    -------
+    str
+        E.g. ``"best: job 0, C2ST 0.952 (jobs 1, 2, 3 read the same: the same function trained, so choose among them
+        by step time, fastest job 2 at 4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``).
+    """
+    from gensbi_sharding.harness.units import format_count
+
+    records = {row["job"]: row["metrics"] if row["metrics"].get("status") == "ok" else {} for row in rows}
+    if (best := lowest(records)) is None:
+        return ""
+    name, value, tied = best
+    text = f"best: job {tied[0]}, {name} {value:.{3 if name == 'C2ST' else 4}f}"
+    if len(tied) == 1:
+        return text
+    fastest = max(tied, key=lambda job: records[job].get("samples_per_s") or 0)
+    others, one = ", ".join(map(str, tied[1:])), len(tied) == 2
+    return (f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same: the same function "
+            f"trained, so choose among them by step time, fastest job {fastest} at "
+            f"{format_count(records[fastest].get('samples_per_s'))} samples/s)")
