@@ -54,6 +54,12 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     flag = _XLA_COUNT.findall(environ.get("XLA_FLAGS", ""))
     if flag:
         sources.append(("XLA_FLAGS", int(flag[-1])))
+    if zero := next((name for name, n in sources if n == 0 and name != "devices.cpu_count"), None):
+        # JAX cannot start on none ("Could not determine process_index"): was replaced by 8, said "(from default)"
+        said = "XLA_FLAGS's --xla_force_host_platform_device_count=0" if zero == "XLA_FLAGS" else f"{zero}=0"
+        raise ConfigError(f"{said} asks for no simulated CPU devices, on which JAX cannot start; {_UNSET[zero]} for "
+                          f"devices.cpu_count's count ({DEFAULT_CPU_COUNT} by default), or set "
+                          f"{count_setting(zero, environ)}{DEFAULT_CPU_COUNT}")
     sources = [(name, n) for name, n in sources if n > 0]  # JAX reads -1 as "not set"
     environment = [(name, n) for name, n in sources if name != "devices.cpu_count"]
     if len({n for _, n in environment}) > 1:  # no devices.cpu_count settles it: JAX reads both variables

@@ -32,7 +32,7 @@ from gensbi_sharding.harness.sweep_hints import (config_flags, moved_jobs_proble
                                                  shared_folder_problem, unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
 from gensbi_sharding.harness.sweep_subdirs import (colliding_subdirs_problem, foreign_runs_problem,
-                                                   nested_sweep_problem, unused_folder_problem)
+                                                   misread_folder_problem, nested_sweep_problem, unused_folder_problem)
 
 __all__ = ["RefuseCompletedRun"]
 
@@ -78,6 +78,7 @@ class RefuseCompletedRun(Callback):
                 problem = (nested_sweep_problem(folder) or shared_folder_problem(raw.get("subdir"), len(jobs), folder)
                            or foreign_runs_problem(folder, folders)
                            or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder)
+                           or misread_folder_problem(raw.get("subdir"), jobs, folders, folder)
                            or resumed and moved_jobs_problem(folder, jobs, folders))
             if problem:
                 raise ConfigError(problem)

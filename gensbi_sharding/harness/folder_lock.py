@@ -12,7 +12,7 @@ from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, ow
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
 from gensbi_sharding.harness.paste_command import config_folder_problem
-from gensbi_sharding.write_probe import write_denied  # named here too: tests patch it here
+from gensbi_sharding.write_probe import check_array_path, write_denied  # write_denied: tests patch it here
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
            "physical", "runs_under", "write_denied"]
@@ -125,6 +125,11 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
                 f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
     if blocker is not None and not blocker.is_dir():
         return f"{named}: {blocker} is a file, not a folder; choose another {key}"
+    try:  # its checkpoints/ (each job's, in a sweep's): the writer refused it only at [5/7], after the setup's minutes
+        check_array_path(folder / "checkpoints", "its checkpoint folder", saving=True)
+    except ValueError as err:  # the fault in the library's words; the fix is another folder, not a renamed one
+        return (f"{named}: {str(err).split(';')[0]}; choose another {key}, e.g. "
+                f"{typed(key, re.sub(r'[][\\]', '_', str(folder)))}")
     if (in_conf := config_folder_problem(folder, named, key)) is not None:  # hydra.run.dir=conf: never run there
         return in_conf
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"

@@ -221,9 +221,11 @@ def _rule_problem(o: Override, name: str, command: CommandLine) -> str | None:
     keys, (head, *below) = group_keys(["rule"], None), name.split(".")
     if head in keys and below:  # +rule.mlp.x=data: the config check refused it once Hydra had made the folder
         return setting_path_problem(o.arg, ["rule", head], None if o.hydra.type == OverrideType.DEL else o.raw)
-    if head in keys:
-        return (f"{o.arg}: a rule's axis cannot be removed; set {_null_of(command, o.key, head)} to leave it unsplit"
-                if o.hydra.type == OverrideType.DEL else None)
+    if head in keys:  # rule.name, the table's label (was called "a rule's axis", to leave "unsplit"), or an axis
+        return None if o.hydra.type != OverrideType.DEL else (
+            f"{o.arg}: a rule's name cannot be removed (the console and metrics.json call the rule by it); drop "
+            f"{o.arg}" if head == "name" else
+            f"{o.arg}: a rule's axis cannot be removed; set {_null_of(command, o.key, head)} to leave it unsplit")
     adding = o.hydra.type != OverrideType.DEL and "." not in name
     if adding and o.values() and all(other_name_problem(name, value) is None for value in o.values()):
         return None  # another name declared unsplit (a model's own stacked-layer axis), as the library takes it

@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.write_probe import check_array_path
 
-__all__ = ["job_subdirs", "colliding_subdirs_problem", "foreign_runs_problem", "nested_sweep_problem",
-           "unused_folder_problem"]
+__all__ = ["job_subdirs", "colliding_subdirs_problem", "misread_folder_problem", "foreign_runs_problem",
+           "nested_sweep_problem", "unused_folder_problem"]
 
 #: Subdirs that name the job's number (or its launcher id): one folder per job whatever the swept values.
 _PER_JOB = ("hydra.job.num", "hydra.job.id")
@@ -112,6 +114,20 @@ def colliding_subdirs_problem(config: Any, subdir: Any, jobs: Sequence[Sequence[
                     f"({_own(jobs, number, other)}) one folder ({folder}); make it differ per job, e.g. {fix}, "
                     "or leave hydra.sweep.subdir out (a folder per job number)")
         first[folder] = number
+    return None
+
+
+def misread_folder_problem(subdir: Any, jobs: Sequence[Sequence[str]], folders: Sequence[str] | None,
+                           sweep_dir: Any) -> str | None:
+    """A job's folder (``folders``: ``hydra.sweep.subdir`` resolved) whose ``checkpoints/`` TensorStore misreads (the
+    ``[1]`` of ``${eval.observations}``, a ``\\``): each job's writer refused it at its [5/7], after its setup."""
+    for number, name in enumerate(folders or ()):
+        try:
+            check_array_path(Path(sweep_dir) / name / "checkpoints", f"job {number}'s checkpoint folder", saving=True)
+        except ValueError as err:  # the sweep's own folder is folder_problem's: here the subdir is at fault
+            return (f"hydra.sweep.subdir={subdir} gives job {number} ({_own(jobs, number, number)}) the folder "
+                    f"{name}: {str(err).split(';')[0]}; leave that value out of the jobs' folder names, e.g. "
+                    "hydra.sweep.subdir='${hydra.job.num}'")
     return None
 
 
