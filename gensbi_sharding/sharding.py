@@ -260,12 +260,12 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     ValueError, TypeError, RuntimeError
         ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
+    if isinstance(rule, (Mapping, list, tuple, Rule)):  # the contract's shard_model takes names only
+        raise unknown_rule(rule, " (a rule table, (logical axis, mesh axes) pairs or a Rule go to "
+                                 "shard_model_by_table(node, mesh, rule))")
     if not isinstance(rule, str) or rule not in RULES:
-        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "
-                 "rule))"
-                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {typo}" if (typo := typo_of(
-                     str(rule), RULES, **RULE_TYPO)) else f"; {RULE_FILES}, for shard_model_by_table")
-        raise unknown_rule(rule, table)
+        fix = typo_of(str(rule), RULES, **RULE_TYPO) or f"{RULE_FILES}, for shard_model_by_table"
+        raise unknown_rule(rule, f"; {fix}")
     _plan_warn_place(node, mesh, rule, "shard_model")
 
 
