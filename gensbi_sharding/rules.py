@@ -53,6 +53,10 @@ ABSENT_AXIS = ("logical axis {name!r} maps to mesh axis {axis!r}, absent from th
 #: Said with an unknown rule name: the harness's rule files are tables, not names.
 RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
               "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
+#: ``typo_of`` names every known name whose difflib score is within this of the closest one's.
+CLOSE_AS = 0.1
+#: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
+RULE_TYPO = {"cutoff": 0.8, "then": ""}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,14 +207,6 @@ def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6,
                      if isinstance(k, str)), key=lambda p: -p[0]) if isinstance(name, str) else []
     near = [repr(k) for score, k in scores if score >= max(cutoff, scores[0][0] - CLOSE_AS)]
     return f"did you mean {' or '.join(filter(None, (', '.join(near[:-1]), near[-1])))}?{then}" if near else ""
-
-
-#: ``typo_of`` names every known name whose difflib score is within this of the closest one's.
-CLOSE_AS = 0.1
-
-
-#: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
-RULE_TYPO = {"cutoff": 0.8, "then": ""}
 
 
 def _onto(table: Mapping, axis: str) -> str:
