@@ -57,7 +57,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
-    rule = _check(factory, rule, warn)
+    rule = _checked_rule(factory, rule, warn)
     if isinstance(mesh, AbstractMesh):  # planned without devices, then placing read them: JAX's "does not implement"
         raise TypeError(f"init_sharded places arrays, so it needs a concrete jax.sharding.Mesh, got {shown(mesh)}; "
                         "build one with make_mesh(...), or pass this mesh to abstract_sharded(factory, mesh, rule)")
@@ -117,7 +117,7 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     mesh : jax.sharding.Mesh or None
         None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values).
     """
-    rule = _check(factory, rule, warn)
+    rule = _checked_rule(factory, rule, warn)
     if mesh is None:
         return nnx.merge(*trace_factory(factory, "abstract_sharded"))
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "abstract_sharded")
@@ -226,7 +226,8 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
                          f"holds it at {held}; {hint}")
 
 
-def _check(factory: Any, rule: Any, warn: Any) -> Rule:
+def _checked_rule(factory: Any, rule: Any, warn: Any) -> Rule:
+    """``rule`` resolved, after ``warn`` and ``factory`` (a zero-argument callable, not a Module) are checked."""
     check_flag(warn, "warn")  # warn="no" would warn
     if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
