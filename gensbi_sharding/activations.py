@@ -109,7 +109,9 @@ class PartitionAxis(_Fields):
         """
         table = (rule := resolve_rule(rule)).table
         check_mesh(mesh, abstract=True)
-        if mesh is None or mesh.empty and (mesh := entered_mesh()) is None:  # one device: constrain's no-op
+        if mesh is not None and mesh.empty:  # no mesh set: a `with mesh:` block's, if any
+            mesh = entered_mesh()
+        if mesh is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
         # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it, off the batch; "data" stays it
@@ -248,7 +250,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {shown(x, 40)}; pass jnp.asarray(x)")
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
-    if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
+    if active.empty:  # no mesh set: a `with mesh:` block's, if any
+        active = mesh = entered_mesh()
+    if active is None:  # partition_axis's form checked all the same
         fields = partition_axis._formed()  # only the fields these names read: ("hidden",), hidden None, splits nothing
         read = [getattr(fields, ACTIVATION_NAMES[n]) for n in names if n]
         axes = tuple(dict.fromkeys(a for value in read for a in mesh_axes_of(value)))
