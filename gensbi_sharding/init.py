@@ -14,7 +14,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.leaf_checks import check_placeable, host_view
+from gensbi_sharding.leaf_checks import check_placeable, host_view, in_memory_of
 from gensbi_sharding.messages import shown
 from gensbi_sharding.factory import (PLACE_EAGERLY, UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
                                      refuse_in_factory, trace_factory, under_transform)
@@ -24,7 +24,7 @@ from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, 
                                    check_value_leaves, is_array_like, is_scalar, is_prng_key, keep_scalars,
                                    named_leaves, path_key, stored_bytes, value_of)
 from gensbi_sharding.report import mesh_label
-from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
+from gensbi_sharding.sharding import Plan, plan_shardings
 from gensbi_sharding.specs import check_mesh
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]

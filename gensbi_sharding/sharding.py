@@ -15,7 +15,7 @@ import jax
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.leaf_checks import check_values, host_view
+from gensbi_sharding.leaf_checks import check_values, host_view, in_memory_of
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, check_plan_fits, is_array,
@@ -35,18 +35,26 @@ UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Where every array variable of an NNX node goes (``plan_shardings``, as big_vision's ``infer_sharding``).
+    """Where every array variable of an NNX node goes; built by ``plan_shardings`` (big_vision's ``infer_sharding``).
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule
-        Resolved (``resolve_rule``). ``TypeError`` for a ``mesh`` no Mesh, a field no dict or a value of another type.
+        Stored resolved (``resolve_rule``), so every reader of the plan sees one form.
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
     fallbacks : dict of str to str
         Path -> why it is replicated against its annotation (or is a bare ``nnx.Param``); warned by ``warn``.
-    shapes : dict of str to tuple of int, optional
+    shapes : dict of str to tuple, optional
+        Path -> the variable's shape (a pytree value: one shape per array); a placement checks it fits the node.
+
+    Raises
+    ------
+    TypeError
+        ``mesh`` not a Mesh or AbstractMesh; ``specs``, ``fallbacks`` or ``shapes`` not a dict of the types above.
+    ValueError
+        ``rule`` refused by ``resolve_rule``.
     """
 
     mesh: Mesh
@@ -58,8 +66,9 @@ class Plan:
     def __post_init__(self) -> None:
         check_mesh(self.mesh, optional=False, plans=True)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
-        for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
-                                  "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
+        for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"),
+                                 ("fallbacks", str, "str, e.g. 'no annotation'"),
+                                 ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
             if not isinstance(field := getattr(self, name), Mapping):
                 raise TypeError(f"Plan {name}={shown(field)} must be a dict keyed by variable path, "
                                 "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
@@ -233,15 +242,6 @@ def _place(node: Any, plan: Plan, caller: str) -> None:
                               else v, value)
         ref = isinstance(var.get_raw_value(), jax.Ref)  # ref=True: set_value writes into it, on its devices: refused
         var.set_raw_value(jax.new_ref(placed)) if ref else var.set_value(placed)
-
-
-def in_memory_of(leaf: Any, target: NamedSharding) -> NamedSharding:
-    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else
-    ``target``."""
-    here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
-    kind = leaf.sharding.memory_kind if here is not None else None
-    there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
-    return target.with_memory_kind(kind) if kind in there and kind != here.default_memory().kind else target
 
 
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
