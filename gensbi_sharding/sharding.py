@@ -188,19 +188,19 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     check_node(node, "plan_shardings")
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
-        value, spec = value_of(var), P()
+        value, spec, reason = value_of(var), P(), None
         if rule.reads_annotations:
             names, one = logical_axes_of(var), is_array_like(value)
-            raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
-            spec, reason = partition_spec_for(raw if one else None, value.shape if one else (), rule.table, mesh)
-            if names is None and isinstance(var, nnx.Param) and not (one and value.shape == ()):  # 0-d: no split
-                reason = "no annotation"  # to miss (describe's largest replicated leaves it out too)
-            elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
+            if names is None:  # warned for a parameter only, but a 0-d one: no split to miss (as describe's)
+                reason = "no annotation" if isinstance(var, nnx.Param) and not (one and value.shape == ()) else None
+            elif not one:  # an annotation names one array's dimensions
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
-            elif reason and isinstance(var, nnx.OptState) and names is not None and not (
-                    forgotten_comma(raw, value.shape)) and (  # Adam's moments of a kernel ("embed"): comma
-                    len(names) != len(value.shape) or math.prod(value.shape) == 1):
-                reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
+            else:
+                raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
+                spec, reason = partition_spec_for(raw, value.shape, rule.table, mesh)
+                if reason and isinstance(var, nnx.OptState) and not forgotten_comma(raw, value.shape) and (
+                        len(names) != len(value.shape) or math.prod(value.shape) == 1):  # Adam's moments of a
+                    reason = f"{UNLIKE_PARAMETER}; {reason}"  # kernel ("embed") carry its (copied) annotation
             if reason is not None:
                 fallbacks[key] = reason
         specs[key], shapes[key] = spec, shape_of(value)
