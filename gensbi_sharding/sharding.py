@@ -18,13 +18,12 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 from gensbi_sharding.leaf_checks import check_values, host_view, in_memory_of
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import shown
-from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, check_plan_fits, is_array,
-                                   is_array_like, is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
-from gensbi_sharding.specs import check_mesh
+from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, is_array, is_array_like,
+                                   is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
+from gensbi_sharding.specs import check_mesh, check_plan_fits, forgotten_comma, partition_spec_for
 from gensbi_sharding.annotations import logical_axes_of, raw_annotation
-from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
-                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for,
-                                   resolve_rule, typo_of, unknown_rule)
+from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
+                                   RULE_FILES, resolve_rule, typo_of, unknown_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
