@@ -77,24 +77,24 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     if not mesh.local_devices:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
                          "build it over every process's devices, e.g. make_mesh() on each process")
-    pending, first, groups = [], None, _groups(variables, mesh.size)
-    for group in groups:
+    pending, groups = [], _groups(variables, mesh.size)
+    for i, group in enumerate(groups):
         with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):  # the constructor's warnings: once
             constants: dict = {}  # the leaves each variable's value holds built from no traced array
             traced = jax.jit(_select(factory, group, constants),
                              out_shardings=SingleDeviceSharding(mesh.local_devices[0])).trace()
             program = traced.lower().compile()
         digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None  # costly: one group, no need
-        if first not in (None, digest):  # each group's values come from its own trace: one construction's, or mixed
+        if i == 0:  # the first trace holds every value built from no traced array: checked before any is placed
+            first = digest
+            for path, leaf in ((p, c) for p, value in constants.items() for c in jax.tree.leaves(value)):
+                check_placeable(leaf, f"init_sharded: {path} (shape {np.shape(leaf)})")
+        elif digest != first:  # each group's values come from its own trace: one construction's, or mixed
             raise ValueError(f"init_sharded traces the factory {getattr(factory, '__name__', factory)!r} once per "
                              "group of variables, and two traces built different values (a draw from NumPy's or "
                              "Python's global random state, the clock): each group would hold another draw. Seed it "
                              "inside the factory (np.random.default_rng(0)) or draw from nnx.Rngs, or build it eagerly "
                              f"and {PLACE_EAGERLY}")
-        for path in constants if first is None else ():  # the NumPy values the factory built (the first trace
-            jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
-                c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])
-        first = digest
         jax.block_until_ready(pending)  # compiled while the last group ran: one group whole at a time
         pending = [_place_whole(whole, constants[path], plan.sharding(path)) for path, whole in zip(group, program())]
         for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
