@@ -107,27 +107,26 @@ class PartitionAxis(_Fields):
         ValueError, TypeError
             A bad ``rule``; ``mesh`` of another type.
         """
-        table = (rule := resolve_rule(rule)).table
+        rule = resolve_rule(rule)
         check_mesh(mesh, abstract=True)
-        if mesh is not None and mesh.empty:  # no mesh set: a `with mesh:` block's, if any
-            mesh = entered_mesh()
+        mesh = entered_mesh() if mesh is not None and mesh.empty else mesh  # none set: a `with mesh:` block's, if any
         if mesh is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
         # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it, off the batch; "data" stays it
-        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(table.get(k))
+        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(rule.table.get(k))
                                              if a != "data"]
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1 and a not in tp)
         # Warned, not refused: shard_model warns and replicates those weights
         absent = {k: ABSENT_AXIS.format(name=k, axis=a, axes=tuple(sizes))
-                  for k in ("heads", "embed") for a in mesh_axes_of(table.get(k)) if a not in sizes}
+                  for k in ("heads", "embed") for a in mesh_axes_of(rule.table.get(k)) if a not in sizes}
         if absent:
             warnings.warn(f"PartitionAxis.for_rule: {rule.label} leaves activations' {' and '.join(absent)} unsplit on "
                           f"mesh {sizes}, as shard_model replicates those weights: {'; '.join(absent.values())}",
                           ShardingFallbackWarning, stacklevel=2)
 
         def follow(logical: str) -> MeshAxes:
-            target = () if logical in absent else mesh_axes_of(table.get(logical))  # [] splits nothing, as in plans
+            target = () if logical in absent else mesh_axes_of(rule.table.get(logical))  # []: unsplit, as in plans
             return _pack(tuple(a for a in target if sizes[a] > 1 and a not in batch))
 
         heads = follow("heads")

@@ -170,9 +170,10 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh "
                          f"{dict(active.shape)} " + fix)
     given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
-    if traced_on is not None and (traced_on := traced_on.device_ids.ravel().tolist()) != given:
+    on = None if traced_on is None else traced_on.device_ids.ravel().tolist()
+    if on is not None and on != given:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "
-                         f"layout on devices {traced_on} " + fix)
+                         f"layout on devices {on} " + fix)
 
 
 _ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one function: its trace is kept

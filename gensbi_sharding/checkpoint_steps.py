@@ -176,7 +176,8 @@ def reasoned(reason: str, fix: str) -> FileNotFoundError:
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
     """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, by ascending step, read
     with no CheckpointManager (starts JAX)."""
-    if not (directory := as_path(directory, "directory")).is_dir():
+    directory = as_path(directory, "directory")
+    if not directory.is_dir():
         return {}
     found = {}
     for step in ocp.step.standard_name_format().find_all(directory):

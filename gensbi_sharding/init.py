@@ -227,7 +227,6 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
 
 
 def _checked_rule(factory: Any, rule: Any, warn: Any) -> Rule:
-    """``rule`` resolved, after ``warn`` and ``factory`` (a zero-argument callable, not a Module) are checked."""
     check_flag(warn, "warn")  # warn="no" would warn
     if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"

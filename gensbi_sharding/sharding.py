@@ -50,10 +50,8 @@ class Plan:
 
     Raises
     ------
-    TypeError
-        ``mesh`` not a Mesh or AbstractMesh; ``specs``, ``fallbacks`` or ``shapes`` not a dict of the types above.
-    ValueError
-        ``rule`` refused by ``resolve_rule``.
+    TypeError, ValueError
+        ``mesh`` not a Mesh or AbstractMesh, or a field no dict of the types above; ``rule`` refused (``resolve_rule``).
     """
 
     mesh: Mesh
