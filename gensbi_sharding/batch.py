@@ -170,8 +170,7 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh "
                          f"{dict(active.shape)} " + fix)
     given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
-    on = None if traced_on is None else traced_on.device_ids.ravel().tolist()
-    if on is not None and on != given:
+    if traced_on is not None and (on := traced_on.device_ids.ravel().tolist()) != given:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "
                          f"layout on devices {on} " + fix)
 

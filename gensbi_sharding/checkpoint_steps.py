@@ -11,8 +11,8 @@ from typing import Any
 import orbax.checkpoint as ocp
 import tensorstore as ts
 
-from gensbi_sharding.checkpoint_fixes import foreign_fix, step_metadata, subfolder_fix
-from gensbi_sharding.messages import absl_filtered, clipped, shown
+from gensbi_sharding.checkpoint_fixes import absl_filtered, foreign_fix, step_metadata, subfolder_fix
+from gensbi_sharding.messages import clipped, shown
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "committed_steps",
            "damage_behind", "find_checkpoint", "read_json", "reasoned", "runs_below", "step_damage",

@@ -1,7 +1,6 @@
-"""Whether a leaf can be placed on devices as it is: one row count per batch, a dtype a JAX array holds, values its
-placed dtype keeps, not donated, no traced array (checks ``shard_batch``, ``host_to_global_array``, ``shard_model``,
-``init_sharded`` and ``CheckpointWriter.save`` share), and how a leaf is handed to a placement (``host_view``,
-``in_memory_of``)."""
+"""Whether a leaf can be placed on devices as it is: a row count per batch, a dtype a JAX array holds, values its
+placed dtype keeps, undonated, untraced (``shard_batch``, ``host_to_global_array``, ``shard_model``, ``init_sharded``
+and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``)."""
 
 from typing import Any
 

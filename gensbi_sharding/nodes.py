@@ -1,5 +1,4 @@
-"""Helpers every library module shares (node and array checks; path keys); importing from the package only
-``messages``."""
+"""Helpers every library module shares (node and array checks; path keys); importing from the package only messages."""
 
 import contextlib
 import inspect
