@@ -129,8 +129,9 @@ def is_node(node: Any, inner: bool = False) -> bool:
     return bool(items) and all(is_node(item, inner=True) for item in items)
 
 
-def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
-    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable)."""
+def check_node(node: Any, caller: str, *, factory: bool = False, hint: str = "") -> None:
+    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable); ``hint`` ends
+    the message of a value no node."""
     if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state (iter_graph: or graphdef)
         name = next((path_key(p) for p, v in nnx.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
@@ -143,7 +144,8 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
         built = node is None and caller.endswith("(what the factory returned)")  # not shard_model's None: no return
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
                         f"dict of them{also}), got {type(node).__name__} {shown(node)}"
-                        + ("; end the factory with `return` of the node it builds" if built else non_node_part(node)))
+                        + ("; end the factory with `return` of the node it builds" if built else non_node_part(node))
+                        + hint)
 
 
 def non_node_part(node: Any) -> str:

@@ -19,7 +19,7 @@ from gensbi_sharding.leaf_checks import check_values, host_view, in_memory_of
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, is_array, is_array_like,
-                                   is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
+                                   is_int, listing, path_key, shape_of, value_of)
 from gensbi_sharding.specs import check_mesh, check_plan_fits, forgotten_comma, partition_spec_for
 from gensbi_sharding.annotations import logical_axes_of, raw_annotation
 from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
@@ -61,7 +61,7 @@ class Plan:
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_mesh(self.mesh, optional=False, plans=True)
+        check_mesh(self.mesh, abstract=True, optional=False)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
         for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"),
                                  ("fallbacks", str, "str, e.g. 'no annotation'"),
@@ -181,7 +181,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         ``rule`` rejected by ``resolve_rule``; ``mesh`` not a ``jax.sharding.Mesh`` or ``node`` not an NNX node.
     """
     rule = resolve_rule(rule)
-    check_mesh(mesh, optional=False, plans=True)
+    check_mesh(mesh, abstract=True, optional=False)
     check_node(node, "plan_shardings")
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
@@ -280,13 +280,10 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
 
 def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller: str) -> None:
     """``shard_model(_by_table)``'s body: check, plan, warn (at its caller, who holds no Plan), place (with a mesh)."""
-    if not is_node(node):
-        raise TypeError(f"{caller} places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
-                        f"of them), got {type(node).__name__}{non_node_part(node)}; for a pytree of arrays use "
-                        "shard_batch or replicate")
+    # First: plan_shardings' message would name it, not the function called
+    check_node(node, caller, hint="; for a pytree of arrays use shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     check_mesh(mesh)  # its message offers None (plan_shardings' does not)
-    check_node(node, caller)  # before plan_shardings, whose message would name it, not the function called
     if mesh is None:  # nothing moves, but what a mesh's run refuses is refused: it passed on one device
         return check_values(array_variables(node), caller)
     refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings

@@ -51,9 +51,9 @@ def spec_misfit(spec: Any, shape: Sequence[int], mesh: Any) -> str | None:
     return None if bad is None else f"size {bad[0]} is not divisible by mesh axes {bad[1]!r} of size {bad[2]}"
 
 
-def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True, plans: bool = False) -> None:
-    """``TypeError`` unless ``mesh`` is a Mesh (``abstract``/``plans``: or AbstractMesh), or None if ``optional``."""
-    if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract or plans else Mesh) or (optional and mesh is None)):
+def check_mesh(mesh: Any, *, abstract: bool = False, optional: bool = True) -> None:
+    """``TypeError`` unless ``mesh`` is a Mesh (``abstract``: or AbstractMesh), or None if ``optional``."""
+    if not (isinstance(mesh, (Mesh, AbstractMesh) if abstract else Mesh) or (optional and mesh is None)):
         kind = "a jax.sharding.Mesh" + (" or AbstractMesh" if abstract else "") + (" or None" if optional else "")
         got = "None: it reads the mesh's axes, so it needs one" if mesh is None and not optional else shown(mesh)
         raise TypeError(f"mesh must be {kind}, got {got}; build one with make_mesh(...) or resolve_mesh(spec)")
@@ -95,7 +95,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     TypeError, ValueError
         A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
     """
-    check_mesh(mesh, optional=False, plans=True)
+    check_mesh(mesh, abstract=True, optional=False)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
     if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
         raise TypeError(f"shape={shown(shape)} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
