@@ -21,7 +21,8 @@ _MODULES = {
     "report": ("bytes_per_device", "describe", "partition_specs", "sharding_of"),
     "simulate": ("mesh_init_simulate",),
     "rules": ("ExperimentalRuleWarning", "LOGICAL_AXES", "MODEL_AXIS", "RULES", "MeshAxes", "Rule", "RuleTable",
-              "ShardingFallbackWarning", "partition_spec_for", "resolve_rule"),
+              "ShardingFallbackWarning", "resolve_rule"),
+    "specs": ("partition_spec_for",),
     "sharding": ("Plan", "place", "plan_shardings", "shard_model", "shard_model_by_table"),
 }
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}

@@ -107,25 +107,26 @@ class PartitionAxis(_Fields):
         ValueError, TypeError
             A bad ``rule``; ``mesh`` of another type.
         """
-        table = (rule := resolve_rule(rule)).table
+        rule = resolve_rule(rule)
         check_mesh(mesh, abstract=True)
-        if mesh is None or mesh.empty and (mesh := entered_mesh()) is None:  # one device: constrain's no-op
+        mesh = entered_mesh() if mesh is not None and mesh.empty else mesh  # none set: a `with mesh:` block's, if any
+        if mesh is None:  # one device: constrain's no-op
             return None
         sizes = dict(mesh.shape)
         # No "model" axis: the rule's axes where "tensor" puts "model" stand in for it, off the batch; "data" stays it
-        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(table.get(k))
+        tp = () if MODEL_AXIS in sizes else [a for k, v in RULES["tensor"] if v for a in mesh_axes_of(rule.table.get(k))
                                              if a != "data"]
         batch = tuple(a for a in batch_axes(mesh) if sizes[a] > 1 and a not in tp)
         # Warned, not refused: shard_model warns and replicates those weights
         absent = {k: ABSENT_AXIS.format(name=k, axis=a, axes=tuple(sizes))
-                  for k in ("heads", "embed") for a in mesh_axes_of(table.get(k)) if a not in sizes}
+                  for k in ("heads", "embed") for a in mesh_axes_of(rule.table.get(k)) if a not in sizes}
         if absent:
             warnings.warn(f"PartitionAxis.for_rule: {rule.label} leaves activations' {' and '.join(absent)} unsplit on "
                           f"mesh {sizes}, as shard_model replicates those weights: {'; '.join(absent.values())}",
                           ShardingFallbackWarning, stacklevel=2)
 
         def follow(logical: str) -> MeshAxes:
-            target = () if logical in absent else mesh_axes_of(table.get(logical))  # [] splits nothing, as in plans
+            target = () if logical in absent else mesh_axes_of(rule.table.get(logical))  # []: unsplit, as in plans
             return _pack(tuple(a for a in target if sizes[a] > 1 and a not in batch))
 
         heads = follow("heads")
@@ -248,7 +249,9 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {shown(x, 40)}; pass jnp.asarray(x)")
     check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
-    if active.empty and (active := (mesh := entered_mesh())) is None:  # partition_axis's form checked all the same
+    if active.empty:  # no mesh set: a `with mesh:` block's, if any
+        active = mesh = entered_mesh()
+    if active is None:  # partition_axis's form checked all the same
         fields = partition_axis._formed()  # only the fields these names read: ("hidden",), hidden None, splits nothing
         read = [getattr(fields, ACTIVATION_NAMES[n]) for n in names if n]
         axes = tuple(dict.fromkeys(a for value in read for a in mesh_axes_of(value)))

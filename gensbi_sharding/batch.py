@@ -64,17 +64,17 @@ def check_batch_divisible(batch: Any, mesh: Mesh | None, what: str) -> None:
     ------
     ValueError, TypeError
         Leading sizes differ or are not a multiple of ``batch_size_divisor(mesh)``; ``mesh`` or ``what`` of another
-        type.
+        type, or ``batch`` an int (a batch size: ``nearest_batch_sizes`` checks one).
     """
     if not isinstance(what, str):  # its whole repr would stand in the message
         raise TypeError(f"what={shown(what)} must be a str naming the batch in messages, e.g. what='train'")
+    if is_int(batch):  # a batch size, not a batch: an int holds no rows, so nothing was checked (it passed)
+        raise TypeError(f"check_batch_divisible takes the batch (a pytree of arrays), got the number {batch}; for a "
+                        f"batch size, nearest_batch_sizes({batch}, batch_size_divisor(mesh)) lists the valid ones")
     size = check_same_rows(batch, f"{what} batch")
-    if mesh is not None and size is not None and size % (divisor := batch_size_divisor(mesh)):
-        nearest = f"nearest valid batch sizes: {' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))}"
-        if unstacked := unstacked_rows(batch, f"{what} batch", f"each of {size} rows: {nearest}", divisor):
-            raise ValueError(unstacked)
-        raise ValueError(f"{what} batch size {size} is not divisible by the data-parallel size {divisor} "
-                         f"(mesh axes {batch_axes(mesh)}); {nearest}")
+    if mesh is not None and size is not None and size % batch_size_divisor(mesh):
+        raise _indivisible(batch, f"{what} batch", size, mesh, f"{what} batch size {size} is",
+                           f" (mesh axes {batch_axes(mesh)})")
 
 
 def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
@@ -93,6 +93,18 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     if not is_int(n) or n < 0:
         raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {_count_and_fix(n)}")
     return (divisor := batch_size_divisor(mesh)) * -(-int(n) // divisor), int(n)  # np.int64 n: ints, as documented
+
+
+def _indivisible(tree: Any, what: str, size: int, mesh: Mesh, said: str, axes: str = "", call: str = "{}"
+                 ) -> ValueError:
+    """The refusal of ``size`` rows (``said``: what holds them) the mesh cannot split, its sizes and ``pad_for_mesh``
+    named; ``tree`` (``what``) a list of rows never stacked: how to stack them into ``call`` (``unstacked_rows``)."""
+    divisor = batch_size_divisor(mesh)
+    fix = (f"use {' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))} rows (pad_for_mesh({size}, "
+           f"mesh) returns the rows to pad to and the real ones, {pad_for_mesh(size, mesh)}: mask the padding out of "
+           "a mean)")  # "use 4 rows" alone misled where the leaves are a list of rows never stacked
+    return ValueError(unstacked_rows(tree, what, f"each of {size} rows: {fix}", divisor, call)
+                      or f"{said} not divisible by the data-parallel size {divisor}{axes}; {fix}")
 
 
 def _count_and_fix(n: Any) -> str:
@@ -170,9 +182,9 @@ def check_active_mesh(mesh: Mesh, caller: str) -> None:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh "
                          f"{dict(active.shape)} " + fix)
     given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
-    if traced_on is not None and (traced_on := traced_on.device_ids.ravel().tolist()) != given:
+    if traced_on is not None and (on := traced_on.device_ids.ravel().tolist()) != given:
         raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "
-                         f"layout on devices {traced_on} " + fix)
+                         f"layout on devices {on} " + fix)
 
 
 _ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one function: its trace is kept
@@ -205,15 +217,8 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
 
     def sharding(path, leaf) -> NamedSharding:
         if split and leaf.ndim and leaf.shape[0] % divisor:
-            fix = (f"use {' or '.join(map(str, sorted(nearest_batch_sizes(leaf.shape[0], divisor))))} rows "
-                   f"(pad_for_mesh({leaf.shape[0]}, mesh) returns the rows to pad to and the real ones, "
-                   f"{pad_for_mesh(leaf.shape[0], mesh)}: mask the padding out of a mean)")
-            # "use 4 rows" alone misled where the leaves are a list of rows never stacked
-            if unstacked := unstacked_rows(tree, what, f"each of {leaf.shape[0]} rows: {fix}", divisor,
-                                           f"{caller}({{}}, mesh)"):
-                raise ValueError(unstacked)
-            raise ValueError(f"{what} leaf {leaf_name(path)} (shape {leaf.shape}) has leading "
-                             f"size {leaf.shape[0]}, not divisible by the data-parallel size {divisor}; {fix}")
+            raise _indivisible(tree, what, leaf.shape[0], mesh, f"{what} leaf {leaf_name(path)} (shape {leaf.shape}) "
+                               f"has leading size {leaf.shape[0]},", call=f"{caller}({{}}, mesh)")
         return NamedSharding(mesh, rows if split and leaf.ndim else P())
 
     leaves, treedef = jax.tree_util.tree_flatten_with_path(as_arrays)

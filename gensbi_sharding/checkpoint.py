@@ -22,7 +22,7 @@ from gensbi_sharding.checkpoint_save import CheckpointWriter
 from gensbi_sharding.checkpoint_items import flat_by_path, item_handlers, nest_by_path
 from gensbi_sharding.checkpoint_steps import (CHECKPOINT_SUBDIR, committed_steps, damage_behind, find_checkpoint,
                                               read_json, reasoned, step_damage)
-from gensbi_sharding.factory import refuse_in_factory, trace_factory
+from gensbi_sharding.factory import refuse_in_factory, refuse_traced, trace_factory
 from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.rules import Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (abstract_state, array_leaves, check_node, is_node, is_prng_key, is_scalar,
@@ -96,14 +96,16 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
 
     Raises
     ------
-    FileNotFoundError, TypeError, ValueError
+    FileNotFoundError, TypeError, ValueError, RuntimeError
         No complete checkpoint, or a damaged step folder (its ``reason`` attribute: the words without the fix); an
         argument of another type (or a path ``""``); a target leaf without a sharding or one (``key_sharding`` too)
         that cannot split it; variables missing, extra or of another shape or dtype; a step folder whose path
-        TensorStore misreads (``\\``, ``[x]``).
+        TensorStore misreads (``\\``, ``[x]``); a call under ``jax.jit`` (any JAX transformation).
     """
     refuse_in_factory("restore", "build the model first, then restore into it: nnx.update(model, restore(path, "
                       "abstract_state_for(model, mesh, rule)).state)")
+    refuse_traced("restore", "reads files and places arrays once, outside any step: restore before the step function, "
+                  "nnx.update(model, restore(path, abstract_state_for(model, mesh, rule)).state)")
     step_dir, named = _located(path, base_dir)
     check_array_path(step_dir, "checkpoint", saving=False)
     if key_sharding is not None and not isinstance(key_sharding, jax.sharding.Sharding):

@@ -1,19 +1,20 @@
 """Whether a checkpoint's variables differ from a restore target's (``check_against``), and what to do: another ``wrt=``
 filter or optimizer, one side nested in the other (the node it was saved from), an attribute renamed since the save,
-more variables saved (``restore``'s fixes); and Orbax checkpoints another writer saved (``foreign_fix``, named with
-the Orbax call that reads each), a folder's Orbax step metadata read through ``ocp.metadata`` (``step_metadata``)."""
+more variables saved; Orbax checkpoints another writer saved (``foreign_fix``, with the Orbax call that reads each), a
+step's Orbax metadata (``step_metadata``), and Orbax's log lines a refusal already says, dropped (``absl_filtered``)."""
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orbax.checkpoint as ocp
 from flax import nnx
 
-from gensbi_sharding.messages import absl_filtered
 from gensbi_sharding.nodes import placed_dtype, prefixes_holding
 
-__all__ = ["check_against", "foreign_fix", "step_metadata", "subfolder_fix"]
+__all__ = ["absl_filtered", "check_against", "foreign_fix", "step_metadata", "subfolder_fix"]
 
 _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
@@ -284,3 +285,16 @@ def step_metadata(path: Path) -> Any:
             return ocp.metadata.get_step_metadata(path)
     except ValueError:  # none written: never committed, or the file lost since
         return None
+
+
+@contextlib.contextmanager
+def absl_filtered(keep: Callable[[logging.LogRecord], bool]) -> Iterator[None]:
+    """Drop the ``absl`` logger's records (Orbax's) for which ``keep(record)`` is False, inside the block only: by a
+    filter of this call's own, never the logger's level (the user's; a level set and put back raced across threads)."""
+    absl = logging.getLogger("absl")
+    own = lambda record: keep(record)  # noqa: E731  (one object per call: removing it leaves other calls' filters)
+    absl.addFilter(own)
+    try:
+        yield
+    finally:
+        absl.removeFilter(own)

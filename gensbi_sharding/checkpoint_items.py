@@ -10,13 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+import tensorstore as ts
 from flax import traverse_util
 
 from gensbi_sharding.checkpoint_steps import ITEMS
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import is_scalar, named_leaves
 
-__all__ = ["checked_json", "flat_by_path", "item_handlers", "nest_by_path", "non_finite"]
+__all__ = ["checked_json", "flat_by_path", "item_handlers", "nest_by_path", "non_finite", "stored_dtype"]
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:
@@ -107,3 +108,11 @@ def checked_json(value: Any, name: str, example: str, label: str | None = None) 
         raise ValueError(f"{label or f'{name}={shown(value, 80)}'} must be JSON-serialisable ({err}); pass plain str, "
                          "int, float, bool, None, lists and dicts with str keys, e.g. float(x) or x.tolist() for an "
                          "array, None for NaN or inf, OmegaConf.to_container(cfg, resolve=True) for a config") from None
+
+
+def stored_dtype(dtype: Any) -> bool:
+    """Whether TensorStore (Orbax's array storage) has a data type for ``dtype``: none for uint4, uint2, float8_e4m3."""
+    try:
+        return bool(ts.dtype(np.dtype(dtype).name))
+    except (ValueError, TypeError):
+        return False

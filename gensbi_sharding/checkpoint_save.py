@@ -11,16 +11,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
-import tensorstore as ts
 from flax import nnx
 
 from gensbi_sharding.leaf_checks import check_placeable
-from gensbi_sharding.checkpoint_items import checked_json, flat_by_path, item_handlers, nest_by_path, non_finite
+from gensbi_sharding.checkpoint_items import (checked_json, flat_by_path, item_handlers, nest_by_path, non_finite,
+                                              stored_dtype)
 from gensbi_sharding.checkpoint_steps import as_path, committed_steps
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, continued,
                                              failed_save, finish_and_unlock, lock_directory, unlock,
                                              unwatch_if_idle, warn_beside_earlier, watch_exit)
-from gensbi_sharding.factory import refuse_in_factory
+from gensbi_sharding.factory import refuse_in_factory, refuse_traced
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_node, is_prng_key, node_state,
                                    non_node_part)
@@ -28,6 +28,9 @@ from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_no
 __all__ = ["CheckpointWriter"]
 
 _FORMAT = 1
+# A traced step, state or key met JAX's ConcretizationTypeError or Orbax's TypeHandler error (a tmp folder left).
+_AFTER_STEP = ("writes files once per call, which a trace cannot: call it after the jitted step returns, "
+               "writer.maybe_save(int(optimizer.step[...]), nnx.state((model, optimizer)), key)")
 
 
 class CheckpointWriter:
@@ -105,6 +108,7 @@ class CheckpointWriter:
         ----------
         step : int (or a 0-d integer array, as ``save`` takes); else ``ValueError``, whatever ``every``
         """
+        refuse_traced("CheckpointWriter.due", _AFTER_STEP)
         step = _checked_step(step)
         return self.every > 0 and step % self.every == 0
 
@@ -120,6 +124,7 @@ class CheckpointWriter:
         ValueError, TypeError, FloatingPointError, RuntimeError
             As ``save`` when due; else a closed writer, a bad ``step``, ``state``, ``key`` or ``info``, at every step.
         """
+        refuse_traced("CheckpointWriter.maybe_save", _AFTER_STEP)
         if self.due(step):
             return self.save(step, state, key, info=info)
         self._checked_arguments(state, key, info)
@@ -151,7 +156,8 @@ class CheckpointWriter:
             dtype cannot hold, or, in a job of several processes, ``key`` on this process's devices alone (nothing is
             written).
         RuntimeError
-            The writer closed, the previous save failed, or an array of ``state`` deleted (donated).
+            The writer closed, the previous save failed, an array of ``state`` deleted (donated), or a call under
+            ``jax.jit`` (any JAX transformation; ``due`` and ``maybe_save`` too).
         TypeError
             ``state`` no NNX node, state or non-empty mapping (or holding a leaf neither an array nor a number, an
             abstract one, or one of a dtype TensorStore cannot hold: uint4), ``key`` no typed PRNG key, or ``info`` no
@@ -160,6 +166,7 @@ class CheckpointWriter:
             NaN anywhere, or inf outside optimizer state (``nnx.OptState``, or under an ``opt_state`` key): nothing
             written; the latest finite checkpoint named.
         """
+        refuse_traced("CheckpointWriter.save", _AFTER_STEP)
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
         info = self._checked_arguments(state, key, info)
@@ -188,7 +195,7 @@ class CheckpointWriter:
                                 "built state (init_sharded's, a train step's), not abstract_sharded's or a restore "
                                 "target")
             # else Orbax's thread fails, its error naming only the folder
-            if not is_prng_key(leaf) and not _stored(dtype := getattr(leaf, "dtype", np.float32)):
+            if not is_prng_key(leaf) and not stored_dtype(dtype := getattr(leaf, "dtype", np.float32)):
                 wider = "uint8" if jnp.issubdtype(dtype, jnp.unsignedinteger) else "float16"
                 raise TypeError(f"CheckpointWriter.save: {name} is {dtype}, which TensorStore, Orbax's array storage, "
                                 f"cannot hold: keep it as a dtype it holds (e.g. {wider}) or out of the saved state")
@@ -279,14 +286,6 @@ class CheckpointWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _stored(dtype: Any) -> bool:
-    """Whether TensorStore has a data type for ``dtype`` (none for uint4, uint2, float8_e4m3)."""
-    try:
-        return bool(ts.dtype(np.dtype(dtype).name))
-    except (ValueError, TypeError):
-        return False
 
 
 def _checked_step(step: Any) -> int:

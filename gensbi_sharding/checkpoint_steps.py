@@ -11,8 +11,8 @@ from typing import Any
 import orbax.checkpoint as ocp
 import tensorstore as ts
 
-from gensbi_sharding.checkpoint_fixes import foreign_fix, step_metadata, subfolder_fix
-from gensbi_sharding.messages import absl_filtered, clipped, shown
+from gensbi_sharding.checkpoint_fixes import absl_filtered, foreign_fix, step_metadata, subfolder_fix
+from gensbi_sharding.messages import clipped, shown
 
 __all__ = ["CHECKPOINT_SUBDIR", "ITEMS", "NO_METADATA", "as_path", "committed_steps",
            "damage_behind", "find_checkpoint", "read_json", "reasoned", "runs_below", "step_damage",
@@ -176,7 +176,8 @@ def reasoned(reason: str, fix: str) -> FileNotFoundError:
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
     """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, by ascending step, read
     with no CheckpointManager (starts JAX)."""
-    if not (directory := as_path(directory, "directory")).is_dir():
+    directory = as_path(directory, "directory")
+    if not directory.is_dir():
         return {}
     found = {}
     for step in ocp.step.standard_name_format().find_all(directory):

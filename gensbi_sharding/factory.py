@@ -47,6 +47,13 @@ def refuse_in_factory(name: str, fix: str) -> None:
                          + fix.format(caller=caller, result=f"{result} {caller} returns", eager=eager))
 
 
+def refuse_traced(name: str, fix: str) -> None:
+    """``RuntimeError`` naming ``name`` and ``fix`` under a JAX transformation (a traced factory: ``refuse_in_factory``
+    names its fix): a checkpoint's files are read or written once per call, which a trace cannot."""
+    if _TRACING_FACTORY.get() is None and under_transform():  # JAX's, Orbax's words, or a good checkpoint "damaged"
+        raise RuntimeError(f"{name} called under a JAX transformation (jax.jit, nnx.jit, jax.vmap, ...): it {fix}")
+
+
 def under_transform() -> bool:
     """Whether a JAX transformation traces the caller, an eager ``jax.grad``/``vmap`` too (its constants are no tracers
     there), where ``jax.set_mesh`` refuses saying "outside of `jax.jit`"; ``jax.sharding.get_mesh`` refuses alike."""

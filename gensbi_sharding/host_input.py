@@ -202,7 +202,8 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
         active = jax.sharding.get_mesh()
     except ValueError as err:  # inside jit: only the abstract mesh exists
         raise ValueError(_OUTSIDE_JIT) from err
-    if active.empty and (active := entered_mesh()) is None:
+    active = entered_mesh() if active.empty else active  # none set: a `with mesh:` block's, if any
+    if active is None:
         what = ("only an abstract mesh is active (jax.sharding.use_abstract_mesh), which has "
                 "no devices" if not jax.sharding.get_abstract_mesh().empty else "no mesh is active")
         raise ValueError(f"host_to_global_array needs a concrete mesh, but {what}; call it inside "

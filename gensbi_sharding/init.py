@@ -14,7 +14,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
-from gensbi_sharding.leaf_checks import check_placeable, host_view
+from gensbi_sharding.leaf_checks import check_placeable, host_view, in_memory_of
 from gensbi_sharding.messages import shown
 from gensbi_sharding.factory import (PLACE_EAGERLY, UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
                                      refuse_in_factory, trace_factory, under_transform)
@@ -24,7 +24,7 @@ from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, 
                                    check_value_leaves, is_array_like, is_scalar, is_prng_key, keep_scalars,
                                    named_leaves, path_key, stored_bytes, value_of)
 from gensbi_sharding.report import mesh_label
-from gensbi_sharding.sharding import Plan, in_memory_of, plan_shardings
+from gensbi_sharding.sharding import Plan, plan_shardings
 from gensbi_sharding.specs import check_mesh
 
 __all__ = ["GROUP_BYTES", "init_sharded", "abstract_sharded", "init_optimizer_sharded"]
@@ -57,7 +57,7 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
-    rule = _check(factory, rule, warn)
+    rule = _checked_rule(factory, rule, warn)
     if isinstance(mesh, AbstractMesh):  # planned without devices, then placing read them: JAX's "does not implement"
         raise TypeError(f"init_sharded places arrays, so it needs a concrete jax.sharding.Mesh, got {shown(mesh)}; "
                         "build one with make_mesh(...), or pass this mesh to abstract_sharded(factory, mesh, rule)")
@@ -77,24 +77,24 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     if not mesh.local_devices:
         raise ValueError(f"the mesh {dict(mesh.shape)} holds no device of this process ({jax.process_index()}); "
                          "build it over every process's devices, e.g. make_mesh() on each process")
-    pending, first, groups = [], None, _groups(variables, mesh.size)
-    for group in groups:
+    pending, groups = [], _groups(variables, mesh.size)
+    for i, group in enumerate(groups):
         with warnings.catch_warnings(action="ignore"), jax.set_mesh(None):  # the constructor's warnings: once
             constants: dict = {}  # the leaves each variable's value holds built from no traced array
             traced = jax.jit(_select(factory, group, constants),
                              out_shardings=SingleDeviceSharding(mesh.local_devices[0])).trace()
             program = traced.lower().compile()
         digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None  # costly: one group, no need
-        if first not in (None, digest):  # each group's values come from its own trace: one construction's, or mixed
+        if i == 0:  # the first trace holds every value built from no traced array: checked before any is placed
+            first = digest
+            for path, leaf in ((p, c) for p, value in constants.items() for c in jax.tree.leaves(value)):
+                check_placeable(leaf, f"init_sharded: {path} (shape {np.shape(leaf)})")
+        elif digest != first:  # each group's values come from its own trace: one construction's, or mixed
             raise ValueError(f"init_sharded traces the factory {getattr(factory, '__name__', factory)!r} once per "
                              "group of variables, and two traces built different values (a draw from NumPy's or "
                              "Python's global random state, the clock): each group would hold another draw. Seed it "
                              "inside the factory (np.random.default_rng(0)) or draw from nnx.Rngs, or build it eagerly "
                              f"and {PLACE_EAGERLY}")
-        for path in constants if first is None else ():  # the NumPy values the factory built (the first trace
-            jax.tree.map(lambda c, path=path: check_placeable(  # holds all), checked before any group is placed
-                c, f"init_sharded: {path} (shape {np.shape(c)})"), constants[path])
-        first = digest
         jax.block_until_ready(pending)  # compiled while the last group ran: one group whole at a time
         pending = [_place_whole(whole, constants[path], plan.sharding(path)) for path, whole in zip(group, program())]
         for path, value in zip(group, pending):  # scalars in a pytree value stay scalars, as factory() holds them
@@ -117,7 +117,7 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     mesh : jax.sharding.Mesh or None
         None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values).
     """
-    rule = _check(factory, rule, warn)
+    rule = _checked_rule(factory, rule, warn)
     if mesh is None:
         return nnx.merge(*trace_factory(factory, "abstract_sharded"))
     graphdef, state, plan = _trace_and_plan(factory, mesh, rule, warn, "abstract_sharded")
@@ -226,7 +226,7 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
                          f"holds it at {held}; {hint}")
 
 
-def _check(factory: Any, rule: Any, warn: Any) -> Rule:
+def _checked_rule(factory: Any, rule: Any, warn: Any) -> Rule:
     check_flag(warn, "warn")  # warn="no" would warn
     if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
         raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"

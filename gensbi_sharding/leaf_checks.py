@@ -1,6 +1,6 @@
-"""Whether a leaf can be placed on devices as it is: one row count per batch, a dtype a JAX array holds, values its
-placed dtype keeps, not donated, no traced array (checks ``shard_batch``, ``host_to_global_array``, ``shard_model``,
-``init_sharded`` and ``CheckpointWriter.save`` share), and ``host_view``, how a small array is handed to a split."""
+"""Whether a leaf can be placed on devices as it is: a row count per batch, a dtype a JAX array holds, values its
+placed dtype keeps, undonated, untraced (``shard_batch``, ``host_to_global_array``, ``shard_model``, ``init_sharded``
+and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``)."""
 
 from typing import Any
 
@@ -10,7 +10,7 @@ import numpy as np
 from gensbi_sharding.nodes import (array_leaves, check_no_module, check_unmasked, is_array, is_array_like,
                                    is_prng_key, leaf_name, placed_dtype, unheld_dtype_fix, value_of)
 
-__all__ = ["check_same_rows", "check_numeric_leaves", "check_values", "check_placeable", "host_view",
+__all__ = ["check_same_rows", "check_numeric_leaves", "check_values", "check_placeable", "host_view", "in_memory_of",
            "unstacked_rows"]
 
 
@@ -118,3 +118,12 @@ def host_view(leaf: Any, target: Any) -> Any:
             and next(iter(leaf.sharding.device_set)).platform == "cpu" and not jax.typeof(leaf).weak_type):
         return np.array(leaf)  # the same dtype and values
     return leaf
+
+
+def in_memory_of(leaf: Any, target: jax.sharding.NamedSharding) -> jax.sharding.NamedSharding:
+    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else
+    ``target``."""
+    here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
+    kind = leaf.sharding.memory_kind if here is not None else None
+    there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
+    return target.with_memory_kind(kind) if kind in there and kind != here.default_memory().kind else target

@@ -1,25 +1,7 @@
 """An error's text shortened for a one-line message: its first line, cut only at a word boundary outside quotes (a
-path or a quoted name is never halved), marked " ...". Pure Python: the library's refusals and the harness's. And
-``absl_filtered``: Orbax's log lines a refusal already says, left out while a call runs."""
+path or a quoted name is never halved), marked " ...". Pure Python: the library's refusals and the harness's."""
 
-import contextlib
-import logging
-from collections.abc import Callable, Iterator
-
-__all__ = ["absl_filtered", "clipped", "shown"]
-
-
-@contextlib.contextmanager
-def absl_filtered(keep: Callable[[logging.LogRecord], bool]) -> Iterator[None]:
-    """Drop the ``absl`` logger's records (Orbax's) for which ``keep(record)`` is False, inside the block only: by a
-    filter of this call's own, never the logger's level (the user's; a level set and put back raced across threads)."""
-    absl = logging.getLogger("absl")
-    own = lambda record: keep(record)  # noqa: E731  (one object per call: removing it leaves other calls' filters)
-    absl.addFilter(own)
-    try:
-        yield
-    finally:
-        absl.removeFilter(own)
+__all__ = ["clipped", "shown"]
 
 
 def clipped(text: object, limit: int = 240) -> str:

@@ -1,5 +1,4 @@
-"""Helpers every library module shares (node and array checks; path keys); importing from the package only
-``messages`` and ``specs``."""
+"""Helpers every library module shares (node and array checks; path keys); importing from the package only messages."""
 
 import contextlib
 import inspect
@@ -11,7 +10,6 @@ import numpy as np
 from flax import nnx
 
 from gensbi_sharding.messages import shown
-from gensbi_sharding.specs import spec_misfit
 
 
 def is_int(x: Any) -> bool:
@@ -131,8 +129,9 @@ def is_node(node: Any, inner: bool = False) -> bool:
     return bool(items) and all(is_node(item, inner=True) for item in items)
 
 
-def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
-    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable)."""
+def check_node(node: Any, caller: str, *, factory: bool = False, hint: str = "") -> None:
+    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable); ``hint`` ends
+    the message of a value no node."""
     if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state (iter_graph: or graphdef)
         name = next((path_key(p) for p, v in nnx.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
@@ -145,7 +144,8 @@ def check_node(node: Any, caller: str, *, factory: bool = False) -> None:
         built = node is None and caller.endswith("(what the factory returned)")  # not shard_model's None: no return
         raise TypeError(f"{caller} takes an NNX graph node (a Module, nnx.Optimizer, nnx.State, or a tuple or "
                         f"dict of them{also}), got {type(node).__name__} {shown(node)}"
-                        + ("; end the factory with `return` of the node it builds" if built else non_node_part(node)))
+                        + ("; end the factory with `return` of the node it builds" if built else non_node_part(node))
+                        + hint)
 
 
 def non_node_part(node: Any) -> str:
@@ -204,36 +204,6 @@ def prefixes_holding(names: Sequence[str], paths: Iterable[str]) -> list[str]:
     paths = set(paths)
     heads = sorted({path[:-len(names[0]) - 1] for path in paths if names and path.endswith("/" + names[0])})
     return [head for head in heads if all(f"{head}/{name}" in paths for name in names)]
-
-
-def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
-    """``array_variables(node)``, once ``plan`` fits it; else the error naming the variables not planned, or not so."""
-    if not (hasattr(plan, "specs") and hasattr(plan, "shapes")):
-        raise TypeError(f"{caller} takes a Plan (plan_shardings(node, mesh, rule)), got {type(plan).__name__} "
-                        f"{shown(plan)}; to place by a rule at once: shard_model(node, mesh, rule)")
-    check_node(node, caller)
-    planned = {path: plan.shapes.get(path) for path in plan.specs}  # None: a plan built by hand, no shapes
-    variables = array_variables(node)
-    missing = [path for path, _ in variables if path not in planned]
-    reshaped = [f"{path} is {shape_of(value_of(var))}, planned {planned[path]}" for path, var in variables
-                if planned.get(path) is not None and shape_of(value_of(var)) != tuple(planned[path])]
-    if not (missing or reshaped):
-        misfit = next(((key, why) for key, var in variables for a in array_leaves(value_of(var))
-                       if (why := spec_misfit(plan.specs[key], a.shape, plan.mesh))), None)
-        if misfit is not None:
-            raise ValueError(f"{caller}: the plan splits {misfit[0]} as {plan.specs[misfit[0]]}, but {misfit[1]}; "
-                             "plan it with plan_shardings(node, mesh, rule), whose specs fit, or fix that spec")
-        return variables
-    mine = {path for path, _ in variables}
-    others = listing([path for path in planned if path not in mine]) or "none other"
-    parts = [f"{len(missing)} of the node's {len(variables)} array variable(s) are not in the plan "
-             f"({listing(missing)}; the plan's paths: {others})"] * bool(missing)
-    parts += [f"{len(reshaped)} of another shape ({listing(reshaped)})"] * bool(reshaped)
-    within = next((head for head in prefixes_holding(missing, planned) if "opt_state" not in head.split("/")), None)
-    held = "" if within is None else (f"; the plan holds each under '{within}/': it was made for a tuple, list or "
-                                      "dict holding this node (e.g. (model, optimizer)); place that, or")
-    raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + (held or ";") +
-                     " plan this node instead: plan_shardings(node, plan.mesh, plan.rule)")
 
 
 def abstract_state(node: Any, sharding_for: Callable[[str, Any], jax.sharding.Sharding | None]) -> nnx.State:

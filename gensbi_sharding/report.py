@@ -37,9 +37,18 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     tree : pytree or NNX node
     """
     totals: Counter[int] = Counter()
-    for name, leaf in _checked_leaves(tree):  # a variable shared by two counts once
-        totals.update(_device_bytes(leaf, path=name))
+    counted: set[int] = set()
+    for name, leaf in _checked_leaves(tree):  # a variable shared by two counts once (nnx.state holds it once)
+        totals.update(_device_bytes(leaf, path=name) if _first_count(leaf, counted) else {})
     return dict(sorted(totals.items()))
+
+
+def _first_count(value: Any, counted: set[int]) -> bool:
+    """Whether ``value``'s bytes are counted: a ``jax.Array`` two variables (or leaves) hold, ``nnx.Param(x)`` twice,
+    is on the devices once (it counted twice); ``counted``: the ids of those counted so far."""
+    first = not (isinstance(value, jax.Array) and id(value) in counted)
+    counted.add(id(value))
+    return first
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
@@ -187,6 +196,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other, left_out = Counter(dict.fromkeys(ids, 0)), [], set(), {}, []
+    counted: set[int] = set()
     for name, value in _checked_leaves(node):
         if not is_array_like(value):
             left_out.append(f"{name} ({type(value).__name__})")
@@ -194,7 +204,7 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
         # Every process's devices, so none reads 0 B with several processes.
         sharding = getattr(value, "sharding", None)
         shards = _device_bytes(value, every=True, mesh=mesh, path=name)
-        per_device.update(shards)
+        per_device.update(shards if _first_count(value, counted) else {})
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
             outside.update(set(shards) - ids)
             if not _same_layout(sharding.mesh, mesh):  # P('data') would read against the wrong axis sizes

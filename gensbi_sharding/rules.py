@@ -5,17 +5,13 @@ mesh axes) is Flax's and MaxText's ``logical_axis_rules``; its placements GSPMD'
 
 import dataclasses
 import difflib
-import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 from gensbi_sharding.messages import shown
 
-if TYPE_CHECKING:  # imported where used: the harness's config checks read this module without JAX or Flax
-    from jax.sharding import Mesh, PartitionSpec as P
-
-__all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule", "partition_spec_for",
+__all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
            "ShardingFallbackWarning", "ExperimentalRuleWarning"]
 
 #: The logical axis names a model may give a variable's dimensions: the contract's vocabulary.
@@ -53,6 +49,10 @@ ABSENT_AXIS = ("logical axis {name!r} maps to mesh axis {axis!r}, absent from th
 #: Said with an unknown rule name: the harness's rule files are tables, not names.
 RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
               "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
+#: ``typo_of`` names every known name whose difflib score is within this of the closest one's.
+CLOSE_AS = 0.1
+#: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
+RULE_TYPO = {"cutoff": 0.8, "then": ""}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +165,7 @@ def check_table(table: Mapping) -> None:
                      f"or RULES[{key!r}]" if key in RULES else  # {'replicated': None} below would fix nothing
                      "'name' names a harness rule file's table (conf/rule/*.yaml): drop it" if key == "name" else
                      f"annotations name logical axes, which a rule maps onto mesh axes: annotate with one mapped onto "
-                     f"{key!r} ({_onto(table, key)})" if key in names else  # {'model': 'model'}: Flax's guide's names
+                     f"{key!r} ({mapped_onto(table, key)})" if key in names else  # {'model': 'model'}: Flax guide's
                      f"{typo_of(key)}another name, e.g. a stacked-layer axis, can only be left unsplit: "
                      f"{{{key!r}: None}}")
             raise ValueError(f"rule table key {key!r} is not a logical axis; valid keys: {', '.join(LOGICAL_AXES)} "
@@ -177,20 +177,6 @@ def check_table(table: Mapping) -> None:
             once = tuple(dict.fromkeys(names))
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")
-
-
-def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) -> str:
-    """Why ``names`` falls back: dimension ``at`` splits over ``axis`` as ``first`` does; the fix splits the rest."""
-    from gensbi_sharding.specs import mesh_axes_of  # not at the top (TYPE_CHECKING's note)
-    if first == at:
-        return (f"logical axis {names[at]!r} maps to mesh axis {axis!r} twice ({table.get(names[at])!r}); map it "
-                f"onto {axis!r} once in the rule table")
-    later = [j for j, name in enumerate(names) if j > first and axis in mesh_axes_of(table.get(name))]
-    fix = tuple(None if j in later else name for j, name in enumerate(names))
-    unsplit = {names[j]: None for j in later}
-    return (f"logical axes {names[first]!r} and {names[at]!r} both map to mesh axis {axis!r}; annotate one of "
-            f"those dimensions with another logical axis or None (unsplit), e.g. {fix}"
-            + f", or a rule table with {unsplit}" * (names[first] not in unsplit))  # two names: or the rule moves one
 
 
 def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6, then: str = " if not, ") -> str:
@@ -205,91 +191,8 @@ def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6,
     return f"did you mean {' or '.join(filter(None, (', '.join(near[:-1]), near[-1])))}?{then}" if near else ""
 
 
-#: ``typo_of`` names every known name whose difflib score is within this of the closest one's.
-CLOSE_AS = 0.1
-
-
-#: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
-RULE_TYPO = {"cutoff": 0.8, "then": ""}
-
-
-def _onto(table: Mapping, axis: str) -> str:
+def mapped_onto(table: Mapping, axis: str) -> str:
     """The logical axes ``table`` maps onto mesh axis ``axis``, else one a built-in rule maps there: for a message."""
     mapped = [k for k, v in table.items() if k in LOGICAL_AXES and axis in ((v,) if isinstance(v, str) else v or ())]
     return ", ".join(mapped) or next((f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items()
                                       for k, v in pairs if v == axis), "none")
-
-
-def forgotten_comma(names: Any, shape: Sequence[int]) -> bool:
-    """An annotation that is one str on an array of rank > 1: ``("embed")``, a tuple's forgotten comma."""
-    return isinstance(names, str) and len(shape) > 1
-
-
-def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence[int],
-                       table: RuleTable | str | Rule, mesh: "Mesh") -> "tuple[P, str | None]":
-    """``(spec, None)``: the PartitionSpec of one variable under ``table`` on ``mesh`` (Flax's ``logical_to_mesh_axes``
-    plus checks); or ``(P(), why)`` it must be replicated (an unknown axis, another rank, an indivisible size...).
-
-    Parameters
-    ----------
-    names : sequence of str or None, or str, or None
-        Logical axis per dimension (``logical_axes_of``; a bare str: one entry); None: not annotated (``P()``).
-    shape : sequence of int >= 0, or a 1-d integer array (``np.array(x.shape)``)
-    table : RuleTable, or anything ``resolve_rule`` takes
-    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
-
-    Raises
-    ------
-    TypeError, ValueError
-        A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
-    """
-    from jax.sharding import PartitionSpec as P  # not at the top (TYPE_CHECKING's note)
-    from gensbi_sharding.nodes import is_int
-    from gensbi_sharding.specs import check_mesh, mesh_axes_of
-
-    check_mesh(mesh, optional=False, plans=True)
-    shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
-    if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
-        raise TypeError(f"shape={shown(shape)} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
-    table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
-    if names is None:
-        return P(), None
-    comma, names = forgotten_comma(names, shape), tuple(names) if is_sequence(names) else (names,)  # "embed": one
-    if odd := [n for n in names if not (n is None or isinstance(n, str))]:  # a list: unhashable; an int: in no table
-        return P(), (f"annotation entry {shown(odd[0])} ({type(odd[0]).__name__}) is no logical axis name: give one "
-                     f"str (e.g. 'embed') or None per dimension, got {shown(names)}")
-    if len(names) != len(shape):
-        stacked = (f": the annotation is the string {names[0]!r}, not a tuple: write "  # ("embed"): a forgotten comma
-                   f"{(names[0],) + (None,) * (len(shape) - 1)!r}" if comma else  # not stacked layers
-                   f": one leading dimension more (size {shape[0]}): layers stacked by nnx.vmap/nnx.scan without "
-                   "transform_metadata get no name for the stacked axis; pass the vmap transform_metadata="
-                   "{nnx.PARTITION_NAME: None} (the stacked axis left unsplit), or {nnx.PARTITION_NAME: 'layers'} "
-                   "with a rule table mapping it, e.g. {**dict(gs.RULES['fsdp']), 'layers': None}"
-                   if len(shape) == len(names) + 1 else "")
-        return P(), f"annotation rank {len(names)} != array rank {len(shape)}{stacked}"
-    entries, owner = [], {}
-    for at, (name, dim) in enumerate(zip(names, shape)):
-        if name is not None and name not in table and name not in LOGICAL_AXES:  # a mesh axis: Flax's GSPMD guide's
-            return P(), (f"{name!r} is a mesh axis, not a logical axis: a rule maps logical axes onto mesh axes; "
-                         f"annotate that dimension with a logical axis this rule maps onto {name!r} "
-                         f"({_onto(table, name)})" if name in mesh.shape else f"unknown logical axis {name!r} "
-                         f"(known: {', '.join(LOGICAL_AXES)}); {typo_of(name)}to split the other dimensions, leave it "
-                         f"unsplit: a rule table with {{{name!r}: None}}")
-        target = None if name is None else table.get(name)
-        mesh_axes = mesh_axes_of(target)  # () unsplit: P(()) is P(None)
-        for axis in mesh_axes:
-            if axis not in mesh.shape:
-                return P(), ABSENT_AXIS.format(name=name, axis=axis, axes=tuple(mesh.axis_names))
-            if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
-                return P(), split_twice(names, first, at, axis, table)  # with the fix that splits the rest
-        size = math.prod(mesh.shape[axis] for axis in mesh_axes)
-        if dim % size:  # the fix: the splits both dim and the device count allow
-            g = math.gcd(dim, mesh.size)
-            fit = [str(k) for k in range(2, g + 1) if not g % k]
-            return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"
-                         + (f"; map {name!r} to None" + f" or to mesh axes of total size {' or '.join(fit)}" * bool(fit)
-                            + ", or annotate this dimension None" if dim > 1 else "; annotate this dimension None: "
-                            f"size 1 splits over no mesh axis (mapping {name!r} to None would leave every {name!r} "
-                            "dimension unsplit)"))
-        entries.append(target if isinstance(target, str) else mesh_axes)
-    return P(*entries), None

@@ -15,16 +15,15 @@ import jax
 from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.leaf_checks import check_values, host_view
+from gensbi_sharding.leaf_checks import check_values, host_view, in_memory_of
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import shown
-from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, check_plan_fits, is_array,
-                                   is_array_like, is_int, is_node, listing, non_node_part, path_key, shape_of, value_of)
-from gensbi_sharding.specs import check_mesh
+from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, is_array, is_array_like,
+                                   is_int, listing, path_key, shape_of, value_of)
+from gensbi_sharding.specs import check_mesh, check_plan_fits, forgotten_comma, partition_spec_for
 from gensbi_sharding.annotations import logical_axes_of, raw_annotation
-from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable,
-                                   ShardingFallbackWarning, RULE_FILES, forgotten_comma, partition_spec_for,
-                                   resolve_rule, typo_of, unknown_rule)
+from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
+                                   RULE_FILES, resolve_rule, typo_of, unknown_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
@@ -35,18 +34,24 @@ UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Where every array variable of an NNX node goes (``plan_shardings``, as big_vision's ``infer_sharding``).
+    """Where every array variable of an NNX node goes; built by ``plan_shardings`` (big_vision's ``infer_sharding``).
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule
-        Resolved (``resolve_rule``). ``TypeError`` for a ``mesh`` no Mesh, a field no dict or a value of another type.
+        Stored resolved (``resolve_rule``), so every reader of the plan sees one form.
     specs : dict of str to jax.sharding.PartitionSpec
         ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
     fallbacks : dict of str to str
         Path -> why it is replicated against its annotation (or is a bare ``nnx.Param``); warned by ``warn``.
-    shapes : dict of str to tuple of int, optional
+    shapes : dict of str to tuple, optional
+        Path -> the variable's shape (a pytree value: one shape per array); a placement checks it fits the node.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``mesh`` not a Mesh or AbstractMesh, or a field no dict of the types above; ``rule`` refused (``resolve_rule``).
     """
 
     mesh: Mesh
@@ -56,10 +61,11 @@ class Plan:
     shapes: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_mesh(self.mesh, optional=False, plans=True)
+        check_mesh(self.mesh, abstract=True, optional=False)
         object.__setattr__(self, "rule", resolve_rule(self.rule))  # any form plan_shardings takes
-        for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"), ("fallbacks", str, "str, "
-                                  "e.g. 'no annotation'"), ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
+        for name, kind, what in (("specs", P, "PartitionSpec, e.g. P(None, 'model')"),
+                                 ("fallbacks", str, "str, e.g. 'no annotation'"),
+                                 ("shapes", (tuple, list), "tuple of sizes, e.g. (8, 16)")):
             if not isinstance(field := getattr(self, name), Mapping):
                 raise TypeError(f"Plan {name}={shown(field)} must be a dict keyed by variable path, "
                                 "e.g. {'up/kernel': ...}; plan_shardings(node, mesh, rule) builds one")
@@ -175,23 +181,23 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
         ``rule`` rejected by ``resolve_rule``; ``mesh`` not a ``jax.sharding.Mesh`` or ``node`` not an NNX node.
     """
     rule = resolve_rule(rule)
-    check_mesh(mesh, optional=False, plans=True)
+    check_mesh(mesh, abstract=True, optional=False)
     check_node(node, "plan_shardings")
     specs, fallbacks, shapes = {}, {}, {}
     for key, var in array_variables(node):
-        value, spec = value_of(var), P()
+        value, spec, reason = value_of(var), P(), None
         if rule.reads_annotations:
             names, one = logical_axes_of(var), is_array_like(value)
-            raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
-            spec, reason = partition_spec_for(raw if one else None, value.shape if one else (), rule.table, mesh)
-            if names is None and isinstance(var, nnx.Param) and not (one and value.shape == ()):  # 0-d: no split
-                reason = "no annotation"  # to miss (describe's largest replicated leaves it out too)
-            elif not one and (names is not None or isinstance(var, nnx.Param)):  # its annotation is for one array
+            if names is None:  # warned for a parameter only, but a 0-d one: no split to miss (as describe's)
+                reason = "no annotation" if isinstance(var, nnx.Param) and not (one and value.shape == ()) else None
+            elif not one:  # an annotation names one array's dimensions
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
-            elif reason and isinstance(var, nnx.OptState) and names is not None and not (
-                    forgotten_comma(raw, value.shape)) and (  # Adam's moments of a kernel ("embed"): comma
-                    len(names) != len(value.shape) or math.prod(value.shape) == 1):
-                reason = f"{UNLIKE_PARAMETER}; {reason}"  # the annotation was copied from a parameter
+            else:
+                raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
+                spec, reason = partition_spec_for(raw, value.shape, rule.table, mesh)
+                if reason and isinstance(var, nnx.OptState) and not forgotten_comma(raw, value.shape) and (
+                        len(names) != len(value.shape) or math.prod(value.shape) == 1):  # Adam's moments of a
+                    reason = f"{UNLIKE_PARAMETER}; {reason}"  # kernel ("embed") carry its (copied) annotation
             if reason is not None:
                 fallbacks[key] = reason
         specs[key], shapes[key] = spec, shape_of(value)
@@ -235,15 +241,6 @@ def _place(node: Any, plan: Plan, caller: str) -> None:
         var.set_raw_value(jax.new_ref(placed)) if ref else var.set_value(placed)
 
 
-def in_memory_of(leaf: Any, target: NamedSharding) -> NamedSharding:
-    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else
-    ``target``."""
-    here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
-    kind = leaf.sharding.memory_kind if here is not None else None
-    there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
-    return target.with_memory_kind(kind) if kind in there and kind != here.default_memory().kind else target
-
-
 def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     """Place every variable of ``node`` by a named rule, in place (idempotent): the contract's entry point.
 
@@ -260,12 +257,12 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     ValueError, TypeError, RuntimeError
         ``rule`` not in ``RULES`` (even when ``mesh`` is None); ``node`` or ``mesh`` of another type; else as ``place``.
     """
+    if isinstance(rule, (Mapping, list, tuple, Rule)):  # the contract's shard_model takes names only
+        raise unknown_rule(rule, " (a rule table, (logical axis, mesh axes) pairs or a Rule go to "
+                                 "shard_model_by_table(node, mesh, rule))")
     if not isinstance(rule, str) or rule not in RULES:
-        table = (" (a rule table, (logical axis, mesh axes) pairs or a Rule go to shard_model_by_table(node, mesh, "
-                 "rule))"
-                 if isinstance(rule, (Mapping, list, tuple, Rule)) else f"; {typo}" if (typo := typo_of(
-                     str(rule), RULES, **RULE_TYPO)) else f"; {RULE_FILES}, for shard_model_by_table")
-        raise unknown_rule(rule, table)
+        fix = typo_of(str(rule), RULES, **RULE_TYPO) or f"{RULE_FILES}, for shard_model_by_table"
+        raise unknown_rule(rule, f"; {fix}")
     _plan_warn_place(node, mesh, rule, "shard_model")
 
 
@@ -283,13 +280,10 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
 
 def _plan_warn_place(node: Any, mesh: Mesh | None, rule: str | RuleTable, caller: str) -> None:
     """``shard_model(_by_table)``'s body: check, plan, warn (at its caller, who holds no Plan), place (with a mesh)."""
-    if not is_node(node):
-        raise TypeError(f"{caller} places NNX graph nodes (a Module, nnx.Optimizer, nnx.State, or a tuple or dict "
-                        f"of them), got {type(node).__name__}{non_node_part(node)}; for a pytree of arrays use "
-                        "shard_batch or replicate")
+    # First: plan_shardings' message would name it, not the function called
+    check_node(node, caller, hint="; for a pytree of arrays use shard_batch or replicate")
     rule = resolve_rule(rule)  # checked with or without a mesh: a bad table fails before the run gets one
     check_mesh(mesh)  # its message offers None (plan_shardings' does not)
-    check_node(node, caller)  # before plan_shardings, whose message would name it, not the function called
     if mesh is None:  # nothing moves, but what a mesh's run refuses is refused: it passed on one device
         return check_values(array_variables(node), caller)
     refuse_in_factory(caller, MODEL_IN_FACTORY)  # before the plan's warnings

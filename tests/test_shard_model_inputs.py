@@ -247,7 +247,8 @@ def test_each_placing_entry_point_names_itself_in_its_errors(mesh, call, caller)
         if caller != "place":  # place plans first: plan_shardings, the function called, names it
             with pytest.raises(TypeError, match=rf"^{caller}: buf is an array in no nnx.Variable"):
                 call(Bare(), mesh)
-            with pytest.raises(TypeError, match=rf"^{caller} places NNX graph nodes .* got int"):
+            with pytest.raises(TypeError, match=rf"^{caller} takes an NNX graph node .* got int 3; for a pytree of "
+                                                r"arrays use shard_batch or replicate$"):
                 call(3, mesh)
 
 

@@ -122,7 +122,7 @@ def test_wrong_kinds_of_mesh_and_node_are_type_errors():
         shard_model(Tiny(rngs=nnx.Rngs(0)), "auto", "fsdp")
     with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh or None"):
         gs.shard_batch({"x": np.ones((8, 2))}, "auto")
-    with pytest.raises(TypeError, match="shard_model places NNX graph nodes .* got dict"):
+    with pytest.raises(TypeError, match="shard_model takes an NNX graph node .* got dict"):
         shard_model({"a": jnp.ones(8)}, mesh, "fsdp")
     with pytest.raises(ValueError, match=r"n >= 0 \(an integer\), got -1"):
         gs.pad_for_mesh(-1, mesh)
@@ -188,7 +188,8 @@ def test_check_batch_divisible_messages():
     text = str(err.value)
     for part in ("validation", "batch size 10", "data-parallel size 4", "('data',)", "8 or 12"):
         assert part in text, (part, text)
-    with pytest.raises(ValueError, match="nearest valid batch sizes: 4$"):
+    with pytest.raises(ValueError, match=r"; use 4 rows \(pad_for_mesh\(3, mesh\) returns .*, \(4, 3\): mask the "
+                                         r"padding out of a mean\)$"):
         gs.check_batch_divisible({"x": np.ones((3, 2))}, mesh, "train")
 
 

@@ -60,7 +60,7 @@ def test_check_batch_divisible_and_a_list_beside_other_leaves_name_the_list(mesh
     # Was: "train batch size 3 is not divisible by the data-parallel size 4 ...; nearest valid batch sizes: 4"
     with pytest.raises(ValueError, match=r"^train batch is a list of 8 arrays of shape \(3,\), read as a pytree of 8 "
                                          r"leaves.*: np\.stack\(rows\); if they are 8 leaves of one batch, each of 3 "
-                                         r"rows: nearest valid batch sizes: 4$"):
+                                         r"rows: use 4 rows \(pad_for_mesh\(3, mesh\) .*\)$"):
         check_batch_divisible(rows, mesh, "train")
     # Was: "batch leaves have differing leading sizes [3, ..., 3, 8]": each row's size taken for the batch's
     with pytest.raises(ValueError, match=r"^batch \['x'\] is a list of 8 arrays of shape \(3,\).*: np\.stack\(rows\) "
