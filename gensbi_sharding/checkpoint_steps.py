@@ -87,8 +87,8 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     base = as_path(os.getcwd() if base_dir is None else base_dir, "base_dir", ".")
     resolved = (base.absolute() / given).resolve()  # an absolute ``given`` replaces ``base``
     if not resolved.exists():
-        steps = committed_steps(resolved.parent) if resolved.name.isdigit() else []  # never saved, or gone by keep
-        fix = (f"{resolved.parent} holds steps {steps}: pass one, e.g. {resolved.parent / str(steps[-1])}" if steps
+        saved = committed_steps(resolved.parent) if resolved.name.isdigit() else []  # never saved, or gone by keep
+        fix = (f"{resolved.parent} holds steps {saved}: pass one, e.g. {resolved.parent / str(saved[-1])}" if saved
                else f"pass {_PASS}")
         raise FileNotFoundError(f"checkpoint path {str(path)!r} does not exist (resolved to {resolved}); {fix}")
     if not resolved.is_dir():
@@ -99,14 +99,15 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
                                 f"pass {resolved.parent}")
     is_run = (resolved / CHECKPOINT_SUBDIR).is_dir()  # a sweep's job is named by a number too: a step holds our items
     if resolved.name.isdigit() and not is_run and any((resolved / item).exists() for item in ITEMS):
-        if (why := (found := _step_folders(resolved.parent)).get(int(resolved.name), "")) is None:
+        found = _step_folders(resolved.parent)
+        if (why := found.get(int(resolved.name), "")) is None:
             return resolved
         if why:
-            steps = [step for step, said in found.items() if said is None]
+            complete = [step for step, said in found.items() if said is None]
             why = "Orbax recorded no commit: the save was cut short" if why == _CUT else why
-            if steps:
+            if complete:
                 raise FileNotFoundError(f"{resolved} is not a complete checkpoint ({why}); pass its parent for the "
-                                        f"latest complete step, {steps[-1]}")
+                                        f"latest complete step, {complete[-1]}")
             raise reasoned(f"{resolved} is not a complete checkpoint ({why}); {resolved.parent} holds no complete "
                            "step", ": start without it")
     folder = resolved / CHECKPOINT_SUBDIR if is_run else resolved

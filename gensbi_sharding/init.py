@@ -87,8 +87,8 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
         digest = trace_digest(traced.jaxpr, constants) if len(groups) > 1 else None  # costly: one group, no need
         if i == 0:  # the first trace holds every value built from no traced array: checked before any is placed
             first = digest
-            for path, leaf in ((p, c) for p, value in constants.items() for c in jax.tree.leaves(value)):
-                check_placeable(leaf, f"init_sharded: {path} (shape {np.shape(leaf)})")
+            for path, sub, leaf in ((p, k, c) for p, v in constants.items() for k, c in jax.tree.leaves_with_path(v)):
+                check_placeable(leaf, f"init_sharded: {path_key(sub, path)} (shape {np.shape(leaf)})")
         elif digest != first:  # each group's values come from its own trace: one construction's, or mixed
             raise ValueError(f"init_sharded traces the factory {getattr(factory, '__name__', factory)!r} once per "
                              "group of variables, and two traces built different values (a draw from NumPy's or "
