@@ -90,7 +90,7 @@ def run_config_problem(config: Any) -> str | None:
     from omegaconf import open_dict
 
     from gensbi_sharding.harness.resume_source import resume_source_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     cfg, before = copy.deepcopy(config), HydraConfig.instance().cfg  # as run_job hands the task its own copy
     try:  # as Hydra's run_job: HydraConfig holds the run's section (validate reads its group choices), the task not
