@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.check_crash import check_crashed
 from gensbi_sharding.harness.console import tagged
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import is_int
 
 __all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight"]
@@ -132,7 +133,6 @@ class LauncherPreflight(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from gensbi_sharding.harness.config_checks import dry_run_resume_problem
         from gensbi_sharding.harness.config_values import folder_interpolation_problem, interpolation_problem
-        from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
         if problem := folder_interpolation_problem(config):  # the folder callback next would end in its traceback
             print(tagged("ERROR", problem), file=sys.stderr, flush=True)
