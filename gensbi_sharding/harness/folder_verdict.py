@@ -15,7 +15,7 @@ import contextlib
 import io
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,15 +25,12 @@ from gensbi_sharding.harness.check_crash import folder_check_crashed
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.processes import process_rank, several_processes
 
-__all__ = ["hear_verdict", "tell_accepted", "tell_refused", "check_crashed_together", "quiet_join", "record_nothing",
-           "told_by_process_0", "SAID_BYTES"]
+__all__ = ["hear_verdict", "tell_accepted", "tell_refused", "check_crashed_together", "quiet_join", "record_nothing"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
 #: How ``console.tagged`` starts an error's line.
 ERROR_TAG = "[ERROR] "
-#: The bytes of the words process 0 tells the other processes (``told_by_process_0``; a longer text is cut there).
-SAID_BYTES = 4096
 
 
 @contextlib.contextmanager
@@ -55,34 +52,6 @@ def quiet_join() -> Iterator[None]:
     finally:
         for logger, level in zip(noisy, levels):
             logger.setLevel(level)
-
-
-def told_by_process_0(counts: Sequence[int], text: str) -> tuple[list[int], str]:
-    """Process 0's ``counts`` and ``text`` (cut to ``SAID_BYTES`` bytes), as every process JAX joins hears them. A
-    collective: every process calls it at the same point, its own arguments read on process 0 alone.
-
-    Parameters
-    ----------
-    counts : sequence of int
-        Numbers to tell (the same count of them on every process).
-    text : str
-        Words to tell; "" for none.
-
-    Returns
-    -------
-    tuple of (list of int, str)
-        Process 0's numbers and words.
-    """
-    import numpy as np
-    from jax.experimental import multihost_utils
-
-    said, size = text.encode()[:SAID_BYTES], len(counts)
-    words = np.zeros(size + 1 + SAID_BYTES, np.int32)  # the numbers, the length of the words, their bytes
-    words[:size], words[size] = counts, len(said)
-    words[size + 1:size + 1 + len(said)] = np.frombuffer(said, np.uint8)
-    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
-    heard = bytes(got[size + 1:size + 1 + got[size]].astype(np.uint8)).decode("utf-8", "replace")
-    return [int(count) for count in got[:size]], heard
 
 
 def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None:

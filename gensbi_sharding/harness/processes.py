@@ -1,22 +1,28 @@
 """Which process this is, read from the config and the environment before JAX joins the processes: the rank and
 count (``process_rank``), whether it owns the run's folder (``folder_owner``) and whether it hears process 0's verdict
-(``hears_process_0``).
+(``hears_process_0``); and what process 0 tells the others once JAX joins them (``told_by_process_0``: the collective
+of the folder's verdict, each job's claim and the check between a sweep's jobs).
 
-Below ``folder_verdict`` (process 0's verdict, told and heard) and ``summary`` (which only process 0 writes): both read
-these, and a summary reading them from ``folder_verdict`` reached the preflight checks through it (an import cycle).
+Below ``folder_verdict`` (process 0's verdict, told and heard), ``run_folder``, ``sweep_verdict`` and ``summary`` (which
+only process 0 writes): each read these from ``folder_verdict``, which imports ``run_folder`` and ``sweep_verdict``, and
+reaches the preflight checks (import cycles).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["process_rank", "several_processes", "hears_process_0", "folder_owner", "LOCAL_CHILD_ENV"]
+__all__ = ["process_rank", "several_processes", "hears_process_0", "folder_owner", "told_by_process_0", "LOCAL_CHILD_ENV",
+           "SAID_BYTES"]
 
 #: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open. Such a child's
 #: folder is its parent's (``run_folder`` names it from here).
 LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+#: The bytes of the words process 0 tells the other processes (``told_by_process_0``; a longer text is cut there).
+SAID_BYTES = 4096
 
 
 def process_rank(config: DictConfig) -> tuple[int | None, int]:
@@ -77,3 +83,31 @@ def hears_process_0(config: DictConfig) -> bool:
     """
     rank, count = process_rank(config)
     return count > 1 and rank not in (None, 0)
+
+
+def told_by_process_0(counts: Sequence[int], text: str) -> tuple[list[int], str]:
+    """Process 0's ``counts`` and ``text`` (cut to ``SAID_BYTES`` bytes), as every process JAX joins hears them. A
+    collective: every process calls it at the same point, its own arguments read on process 0 alone.
+
+    Parameters
+    ----------
+    counts : sequence of int
+        Numbers to tell (the same count of them on every process).
+    text : str
+        Words to tell; "" for none.
+
+    Returns
+    -------
+    tuple of (list of int, str)
+        Process 0's numbers and words.
+    """
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    said, size = text.encode()[:SAID_BYTES], len(counts)
+    words = np.zeros(size + 1 + SAID_BYTES, np.int32)  # the numbers, the length of the words, their bytes
+    words[:size], words[size] = counts, len(said)
+    words[size + 1:size + 1 + len(said)] = np.frombuffer(said, np.uint8)
+    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
+    heard = bytes(got[size + 1:size + 1 + got[size]].astype(np.uint8)).decode("utf-8", "replace")
+    return [int(count) for count in got[:size]], heard
