@@ -3,7 +3,9 @@ there, or a disk too full for the next job's Hydra files): what happened, how to
 its summary rebuilt for the jobs so far.
 
 Above ``summary`` (the summary it rebuilds) and ``sweep_continue`` (the continue hint): ``sweep_continue`` holding
-it reached ``summary`` and, through it, every check the folder's verdict reads (an import cycle).
+it reached ``summary`` and, through it, every check the folder's verdict reads (an import cycle). The summary is
+read through its module, as the function-level import there did at each call, so a stand-in for
+``summary.refresh_sweep_summary`` (a test's Ctrl-C as the summary is written) is the one called.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness import summary
 from gensbi_sharding.harness.console_lines import sweep_end_line
-from gensbi_sharding.harness.summary import refresh_sweep_summary
 from gensbi_sharding.harness.sweep_continue import whole_sweep_hint
 
 __all__ = ["stopped_between_jobs"]
@@ -55,7 +57,7 @@ def stopped_between_jobs(next_dir: Any, signum: int | None, ended: int, argv: Se
     if hint := whole_sweep_hint(next_dir, argv, started=False):
         lines.append(hint)
     try:
-        written = refresh_sweep_summary(next_dir)
+        written = summary.refresh_sweep_summary(next_dir)
     except Exception as err:  # the jobs' own records are written; an index must never cost the stop its exit code
         written = None
         lines.append(f"sweep summary of {next_dir.parent} not rebuilt: {type(err).__name__}: {err}")
