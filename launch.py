@@ -82,7 +82,7 @@ try:
     from gensbi_sharding.harness.command_checks import command_problem, shown_config_problem
     from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
     from gensbi_sharding.harness.hydra_room import next_job_room_lines
-    from gensbi_sharding.harness.folder_verdict import folder_owner
+    from gensbi_sharding.harness.processes import folder_owner
     from gensbi_sharding.harness.interrupt_lines import interrupted_line, job_ended, record_stamp
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness import stop_watchdog
@@ -95,7 +95,8 @@ try:
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.summary import sweep_end_written
     from gensbi_sharding.harness.summary_stop import summary_stop_lines
-    from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started, stopped_between_jobs
+    from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started
+    from gensbi_sharding.harness.sweep_stop import stopped_between_jobs
     from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
     from gensbi_sharding.harness.sweep_verdict import next_job_verdict
     if os.environ.get(CHILD_ENV):  # distributed=local's process: JAX's import stays its start-up, which a stop ends

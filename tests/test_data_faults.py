@@ -218,7 +218,7 @@ def test_a_budget_too_small_for_a_larger_batch_names_the_batch_at_that_budget(me
                                                                             kept):
     # Round 45: data.val_fraction=0.999 (batch 64, 8 devices) named "raise data.num_simulations to at least 7500",
     # which fills a batch of 8, not 64: typed as said, the run was refused again ("set data.batch_size=8").
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     cfg = compose_tiny(*overrides, "data.batch_size=64")
     with pytest.raises(ConfigError) as err:
@@ -385,7 +385,7 @@ def test_the_check_before_a_runs_folder_names_the_meshes_that_keep_its_batch(mes
     # Was: devices.cpu_count=6 data.batch_size=64 (a resume on fewer devices) said only "set data.batch_size=66"
     # before the run's folder, the run's "or keep data.batch_size=64 on another mesh: ..." (docs/harness.md) unsaid
     from gensbi_sharding.harness.refusal import fix_of
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny(*mesh, "devices.cpu_count=6", f"data.batch_size={batch}"))
     assert problem == (f"ConfigError: data.batch_size={batch} cannot be used: the global batch size {batch} must be a "

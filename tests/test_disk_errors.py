@@ -88,7 +88,7 @@ def test_a_record_whose_error_txt_was_written_before_the_disk_filled_names_only_
     import errno
     import os
 
-    from gensbi_sharding.harness import outputs
+    from gensbi_sharding.harness import outputs, run_record
 
     real = outputs.write_atomic
 
@@ -98,7 +98,7 @@ def test_a_record_whose_error_txt_was_written_before_the_disk_filled_names_only_
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     monkeypatch.setattr(outputs, "write_atomic", full_after_error_txt)
-    problem = outputs.write_record(tmp_path, {"status": "error"}, "Traceback ...\nOSError: full\n")
+    problem = run_record.write_record(tmp_path, {"status": "error"}, "Traceback ...\nOSError: full\n")
     assert problem == (f"this run's record (metrics.json) could not be written in {tmp_path} (No space left on device)"
                        ": its outcome is on this console, its traceback in error.txt; free space there (or make it "
                        "writable) before continuing the run")
@@ -114,7 +114,7 @@ def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_
     import errno
     import os
 
-    from gensbi_sharding.harness import outputs, run_folder
+    from gensbi_sharding.harness import outputs, run_folder, run_record
 
     def disk_full(path, data, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
@@ -123,11 +123,11 @@ def test_a_record_the_disk_refuses_after_a_checkpoint_names_how_to_continue_and_
     monkeypatch.setattr(outputs, "write_atomic", disk_full)
     # Its folder named, as the shell reads it back (was: "the same command plus train.resume=auto", which in the
     # default outputs/<date>/<time> is a new folder: train.resume=auto there starts from step 0).
-    assert outputs.write_record(tmp_path, {"status": "ok"}).endswith(
+    assert run_record.write_record(tmp_path, {"status": "ok"}).endswith(
         "free space there (or make it writable), then continue it with run(cfg) with "
         f"cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg) (its checkpoints are kept)")
     (spaced := tmp_path / "my runs" / "checkpoints" / "20").mkdir(parents=True)
-    assert outputs.write_record(spaced.parent.parent, {"status": "ok"}).endswith(
+    assert run_record.write_record(spaced.parent.parent, {"status": "ok"}).endswith(
         f"cfg.output_dir='{tmp_path}/my runs' set in omegaconf.open_dict(cfg) (its checkpoints are kept)")
     with pytest.raises(FileExistsError) as refused:
         run_folder.ensure_fresh(tmp_path)
@@ -214,7 +214,7 @@ def test_a_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_pat
     import os
     import resource
 
-    from gensbi_sharding.harness import outputs, stop_record
+    from gensbi_sharding.harness import outputs, run_record, stop_record
 
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, resource.RLIM_INFINITY))
     too_large = OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(tmp_path / "posterior_samples.npz"))
@@ -229,7 +229,7 @@ def test_a_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_pat
         raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(path))
 
     monkeypatch.setattr(outputs, "write_atomic", over_the_limit)
-    assert outputs.write_record(tmp_path, {"status": "ok"}) == (
+    assert run_record.write_record(tmp_path, {"status": "ok"}) == (
         f"this run's record (metrics.json) could not be written in {tmp_path} (File too large): its outcome is on "
         f"this console only; {fix} before continuing the run")
     monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))

@@ -7,7 +7,7 @@ import pytest
 from faults_helpers import REPO, compose_tiny
 from gensbi_sharding.harness import local_cluster, memory_check
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.sweep_check import job_problem
+from gensbi_sharding.harness.job_check import job_problem
 
 
 @pytest.mark.slow  # a launch of launch.py (explicit mode, one process: about 8 s)

@@ -70,7 +70,7 @@ def test_a_schema_field_the_factory_lacks_and_a_keyword_nothing_passes_are_refus
 def test_the_run_is_refused_by_the_check_before_its_folder(own_model, tmp_path):
     # The check Hydra's on_run_start makes before the run's folder (preflight.run_config_problem: job_problem)
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     @dataclass
     class GatedConfig(ModelConfig):

@@ -47,7 +47,7 @@ def test_a_data_factory_missing_a_keyword_is_refused_before_the_run_folder(own):
     # Typed: @register_data("noisy_t") on load_noisy, then python launch.py data=noisy_t eval.enabled=false. Was:
     # "TypeError: load_noisy() got an unexpected keyword argument 'process_count'" once the run's folder was made.
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     own("data", "noisy_t", load_noisy)
     problem = job_problem(compose_tiny("data.name=noisy_t", "eval.enabled=false", "data.theta_transform=none"))

@@ -9,7 +9,7 @@ import pytest
 from faults_helpers import REPO, compose_tiny
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fixes_of, listed
-from gensbi_sharding.harness.sweep_check import job_problem
+from gensbi_sharding.harness.job_check import job_problem
 
 LEAD = "  all fixed together: "
 

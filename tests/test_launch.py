@@ -423,7 +423,7 @@ def test_bad_input_fails_in_one_line_before_training(bad_input_launches, overrid
 def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep, devices):
     # strict=true is refused by the check before any folder (was: by the run, inside job 0's folder of a sweep
     # 'strict=true,false', its launch.log holding every path; tests/test_state_check.py launches it).
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     proc, sweep_dir = strict_sweep
     lenient = read_metrics(sweep_dir / "1")

@@ -788,7 +788,7 @@ def test_a_model_group_across_local_processes_is_refused_before_the_run_folder_i
     # Was: launch.py distributed=local mesh.model_axis=8 made the run folder (.hydra, metrics.json, error.txt,
     # launch.log), then refused it there: the preflight checked only the processes' device split.
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     local = ["distributed=local", "distributed.local_processes=2"]
     assert job_problem(compose_tiny(*local, *overrides)) == message

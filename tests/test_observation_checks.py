@@ -108,7 +108,7 @@ def test_the_log_check_reads_the_installed_packages_observations(tmp_path, monke
     # Was: a table of the observations log could condition on (two_moons 7, 8, ...), which refused a run whose
     # installed sbibm_jax holds other observations: here two_moons' observation 1 is positive, slcp's 3 holds a 0.
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     for name, k, values in (("two_moons", 1, "0.5,0.25"), ("slcp", 3, "1.0,0.0")):
         folder = tmp_path / "sbibm_jax" / "tasks" / name / "files" / f"num_observation_{k}"
@@ -150,7 +150,7 @@ def test_log_of_a_non_positive_observation_is_refused_by_the_check_before_any_fo
     # had made (.hydra/, .run.lock, launch.log, error.txt, metrics.json); a sweep ran its earlier jobs first.
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.config_checks import scored_observations
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     cfg = compose_tiny(*overrides)
     problem = job_problem(cfg)
@@ -181,7 +181,7 @@ def test_the_runs_own_log_check_says_what_the_check_before_any_folder_says(overr
     # not read), offered only data.x_transform=none, not the observations a log can read.
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.config_checks import scored_observations
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
     from gensbi_sharding.harness.tasks import check_evaluation, get_task, usable_observation
 
     cfg = compose_tiny("data.x_transform=log", *overrides)

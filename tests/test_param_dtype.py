@@ -232,7 +232,7 @@ def test_flux1_axes_dim_under_concat_is_named_with_the_setting_that_applies_it()
 def test_flux1_float16_compute_on_cpu_is_refused_by_the_check_before_any_folder_where_cpu_is_known():
     # Was: job_problem (the check of a run's or each sweep job's config before Hydra makes a folder) left it to the
     # run, which refused it once JAX had started, inside the job's folder; a sweep ran every earlier job first.
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     message = platform_problem(compose_tiny("model=flux1", "model.dtype=float16").model, "cpu")
     assert job_problem(compose_tiny("model=flux1", "model.dtype=float16")) == f"ConfigError: {message}"

@@ -105,7 +105,7 @@ def _checks(args):
     from omegaconf import open_dict
 
     from gensbi_sharding.harness.config import register_configs
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     if problem := command_problem(args):
         return problem
@@ -190,7 +190,7 @@ def test_a_refusals_fix_is_data_beside_its_words(args, fix):
 def test_the_run_checks_refusals_carry_their_fix():
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.hints import model_axis_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     assert fix_of(job_problem(compose_tiny("eval.num_samples=3"))) == "eval.num_samples=4"
     assert fix_of(job_problem(compose_tiny("train.val_every=0", "train.patience=5"))) == "train.val_every=2"
@@ -269,7 +269,7 @@ def test_every_check_that_offers_one_override_carries_it_as_its_fix(overrides, f
     # Was: these offered their fix in words only (fix_of: None), so command_checks could not put it through the
     # run's checks; the words stay as they were
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny(*overrides))
     assert problem is not None and fix_of(problem) == fix, problem
@@ -300,7 +300,7 @@ def test_a_refusal_that_says_drop_a_key_and_set_another_carries_both_and_the_com
     # Was: "drop +model.dpeth=0 and set model.depth=0" carried only model.depth=0 as its fix, so the check of the fix
     # set it beside model.dpeth, was refused the same, and offered model.depth=0 unchecked: refused the next run.
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny(*overrides))
     assert problem.endswith(words) and fixes_of(fix_of(problem))[0] == "~" + overrides[-1][1:], problem
@@ -317,7 +317,7 @@ def test_the_refusals_made_outside_validate_carry_their_fix_too():
     from gensbi_sharding.harness.model_checks import platform_problem
     from gensbi_sharding.harness.name_hints import registered_name_problem, unknown_name_problem
     from gensbi_sharding.harness.rule_config import activation_axes_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     assert fix_of(no_mesh_problem(2)) == "mesh=auto" and "; set mesh=auto (or mesh=dict) to train" in no_mesh_problem(2)
     scored = scored_observations(compose_tiny("eval.observations=[2]"))[1]
@@ -403,7 +403,7 @@ def test_every_refusal_of_two_overrides_carries_both():
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.hints import batch_size_problem
     from gensbi_sharding.harness.local_children import model_group_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     concat = job_problem(compose_tiny(*CONCAT, "model.val_emb_dim=0", "model.id_emb_dim=0"))
     assert fix_of(concat) == ("model.val_emb_dim=4", "model.id_emb_dim=4"), concat
@@ -438,7 +438,7 @@ def test_a_config_refusals_fix_passes_every_check_of_the_run(devices, overrides,
     from omegaconf import OmegaConf
 
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     cfg = compose_tiny(*overrides)
     problem = job_problem(cfg)
@@ -462,7 +462,7 @@ def test_a_fix_is_not_called_refused_for_a_value_it_left_as_it_was(devices):
     first, then = parts_of(problem := command_problem(["experiment=quick", "data.batch_size=2.5", "mesh.model_axis=3"]))
     assert first.endswith("; e.g. data.batch_size=2"), problem  # 2 runs on the mesh's fix (model_axis=4)
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny("data.batch_size=-8", "mesh.model_axis=3"))
     first, mesh = parts_of(problem)  # each on a line of its own (was: the batch alone, the mesh said the next run)
@@ -542,7 +542,7 @@ def test_a_top_level_value_refused_first_does_not_hide_the_values_refused_after_
     # Was: seed=-1 model.depth=0 named seed=-1 alone: its fix, seed=0, a key without a dot, was taken for a group
     # (mesh=auto) that only composing sets, so the list ended there and model.depth=0 was refused the next run
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny("model.depth=0", "seed=-1"))
     assert problem.splitlines() == ["ConfigError: 2 settings are refused, each with its fix:",
@@ -612,7 +612,7 @@ def test_a_fix_of_a_group_and_a_value_is_checked_against_the_devices_and_the_com
     # Was: launch.py mesh.spec=auto mesh.model_axis=3 on 8 devices -> "use mesh=dict mesh.model_axis=3 instead of
     # mesh=auto", which the next run refused ("8 devices are not divisible by model_axis=3; set mesh.model_axis=2").
     from faults_helpers import compose_tiny
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny("mesh=auto", "mesh.model_axis=3"))
     assert fix_of(problem) == ("mesh.spec=dict", "mesh.model_axis=2"), problem

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from faults_helpers import compose_tiny
 from gensbi_sharding.harness import memory_check
-from gensbi_sharding.harness.sweep_check import job_problem
+from gensbi_sharding.harness.job_check import job_problem
 from gensbi_sharding.harness.tasks import TASK_DIMS, TASKS, task_dims
 
 

@@ -40,7 +40,7 @@ def _strict_in_run(cfg, mesh, rule):
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", [(), ("dry_run=true",)])  # a dry run plans as strict=true does: refused too
 def test_strict_fallbacks_are_refused_before_any_folder_as_the_run_refuses_them(devices, extra):
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny(*STRICT, *extra))
     assert problem == _run_refusal(compose_tiny(*STRICT), _strict_in_run)
@@ -53,7 +53,7 @@ def test_strict_fallbacks_are_refused_before_any_folder_as_the_run_refuses_them(
 @pytest.mark.slow  # ~1 s on 2 cores
 def test_a_state_too_big_is_refused_before_any_folder_as_the_run_refuses_it(devices, monkeypatch):
     from gensbi_sharding.harness import memory_check
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 16 * GB)  # as the run reads it
     cfg = compose_tiny("model.width=100000")
@@ -124,7 +124,7 @@ _CHECK_THEN_START = """
 import math, sys
 sys.path.insert(0, sys.argv[1])
 from faults_helpers import compose_tiny
-from gensbi_sharding.harness.sweep_check import job_problem
+from gensbi_sharding.harness.job_check import job_problem
 def check(models):  # strict=true (the plan), and a model above its preset's sizes (the state's memory)
     for model in models:
         for extra in (["strict=true"], ["model.depth=3"]):
@@ -167,7 +167,7 @@ def test_flux1_is_checked_before_any_folder_as_the_run_checks_it(devices, monkey
     # Was: flux1 was left out of the check (GenSBI's Flux1Params evaluates jnp at once, which started JAX's backend),
     # so `launch.py model=flux1 model.axes_dim=[800000,0]` was refused only by its run, inside its new folder.
     from gensbi_sharding.harness import memory_check
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     monkeypatch.setattr(memory_check, "host_available_bytes", lambda: 16 * GB)  # as the run reads it
     cfg = compose_tiny(*FLUX1_BIG)

@@ -297,7 +297,7 @@ def cyclic_parts(graph: dict[str, set[str]]) -> list[set[str]]:
 #: harness.models inside a function), one of 7 (config, groups, override_grammar, override_keys, paste_command,
 #: refusal, search_path); three pairs, cut then (hydra_nulls <-> yaml_words, hydra_entries <-> override_hydra_text,
 #: log_observations <-> tasks). Issue 11 asked for none; this stops the count growing while the rest are cut.
-CYCLIC_MODULES_AT_MOST = 84
+CYCLIC_MODULES_AT_MOST = 49
 
 
 @pytest.mark.slow  # walks every module's tree: ~5-15 s on 2 cores (its detector: test_cyclic_parts_finds_them)

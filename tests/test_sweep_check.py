@@ -323,7 +323,7 @@ def test_several_bad_values_of_a_run_are_one_list_each_with_its_fix_whose_fixes_
     # mesh.model_axis=3 were said one run later each, once the value before them was fixed.
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.refusal import fix_of, fixes_of
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     problem = job_problem(compose_tiny(*BAD))
     assert problem.splitlines() == [

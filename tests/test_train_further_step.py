@@ -71,7 +71,7 @@ def test_training_an_early_stopped_runs_weights_further_prints_every_override_it
     from faults_helpers import under_command
     from gensbi_sharding.harness.command_checks import command_problem
     from gensbi_sharding.harness.stop_record import failure_error
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     out, outside, error = _early_stopped_failure(tmp_path)
     printed = re.search(r"further in this folder with: (python launch\.py .*?) \(twice", error)[1]
@@ -141,7 +141,7 @@ def test_train_further_carries_the_saved_runs_settings_not_the_refused_commands(
 
     from faults_helpers import under_command
     from gensbi_sharding.harness.command_checks import command_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     run = tmp_path / "sw" / "0"
     (run / "checkpoints" / "20").mkdir(parents=True)
@@ -168,7 +168,7 @@ def test_continuing_a_stopped_run_carries_its_settings_not_the_refused_commands(
 
     from faults_helpers import under_command
     from gensbi_sharding.harness.command_checks import command_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     run = tmp_path / "run"
     (run / "checkpoints" / "10").mkdir(parents=True)

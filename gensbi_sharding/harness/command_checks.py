@@ -235,7 +235,7 @@ def config_problem(args: Sequence[str], every: bool = False) -> str | None:
 
     from gensbi_sharding.harness.command_defaults import MAX_JOBS, command_jobs, composed
     from gensbi_sharding.harness.python_words import as_overrides
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
     from gensbi_sharding.harness.sweep_plan import sweep_jobs
 
     command = parse(args)

@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import require
 from gensbi_sharding.harness.hints import override_literal
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["check_distributed", "no_mesh_problem", "processes_config_problem", "partial_cluster",
@@ -46,8 +47,6 @@ def check_distributed(cfg: DictConfig) -> None:
                     "distributed.local_processes=2", after=" (or more), or distributed=none for one process "
                     "(distributed.mode=explicit: give distributed.coordinator_address, num_processes and process_id)"))
     # distributed=local numbers and connects its processes (local_cluster drops these); its children hold the env
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV  # (it imports config_checks: not at the top)
-
     typed = [k for k in ("process_id", "coordinator_address", "num_processes") if cfg.distributed[k] is not None]
     if typed and cfg.distributed.local_processes > 1 and not os.environ.get(LOCAL_CHILD_ENV):
         require(False, Refusal(f"distributed.{typed[0]}={override_literal(cfg.distributed[typed[0]])}: distributed="

@@ -22,8 +22,9 @@ from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
-from gensbi_sharding.harness.folder_verdict import (check_crashed_together, folder_owner, hear_verdict,
-                                                     hears_process_0, record_nothing, tell_accepted, tell_refused)
+from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, record_nothing,
+                                                     tell_accepted, tell_refused)
+from gensbi_sharding.harness.processes import folder_owner, hears_process_0
 from gensbi_sharding.harness.launch_record import keep_record
 from gensbi_sharding.harness.outputs import read_record
 from gensbi_sharding.harness.resume_command import auto_problem

@@ -14,89 +14,23 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from gensbi_sharding.harness.check_crash import folder_check_crashed
 from gensbi_sharding.harness.console import tagged
+from gensbi_sharding.harness.processes import process_rank, several_processes
 
-__all__ = ["process_rank", "several_processes", "hears_process_0", "hear_verdict", "tell_accepted", "tell_refused",
-           "check_crashed_together", "quiet_join", "record_nothing", "told_by_process_0", "LOCAL_CHILD_ENV",
-           "SAID_BYTES", "folder_owner"]
+__all__ = ["hear_verdict", "tell_accepted", "tell_refused", "check_crashed_together", "quiet_join", "record_nothing"]
 
 #: Where the join's native lines go (nowhere): Gloo's "Rank 1 is connected to 1 peer ranks", one per collective.
 DROPPED = "gensbi_sharding.native.callback"
 #: How ``console.tagged`` starts an error's line.
 ERROR_TAG = "[ERROR] "
-#: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open. Such a child's
-#: folder is its parent's (``run_folder`` names it from here: it imports this module).
-LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
-#: The bytes of the words process 0 tells the other processes (``told_by_process_0``; a longer text is cut there).
-SAID_BYTES = 4096
-
-
-def process_rank(config: DictConfig) -> tuple[int | None, int]:
-    """This process's (rank, process count) before JAX joins the processes: explicit mode's settings, or under
-    ``distributed=auto`` the cluster's variables (``devices.environment_rank``); (None, 1) for one process, or where
-    the rank is not known before JAX joins (then every process checks the folder itself).
-
-    Parameters
-    ----------
-    config : DictConfig
-        The composed config; one without a ``distributed`` section is one process.
-    """
-    mode = OmegaConf.select(config, "distributed.mode", default=None)
-    if os.environ.get(LOCAL_CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
-        return None, 1
-    if mode == "auto":  # the cluster's rank: else unknown before JAX joins, so each process would lock the folder
-        from gensbi_sharding.harness.devices import environment_rank
-
-        return environment_rank() or (None, 1)
-    return (OmegaConf.select(config, "distributed.process_id", default=None),
-            OmegaConf.select(config, "distributed.num_processes", default=None) or 1)
-
-
-def folder_owner(cfg: DictConfig) -> bool | None:
-    """Whether this process owns the job's folder (locks it, records its outcome).
-
-    False for a ``distributed=local`` child (its parent owns the folder) and for a process other than 0 (explicit
-    mode's, or ``distributed=auto``'s where SLURM's or Open MPI's variables give the rank: ``process_rank``); None
-    where only JAX knows the rank (``distributed=auto`` elsewhere: process 0 owns it).
-    """
-    if os.environ.get(LOCAL_CHILD_ENV):
-        return False
-    if cfg.distributed.mode == "auto":
-        rank, count = process_rank(cfg)
-        return None if count < 2 else rank == 0
-    return cfg.distributed.process_id in (None, 0)
-
-
-def several_processes(config: DictConfig) -> bool:
-    """Whether ``config`` is one of several processes whose ranks are known before JAX joins them (explicit mode's
-    processes started by hand, or ``distributed=auto``'s under SLURM or Open MPI), not ``distributed=local``'s.
-
-    Parameters
-    ----------
-    config : DictConfig
-        The composed config; one without a ``distributed`` section is one process.
-    """
-    return process_rank(config)[1] > 1
-
-
-def hears_process_0(config: DictConfig) -> bool:
-    """Whether this process waits for process 0's verdict on the folder, its own claim left to process 0.
-
-    Parameters
-    ----------
-    config : DictConfig
-        The composed config.
-    """
-    rank, count = process_rank(config)
-    return count > 1 and rank not in (None, 0)
 
 
 @contextlib.contextmanager
@@ -118,34 +52,6 @@ def quiet_join() -> Iterator[None]:
     finally:
         for logger, level in zip(noisy, levels):
             logger.setLevel(level)
-
-
-def told_by_process_0(counts: Sequence[int], text: str) -> tuple[list[int], str]:
-    """Process 0's ``counts`` and ``text`` (cut to ``SAID_BYTES`` bytes), as every process JAX joins hears them. A
-    collective: every process calls it at the same point, its own arguments read on process 0 alone.
-
-    Parameters
-    ----------
-    counts : sequence of int
-        Numbers to tell (the same count of them on every process).
-    text : str
-        Words to tell; "" for none.
-
-    Returns
-    -------
-    tuple of (list of int, str)
-        Process 0's numbers and words.
-    """
-    import numpy as np
-    from jax.experimental import multihost_utils
-
-    said, size = text.encode()[:SAID_BYTES], len(counts)
-    words = np.zeros(size + 1 + SAID_BYTES, np.int32)  # the numbers, the length of the words, their bytes
-    words[:size], words[size] = counts, len(said)
-    words[size + 1:size + 1 + len(said)] = np.frombuffer(said, np.uint8)
-    got = np.asarray(multihost_utils.broadcast_one_to_all(words))
-    heard = bytes(got[size + 1:size + 1 + got[size]].astype(np.uint8)).decode("utf-8", "replace")
-    return [int(count) for count in got[:size]], heard
 
 
 def _join_and_hear(config: DictConfig, refused: Exception | None = None) -> None:
@@ -268,7 +174,7 @@ def tell_refused(config: DictConfig, refused: Exception) -> None:
 
 
 def check_crashed_together(folder: Path, err: BaseException, config: DictConfig, release: Callable[[], None]) -> None:
-    """Process 0's check of ``folder`` crashed (``preflight.folder_check_crashed``): where that stops it, the other
+    """Process 0's check of ``folder`` crashed (``check_crash.folder_check_crashed``): where that stops it, the other
     processes hear its words and end with them, as with a refusal (not left waiting for its verdict until
     ``distributed.timeout_s``); where the run goes on (a new folder), they hear the folder accepted.
 
@@ -283,8 +189,6 @@ def check_crashed_together(folder: Path, err: BaseException, config: DictConfig,
     release : callable
         Releases the folder's lock (a failed join: ``tell_accepted``).
     """
-    from gensbi_sharding.harness.preflight import folder_check_crashed
-
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):  # its line, to tell the others word for word

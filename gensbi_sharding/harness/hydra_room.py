@@ -134,7 +134,7 @@ def next_job_room_lines(job_dir: Any, ended: int, argv: list[str]) -> list[str] 
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_continue import stopped_between_jobs
+    from gensbi_sharding.harness.sweep_stop import stopped_between_jobs
     from gensbi_sharding.harness.sweep_plan import every_job, folder_of, job_folders
 
     job_dir = Path(job_dir).absolute()

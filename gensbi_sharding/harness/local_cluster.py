@@ -75,7 +75,7 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
     from hydra.types import RunMode
 
     from gensbi_sharding.harness.devices import resolve_cpu_count
-    from gensbi_sharding.harness.sweep_check import local_processes_problem
+    from gensbi_sharding.harness.job_check import local_processes_problem
 
     n, cpu = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)[0]
     if problem := local_processes_problem(cfg) or model_group_problem(cfg, n, cpu // n):  # 1st: a sweep's preflight too

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "metrics_problem", "write_record", "read_record",
-           "MAKE_ROOM", "room_fix"]
+__all__ = ["write_atomic", "write_json", "write_npz", "read_metrics", "metrics_problem", "read_record", "MAKE_ROOM",
+           "room_fix"]
 
 
 #: The fix every message about a refused write (a full disk, a read-only folder) names.
@@ -166,31 +166,6 @@ def read_record(path: Path) -> Any:
         return OmegaConf.load(path)
     except Exception:  # noqa: BLE001 (yaml's errors, OSError, a record that is no YAML mapping or list)
         return None
-
-
-def write_record(folder: Path, metrics: dict, traceback_text: str | None = None) -> str | None:
-    """A run's record, ``error.txt`` (with ``traceback_text``) and ``metrics.json``, written in ``folder``; where the
-    disk refuses (full, read-only), one line naming what was not written, why, and the fix; else None (not Hydra's
-    traceback of the OSError, the run's error unnamed and its folder without a record)."""
-    # The files not written, named: a disk that filled up between them kept error.txt, which the run's final line
-    # points at, so it must not be called unwritten.
-    unwritten = [*(["error.txt"] if traceback_text else []), "metrics.json"]
-    try:
-        if traceback_text:
-            write_atomic(Path(folder) / "error.txt", traceback_text)
-            unwritten.remove("error.txt")
-        write_json(Path(folder) / "metrics.json", metrics)
-    except OSError as err:
-        from gensbi_sharding.harness.sweep_hints import continue_command
-        # Its checkpoints kept: continued in this folder, named ("the same command plus train.resume=auto" would, in
-        # the default outputs/<date>/<time>, run in a new folder, where train.resume=auto starts from step 0).
-        then = (f", then continue it with {continue_command(folder)} (its checkpoints are kept)"
-                if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
-        said = ("on this console only" if unwritten[0] == "error.txt" or not traceback_text
-                else "on this console, its traceback in error.txt")
-        return (f"this run's record ({', '.join(unwritten)}) could not be written in {folder} ({err.strerror or err})"
-                f": its outcome is {said}; {room_fix(err)}{then}")
-    return None
 
 
 def _jsonable(value: Any) -> Any:

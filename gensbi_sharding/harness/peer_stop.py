@@ -31,7 +31,7 @@ def stopped_by_peer(watch: Any) -> bool:
     """
     import jax
 
-    from gensbi_sharding.harness.folder_verdict import LOCAL_CHILD_ENV
+    from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 
     if not (jax.distributed.is_initialized() and jax.process_count() > 1 and jax.process_index() != 0):
         return False

@@ -12,7 +12,6 @@ import copy
 import os
 import shutil
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,12 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.check_crash import check_crashed
 from gensbi_sharding.harness.console import tagged
-from gensbi_sharding.harness.outputs import room_fix
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight", "check_crashed", "folder_check_crashed"]
+__all__ = ["launcher_problem", "run_config_problem", "LauncherPreflight"]
 
 #: Launchers that hand jobs to a scheduler, and the commands the scheduler must provide on this host
 #: (submitit looks for ``srun`` and submits with ``sbatch``).
@@ -78,69 +78,6 @@ def _local_problem(launcher: Any) -> str | None:
     return None
 
 
-def check_crashed(check: str, err: BaseException, config: Any, *, then: str, stop: bool = False) -> None:
-    """Say in one line that a check of ours crashed (a fault of this package, not of the command) and what follows.
-
-    Hydra turns an exception raised by a callback into a UserWarning quoting its own source line, and goes on: the
-    check then passed unsaid. Here it is one ``[WARNING]`` line (the run goes on without the check), or with
-    ``stop`` one ``[ERROR]`` line and ``SystemExit(1)`` (going on could cost the user's files).
-
-    Parameters
-    ----------
-    check : str
-        The check, as the line names it ("the pre-sweep check of every job's config").
-    err : BaseException
-        What it raised: its type and the first line of its message are named.
-    config : DictConfig
-        The command's config: with ``debug=true`` the check's traceback is printed too.
-    then : str
-        What happens instead.
-    stop : bool
-        Whether the command stops here.
-    """
-    reason = next(iter(str(err).strip().splitlines()), "")
-    print(tagged("ERROR" if stop else "WARNING",
-                 f"{check} could not run ({type(err).__name__}{': ' + reason if reason else ''}; a fault of "
-                 f"gensbi_sharding's own, not of this command): {then} (debug=true prints the check's traceback)"),
-          file=sys.stderr, flush=True)
-    if OmegaConf.select(config, "debug", default=False):
-        traceback.print_exc()
-    if stop:
-        raise SystemExit(1)
-
-
-def folder_check_crashed(folder: Path, err: BaseException, config: Any) -> None:
-    """The check of an output folder before Hydra writes into it crashed: stop if the folder holds files.
-
-    Hydra writes ``.hydra/`` and the job's log into it next: a completed run's record of its command would be
-    replaced by this one's (the check is what refuses such a folder). A folder that is new or empty has nothing to
-    lose: the run goes on, and ``run`` checks the folder again before it writes anything of its own.
-
-    Parameters
-    ----------
-    folder : pathlib.Path
-        ``hydra.run.dir``, or a sweep's ``hydra.sweep.dir``.
-    err : BaseException
-        What the check raised.
-    config : DictConfig
-        The command's config (``debug``).
-    """
-    from gensbi_sharding.harness.stop_record import DISK_REFUSALS
-
-    # A full or read-only disk is not a fault of ours, and "give a new hydra.run.dir" would be wrong for the resume of
-    # a run there whose disk is still full: its checkpoint, in that folder, is what the resume continues.
-    if isinstance(err, OSError) and err.errno in DISK_REFUSALS:
-        print(tagged("ERROR", f"{err.filename2 or err.filename or folder} could not be written ({err.strerror}) as "
-                     f"{folder} was checked before Hydra writes into it: its files are as they were; {room_fix(err)}, "
-                     "then run the same command again"), file=sys.stderr, flush=True)
-        raise SystemExit(1)
-    held = folder.is_dir() and any(folder.iterdir())
-    then = (f"stopped before Hydra writes into {folder}, which holds files (an earlier run's?) it would overwrite; "
-            "give a new hydra.run.dir (or hydra.sweep.dir)" if held else
-            f"{folder} is new, so nothing in it can be lost: the run goes on, and checks it again before writing")
-    check_crashed(f"the check of {folder} before Hydra writes into it", err, config, then=then, stop=held)
-
-
 def run_config_problem(config: Any) -> str | None:
     """A single run's refusal by the checks ``run`` makes before training (``job_problem``); None where it would train.
 
@@ -154,7 +91,7 @@ def run_config_problem(config: Any) -> str | None:
     from omegaconf import open_dict
 
     from gensbi_sharding.harness.resume_source import resume_source_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     cfg, before = copy.deepcopy(config), HydraConfig.instance().cfg  # as run_job hands the task its own copy
     try:  # as Hydra's run_job: HydraConfig holds the run's section (validate reads its group choices), the task not
@@ -196,7 +133,6 @@ class LauncherPreflight(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from gensbi_sharding.harness.config_checks import dry_run_resume_problem
         from gensbi_sharding.harness.config_values import folder_interpolation_problem, interpolation_problem
-        from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
 
         if problem := folder_interpolation_problem(config):  # the folder callback next would end in its traceback
             print(tagged("ERROR", problem), file=sys.stderr, flush=True)

@@ -20,9 +20,9 @@ from gensbi_sharding.harness.earlier_attempts import set_aside
 from gensbi_sharding.harness.folder_claim import RefuseCompletedRun  # noqa: F401 (Hydra's callback, named here too)
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh  # noqa: F401 (RESUMABLE: its name here too)
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
-from gensbi_sharding.harness.folder_verdict import LOCAL_CHILD_ENV, folder_owner, told_by_process_0
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV, folder_owner, told_by_process_0
 from gensbi_sharding.harness.launch_record import record_python_run, record_x64, settle_record
-from gensbi_sharding.harness.outputs import write_record
+from gensbi_sharding.harness.run_record import write_record
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
 from gensbi_sharding.harness.sweep_hints import hydra_job_overrides

@@ -29,9 +29,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
-from gensbi_sharding.harness.folder_verdict import hears_process_0, several_processes
 from gensbi_sharding.harness.outputs import read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
+from gensbi_sharding.harness.processes import hears_process_0, several_processes
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, key_cell,
                                                       provenance_columns, ranked_heading)
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, job_folders, job_order,

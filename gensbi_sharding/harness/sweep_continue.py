@@ -17,8 +17,8 @@ from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
-__all__ = ["whole_sweep_hint", "dry_run_sweep", "dry_run_sweep_again", "sweep_again", "stopped_between_jobs",
-           "mark_not_started", "current_job_dir"]
+__all__ = ["whole_sweep_hint", "dry_run_sweep", "dry_run_sweep_again", "sweep_again", "mark_not_started",
+           "current_job_dir"]
 
 
 def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True) -> str:
@@ -42,7 +42,7 @@ def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True)
         ``sys.argv`` of the command that started the sweep; only ``launch.py``'s is rebuilt.
     started : bool, optional
         False: ``run_dir`` is the folder Hydra made for a job that never started (a preemption between jobs,
-        ``stopped_between_jobs``): it is one of the jobs never started, not a stopped one.
+        ``sweep_stop.stopped_between_jobs``): it is one of the jobs never started, not a stopped one.
 
     Returns
     -------
@@ -171,56 +171,6 @@ def _rest_of_sweep(run_dir: Path, started: bool, reason: str | None = None) -> s
                                              *search_path_of(OmegaConf.select(saved, "hydra.overrides.hydra"))],
                                 stopped_told=started, folders=job_folders(saved, all_jobs), reason=reason or "")
     return f"to continue the rest of the sweep, {hint[2:]}" if hint else ""
-
-
-def stopped_between_jobs(next_dir: Any, signum: int | None, ended: int, argv: Sequence[str], *,
-                         made: bool = True) -> list[str]:
-    """The console lines of a sweep a preemption signal or Ctrl-C stopped between two of its jobs, the next not started.
-
-    A signal after a job ended (held by ``signal_hold`` until then) is the sweep's preemption: the next job is not
-    started (it would only record ``status: preempted`` for a stop it never saw). The sweep's summary is
-    written for the jobs so far, the next one and those after it ``not run``; so it is for a Ctrl-C there (Hydra's
-    end-of-sweep summary never comes, and the sweep's files would still hold the jobs of an earlier run of it).
-
-    Parameters
-    ----------
-    next_dir : path-like
-        The folder Hydra made for the job that does not start, ``<sweep>/<job>``; or, ``made`` False (a Ctrl-C
-        before Hydra made that folder), the folder of the job that ended last.
-    signum : int or None
-        The signal received; None for Ctrl-C.
-    ended : int
-        How many of the sweep's jobs this process ran, each recorded in its folder's ``metrics.json``.
-    argv : sequence of str
-        ``sys.argv`` of the command that started the sweep.
-    made : bool, optional
-        Whether ``next_dir`` is the next job's folder.
-
-    Returns
-    -------
-    list of str
-        What happened, how to continue (``whole_sweep_hint``) and the sweep's outcome line, in that order.
-    """
-    import signal
-
-    from gensbi_sharding.harness.console_lines import sweep_end_line
-    from gensbi_sharding.harness.summary import refresh_sweep_summary
-
-    next_dir = Path(next_dir).absolute()
-    stop = "interrupted by Ctrl-C" if signum is None else f"preempted by {signal.Signals(signum).name}"
-    lines = [f"{stop} between the sweep's jobs: {ended} job(s) ended, each recorded in its folder's metrics.json; "
-             + (f"job {next_dir.name} and those after it did not start" if made else "no later job started")]
-    if hint := whole_sweep_hint(next_dir, argv, started=False):
-        lines.append(hint)
-    try:
-        written = refresh_sweep_summary(next_dir)
-    except Exception as err:  # the jobs' own records are written; an index must never cost the stop its exit code
-        written = None
-        lines.append(f"sweep summary of {next_dir.parent} not rebuilt: {type(err).__name__}: {err}")
-    if written is not None:
-        lines.append(sweep_end_line([row["metrics"].get("status") for row in written.rows], None, next_dir.parent,
-                                    written.png_path is not None))
-    return lines
 
 
 def current_job_dir() -> Path | None:

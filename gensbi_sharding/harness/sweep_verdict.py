@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.processes import told_by_process_0
+
 __all__ = ["next_job_verdict", "same_sweep"]
 
 
@@ -35,8 +37,6 @@ def next_job_verdict(check: Callable[[], list[str] | None]) -> list[str] | None:
     jax = sys.modules.get("jax")  # not imported: no job joined JAX (e.g. distributed=local's parent)
     if jax is None or not jax.distributed.is_initialized() or jax.process_count() < 2:
         return check()
-    from gensbi_sharding.harness.folder_verdict import told_by_process_0
-
     first = jax.process_index() == 0
     lines = check() if first else None
     _, heard = told_by_process_0([], lines[0] if lines else "")
