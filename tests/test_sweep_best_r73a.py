@@ -90,12 +90,12 @@ def test_jobs_of_different_tasks_are_not_ranked(tmp_path, one_run, score):
 
 
 def test_best_line_names_the_best_job_and_the_fastest_of_those_tied():
-    # for summary.write_summary (CYCLE73's file): a training sweep's table said no job was best, nor why
+    # summary.write_summary ends a training sweep's table with it: the table said no job was best, nor by what
     from gensbi_sharding.harness.best_job import best_line
 
     rows = [{"job": str(k), "metrics": _ok(c2st=c2st, samples_per_s=speed)}
             for k, (c2st, speed) in enumerate([(0.952, 3058.4), (0.9521, 4565.8), (0.98, 9000.0)])]
-    assert best_line(rows) == ("best: job 0, C2ST 0.952 (job 1 reads the same: the same function trained, so choose "
-                               "among them by step time, fastest job 1 at 4,566 samples/s)")
+    assert best_line(rows) == ("best: job 0, C2ST 0.952 (job 1 reads the same to 3 decimals; the fastest of them: "
+                               "job 1 at 4,566 samples/s)")
     assert best_line(rows[:1] + rows[2:]) == "best: job 0, C2ST 0.952"
     assert best_line([{"job": "0", "metrics": {"status": "error", "data": "two_moons", "c2st": 0.5}}]) == ""

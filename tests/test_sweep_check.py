@@ -103,7 +103,23 @@ AXIS_3 = ("ConfigError: mesh.model_axis=3: 8 devices are not divisible by model_
 ])
 @pytest.mark.fast_cases(2)
 def test_a_sweep_with_a_refused_job_is_refused_whole_naming_each(command, count, lines):
-    assert sweep_refusal(*command) == HEAD.format(count) + "".join(f"\n  {line}" for line in lines)
+    drop = DROPPED.get(command[-1])
+    assert sweep_refusal(*command) == (HEAD.format(count) + "".join(f"\n  {line}" for line in lines)
+                                       + (f"\nor drop the values refused from the sweep: {drop}" if drop else ""))
+
+
+# Session 73: each refused value of a sweep whose every job is refused, dropped (a job's own fix typed into the
+# sweep repeated a kept value: mesh.model_axis=2,3 told "set mesh.model_axis=2" ran 2,2, the same job twice).
+DROPPED = {"train.steps=100,-5": "train.steps=100 (was train.steps=100,-5)",
+           "data.num_simulations=1000": "data.batch_size=256 (was data.batch_size=256,7,2000)",
+           "mesh.model_axis=2,3": "mesh.model_axis=2 (was mesh.model_axis=2,3)",
+           "rule=tensor,fsdp": "mesh.model_axis=1 (was mesh.model_axis=3,1)",
+           "train.steps=2,${nope}": "train.steps=2 (was train.steps=2,${nope})",
+           "distributed.local_processes=2,3": "distributed.local_processes=2 (was distributed.local_processes=2,3)",
+           "train.steps=2": "experiment=quick (was experiment=quick,sbibm)",
+           "devices.cpu_count=8,4": "devices.cpu_count=8 (was devices.cpu_count=8,4)",
+           "model.depth=1,x": "model.depth=1 (was model.depth=1,x)",
+           "model.width=3": "experiment=quick (was experiment=quick,slcp_transformer)"}
 
 
 @pytest.mark.parametrize("command", [
@@ -311,7 +327,8 @@ def test_a_refusal_every_job_of_a_sweep_shares_is_said_once():
                          f"  job 2 (seed=1 train.steps=-5): {steps}"]
     # one job of two refused: its line names it, as before
     assert refused_jobs_message(refused[:1], jobs[:2]).splitlines()[1:] == [
-        f"  job 0 (train.steps=-5): {env}", f"  job 0 (train.steps=-5): {steps}"]
+        f"  job 0 (train.steps=-5): {env}", f"  job 0 (train.steps=-5): {steps}",
+        "or drop the values refused from the sweep: train.steps=4 (was train.steps=-5,4)"]
 
 
 BAD = ("train.steps=-1", "data.batch_size=0", "mesh=dict", "mesh.model_axis=3")

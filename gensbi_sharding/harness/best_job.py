@@ -89,7 +89,7 @@ def best_note(jobs: list[Path], named=str) -> str:
 
 
 def best_line(rows: list[dict]) -> str:
-    """The line a training sweep's summary could end with (``summary.write_summary``'s rows): which job is best, why.
+    """The line a training sweep's summary ends with (``summary.write_summary``'s rows): which job is best, by what.
 
     Parameters
     ----------
@@ -99,8 +99,8 @@ def best_line(rows: list[dict]) -> str:
     Returns
     -------
     str
-        E.g. ``"best: job 0, C2ST 0.952 (jobs 1, 2, 3 read the same: the same function trained, so choose among them
-        by step time, fastest job 2 at 4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``).
+        E.g. ``"best: job 0, C2ST 0.952 (jobs 1, 2, 3 read the same to 3 decimals; the fastest of them: job 2 at
+        4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``).
     """
     from gensbi_sharding.harness.units import format_count
 
@@ -113,6 +113,7 @@ def best_line(rows: list[dict]) -> str:
         return text
     fastest = max(tied, key=lambda job: records[job].get("samples_per_s") or 0)
     others, one = ", ".join(map(str, tied[1:])), len(tied) == 2
-    return (f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same: the same function "
-            f"trained, so choose among them by step time, fastest job {fastest} at "
+    # a tie is not always one function (two models can score alike): say the tie and the speed, not why
+    return (f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same to "
+            f"{3 if name == 'C2ST' else 4} decimals; the fastest of them: job {fastest} at "
             f"{format_count(records[fastest].get('samples_per_s'))} samples/s)")

@@ -28,6 +28,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from gensbi_sharding.harness.best_job import best_line
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
 from gensbi_sharding.harness.outputs import read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
@@ -191,9 +192,15 @@ class SweepSummary(Callback):
         statuses = [row["metrics"].get("status") for row in summary.rows]
         started = getattr(self, "_started", None)
         jobs = f"{len(summary.rows)} job{'s' * (len(summary.rows) != 1)}{status_counts(statuses)}"
-        print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n"
-              f"{summary.text}\n" + sweep_end_line(statuses, None if started is None else time.monotonic() - started,
-                                                   sweep_dir, summary.png_path is not None), flush=True)
+        wall_s = None if started is None else time.monotonic() - started
+        print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n{summary.text}\n" + best_said(summary.rows)
+              + sweep_end_line(statuses, wall_s, sweep_dir, summary.png_path is not None), flush=True)
+
+
+def best_said(rows: list[dict]) -> str:
+    """Which job scored best, under the table a training sweep prints (``best_job.best_line``), else ``""``: the
+    table said no job was best, nor by what."""
+    return f"{line}\n" if (line := best_line(rows)) else ""
 
 
 def sweep_end_written() -> list:

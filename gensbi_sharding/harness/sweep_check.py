@@ -19,6 +19,7 @@ from typing import Any
 from gensbi_sharding.harness.cpu_count import cpu_devices_known
 from gensbi_sharding.harness.job_check import job_problem
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.sweep_drop import dropped_sweep
 
 __all__ = ["refused_jobs", "refused_jobs_message", "sweep_config_problem"]
 
@@ -95,7 +96,7 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
     """
     import re
 
-    from gensbi_sharding.harness.refusal import listed, sweep_parts
+    from gensbi_sharding.harness.refusal import Refusal, listed, sweep_parts
     from gensbi_sharding.harness.sweep_plan import job_configuration
     from gensbi_sharding.harness.units import compact_value
 
@@ -111,8 +112,15 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
         problems += (parts := [p for p in parts if p not in alike])
         labels += [f"job {number} ({' '.join(named)}): "] * len(parts)
     count = f"{len(refused)} of the {len(jobs)} jobs" if len(jobs) > 1 else "its job"
-    return listed(f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "
+    said = listed(f"this sweep's config is refused for {count}, before any job ran (nothing was written); fix or drop "
                   "the values named, then run the sweep again:", problems, labels, together=False)
+    # a job's own fix typed into the sweep can repeat a kept value (model_axis=2,3 -> 2,2): name the sweep left
+    drop = dropped_sweep(refused, jobs)
+    if not drop:
+        return said
+    with_drop = Refusal(f"{said}\n{drop}")  # dropping values is no override a check could try: no fix
+    with_drop.parts = said.parts
+    return with_drop
 
 
 def sweep_config_problem(config: Any) -> str | None:

@@ -2,8 +2,7 @@
 
 ``-m mesh.model_axis=2,3`` on 8 devices is refused for job 1 with "set mesh.model_axis=2", the fix a lone run
 needs: typed into the sweep it gives ``mesh.model_axis=2,2``, the same job twice. A value every one of whose jobs is
-refused is better dropped; ``dropped_sweep`` gives the line ``sweep_check.refused_jobs_message`` can end with (not
-wired yet: that message's exact text is pinned by tests/test_sweep_check.py, whose assertions only the lead changes).
+refused is better dropped; ``dropped_sweep`` gives the line ``sweep_check.refused_jobs_message`` ends with.
 """
 
 from __future__ import annotations
