@@ -90,3 +90,19 @@ def test_library_md_activations_example_runs_as_printed(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == printed
     assert "ShardingFallbackWarning" not in proc.stderr
+
+
+@pytest.mark.slow  # ~1.3 s: Orbax's first save
+def test_a_writer_built_without_every_saves_nothing_in_maybe_save_as_the_page_says(tmp_path):
+    # Typed: `with CheckpointWriter(dir) as writer:` and `writer.maybe_save(step, ...)` each step: 50 steps, no
+    # checkpoint, no word (every defaults to 0). The page showed every=N only; it now says what 0 does.
+    from gensbi_sharding.checkpoint import CheckpointWriter
+
+    cell = _cell("The checkpoint module: CheckpointWriter, maybe_save, save, restore")
+    assert "`every` defaults to 0, and `maybe_save` of a writer built without it saves nothing" in cell
+    state = nnx.state(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+    with CheckpointWriter(tmp_path / "ckpt", async_save=False) as writer:
+        assert [writer.maybe_save(step, state, jax.random.key(step)) for step in (1, 10, 20)] == [False] * 3
+        assert writer.steps() == []
+        with pytest.raises(TypeError, match=r"jax.random.wrap_key_data\(key\)"):
+            writer.save(1, state, jax.random.PRNGKey(0))
