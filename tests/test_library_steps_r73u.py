@@ -106,3 +106,16 @@ def test_a_writer_built_without_every_saves_nothing_in_maybe_save_as_the_page_sa
         assert writer.steps() == []
         with pytest.raises(TypeError, match=r"jax.random.wrap_key_data\(key\)"):
             writer.save(1, state, jax.random.PRNGKey(0))
+
+
+def test_the_page_says_which_functions_default_rule_to_replicated():
+    # Typed `abstract_state_for(factory, mesh2)` for a restore target, the rule forgotten: every array came back
+    # whole on every device, no warning (the default). The page showed `rule` as if required.
+    from gensbi_sharding.checkpoint import abstract_state_for
+
+    cell = _cell("init_sharded, abstract_sharded, init_optimizer_sharded")
+    for f in (gs.init_sharded, gs.abstract_sharded, gs.init_optimizer_sharded, gs.shard_model, gs.plan_shardings,
+              abstract_state_for):
+        assert inspect.signature(f).parameters["rule"].default == "replicated", f.__name__
+        assert f"`{f.__name__}" in cell, f.__name__
+    assert '`rule` defaults to `"replicated"`' in cell
