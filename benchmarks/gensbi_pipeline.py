@@ -100,7 +100,7 @@ def harness_config(args, out_dir: str):
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
 
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

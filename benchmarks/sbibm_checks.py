@@ -127,7 +127,7 @@ def extra_problem(extra: list[str], tasks: list[str], budgets: list[int], flags:
 def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budget_flag: str,
                     per_task: bool = False) -> str | None:
     """What composing and checking each pair's config refuses, as ``launch.py``'s check of its one-job sweep would
-    (``sweep_check.job_problem``: the config's values, the mesh, the batch size and the host's memory)."""
+    (``job_check.job_problem``: the config's values, the mesh, the batch size and the host's memory)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
     from hydra.errors import HydraException
@@ -136,7 +136,7 @@ def _config_problem(extra: list[str], tasks: list[str], budgets: list[int], budg
 
     from gensbi_sharding.harness.config import ConfigError, register_configs
     from gensbi_sharding.harness.cpu_count import jit_disabled_problem, platform_start_problem
-    from gensbi_sharding.harness.sweep_check import job_problem
+    from gensbi_sharding.harness.job_check import job_problem
     from sbibm_method import task_settings
 
     register_configs()

@@ -98,7 +98,7 @@ def test_a_multiruns_fix_is_checked_against_every_job_before_the_sweep_starts():
 
 def _checks(args):
     """The refusal of ``launch.py <args>`` before training: its command-line checks, then the checks of the config it
-    composes that need no started backend (``sweep_check.job_problem``: ranges, the mesh against 8 CPU devices (or
+    composes that need no started backend (``job_check.job_problem``: ranges, the mesh against 8 CPU devices (or
     ``devices.cpu_count``), the batch); None where it would train."""
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig

@@ -3,7 +3,7 @@
 A check names one value that fixes what it refused, chosen by its own rule only: ``model=simformer
 model.num_heads=0 model.qkv_features=10`` was told "e.g. model.num_heads=4 (GenSBI's default)", which the next
 model check refuses (4 does not divide the attention size 10). ``command_checks`` checked the fix of a command-line
-refusal; here ``sweep_check.job_problem`` checks the fix of every config refusal (the range checks', GenSBI's model
+refusal; here ``job_check.job_problem`` checks the fix of every config refusal (the range checks', GenSBI's model
 checks', the batch and mesh checks') on the config with it applied. Pure Python: no JAX.
 """
 
@@ -114,7 +114,7 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     problem : str or None
         ``check(cfg)``'s refusal.
     check : callable
-        The run's checks of a config (``sweep_check.job_problem`` without this step).
+        The run's checks of a config (``job_check.job_problem`` without this step).
 
     Returns
     -------

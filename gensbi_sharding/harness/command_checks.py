@@ -171,7 +171,7 @@ def _with_rewrite_problem(command: CommandLine, problem: str) -> str:
 
 def _with_checked_fix(command: CommandLine, problem: str) -> str:
     """``problem``, where the config the command composes with its fix (``Refusal.fix``, in place of the override
-    refused) would be refused by the run's own checks (``sweep_check.job_problem``: the range checks and GenSBI's model
+    refused) would be refused by the run's own checks (``job_check.job_problem``: the range checks and GenSBI's model
     checks alike): that refusal's own fix in its place where it sets the same key and passes, the overrides it names
     together (a tuple) checked together, else that refusal appended (so no fix offered is refused next:
     ``eval.num_samples=2.5`` -> "e.g. eval.num_samples=2", at least 4; ``mesh={model:3}`` -> ``mesh.model_axis=3``,
@@ -213,7 +213,7 @@ def _retyped(args: Sequence[str], fixes: Sequence[str]) -> list[str]:
 
 
 def config_problem(args: Sequence[str], every: bool = False) -> str | None:
-    """The run's refusal of the config the command ``args`` composes (``sweep_check.job_problem``); None where it
+    """The run's refusal of the config the command ``args`` composes (``job_check.job_problem``); None where it
     runs, or where the command checks refuse it or it does not compose (those name their own fix). The first of
     several (a fix is checked against one refusal at a time), or, with ``every``, all of them as one list. A multirun's
     jobs are each checked, and only refusals of values every job shares are said: a swept value's are the sweep

@@ -1,6 +1,6 @@
 """The simulated CPU device count a job asks JAX for, and where it comes from; before JAX is imported.
 
-A job's device count is checked before it starts (``sweep_check.job_problem``, launch.py's refusal of a single run
+A job's device count is checked before it starts (``job_check.job_problem``, launch.py's refusal of a single run
 before Hydra makes its folder): importing ``devices`` for it imported JAX (~1 s of a refusal that needs none).
 ``devices`` starts JAX with the count (``configure_devices``) and re-exports this. Pure Python: no JAX.
 """

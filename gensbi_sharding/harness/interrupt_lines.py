@@ -156,7 +156,7 @@ def interrupted_line(run_dir: Any, *, owner: bool | None, stamp: int | None, dry
     run_dir : path-like
         The job's folder.
     owner : bool or None
-        ``folder_verdict.folder_owner``: False for a process other than 0 of several, which writes no record.
+        ``processes.folder_owner``: False for a process other than 0 of several, which writes no record.
     stamp : int or None
         ``record_stamp`` of the folder as the job started.
     dry_run : bool

@@ -1,5 +1,5 @@
 """Which of an sbibm task's observations ``data.x_transform=log`` can condition on, read from the installed
-package's files before any run folder is made (``log_observation_problem``, a check of ``sweep_check.job_problem``),
+package's files before any run folder is made (``log_observation_problem``, a check of ``job_check.job_problem``),
 as the run's data step (``tasks.usable_observation``) refuses one once the task is loaded: in the same words,
 ``tasks.log_refusal``'s (there, not here: this module reads tasks', which then imported it back inside a function)."""
 

@@ -200,7 +200,7 @@ def simulations_problem(cfg: DictConfig, processes: int = 1, sharing: int = 1, h
 
     ``processes``: the processes that share the budget; ``sharing``: how many of them live on this host;
     ``host``: the bytes available (default ``host_available_bytes``). Needs no JAX backend: a sweep's pre-check
-    (``sweep_check.job_problem``) refuses such a job before the first one trains, not after it.
+    (``job_check.job_problem``) refuses such a job before the first one trains, not after it.
     """
     from gensbi_sharding.harness.tasks import TASK_DIMS
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["process_rank", "several_processes", "hears_process_0", "folder_owner", "told_by_process_0", "LOCAL_CHILD_ENV",
-           "SAID_BYTES"]
+__all__ = ["process_rank", "several_processes", "hears_process_0", "folder_owner", "told_by_process_0",
+           "LOCAL_CHILD_ENV", "SAID_BYTES"]
 
 #: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open. Such a child's
 #: folder is its parent's (``run_folder`` names it from here).

@@ -5,7 +5,7 @@ comes before a run's watch is armed (importing JAX, Hydra composing) is kept, an
 (``take_held``), so the run stops at its first step with ``status: preempted`` in its ``metrics.json``, as one
 signalled a moment later, not Python's default action, the process killed (exit 143) with no record. One that
 comes after a sweep's job ended is the sweep's: ``launch.py`` takes it before the next job starts, which then never
-does (``sweep_continue.stopped_between_jobs``; started, it would only record a stop it never saw). Once a
+does (``sweep_stop.stopped_between_jobs``; started, it would only record a stop it never saw). Once a
 run has recorded its preemption the process only ends (``EXIT_PREEMPTED``): from then on
 these signals are ignored (``ignore_preemption_signals``; SLURM sends SIGTERM more than once), where a second
 one killed it while it exited, so the scheduler saw 143 (a failure) instead of 75 (requeue me).
