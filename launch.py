@@ -50,8 +50,8 @@ def device_environment_problem(environ) -> str | None:
     return None
 
 
-if __name__ == "__main__" and device_environment_problem(os.environ):
-    sys.exit(f"[ERROR] {device_environment_problem(os.environ)}")  # before JAX reads it
+if __name__ == "__main__" and (_DEVICE_PROBLEM := device_environment_problem(os.environ)):
+    sys.exit(f"[ERROR] {_DEVICE_PROBLEM}")  # before JAX reads it
 
 
 def interrupted_before_run() -> None:

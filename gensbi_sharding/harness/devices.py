@@ -80,8 +80,7 @@ def _note_xla_flags(flags: str) -> None:
         logging.getLogger(NATIVE).info(
             "XLA_FLAGS holds %s, which XLA reads as JAX's backend starts, next: a flag it does not know ends the "
             "process there (exit 1; XLA's \"Unknown flag in XLA_FLAGS\" line, if it reaches stderr) and nothing more "
-            "is "
-            "written here: if this is the attempt's last line, remove that flag from XLA_FLAGS and run the same "
+            "is written here: if this is the attempt's last line, remove that flag from XLA_FLAGS and run the same "
             "command again (this folder holds no outputs of it; the next run uses it)", " ".join(others))
 
 
