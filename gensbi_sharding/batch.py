@@ -226,7 +226,18 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
     # Outside jit one device_put; in jit reshard pins Explicit batch axes, a constraint Auto (each refuses the other's)
     explicit = set(mesh.explicit_axes)
     pin = jax.sharding.reshard if explicit and explicit >= set(batch_axes(mesh)) else jax.lax.with_sharding_constraint
-    traced, active = any(isinstance(leaf, jax.core.Tracer) for _, leaf in arrays), jax.sharding.get_abstract_mesh()
+    traced = any(isinstance(leaf, jax.core.Tracer) for _, leaf in arrays)
+    _refuse_placing(arrays, mesh, what, caller, split, traced, pin is jax.sharding.reshard)
+    placed = iter(_placed(arrays, [sharding(path, leaf) for path, leaf in arrays], pin, traced, caller))
+    # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
+    return jax.tree.unflatten(treedef, [
+        next(placed) if is_array(leaf) else leaf.update(sharding=sharding(path, leaf))
+        if isinstance(leaf, jax.ShapeDtypeStruct) else leaf for path, leaf in leaves])
+
+
+def _refuse_placing(arrays: list, mesh: Mesh, what: str, caller: str, split: bool, traced: bool, reshard: bool) -> None:
+    """``_put_leaves``'s refusals: in a shard_map, under another mesh, one process's arrays, Explicit axes unset."""
+    active = jax.sharding.get_abstract_mesh()
     if arrays and active.manual_axes:  # a NumPy leaf too: no array there spans the mesh
         raise ValueError(f"{what} inside jax.shard_map: each array there is one device's block, already split over "
                          f"its manual axes {tuple(active.manual_axes)}; place the batch before the shard_map (in the "
@@ -236,17 +247,19 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
     elif jax.process_count() > 1 and (local := [p for p, leaf in arrays if isinstance(leaf, jax.Array) and (
             leaf.committed and leaf.is_fully_addressable and not NamedSharding(mesh, P()).is_fully_addressable)]):
         # JAX's error named neither the leaf nor a fix: "... a Sharding which represents addressable devices"
-        raise ValueError(f"{caller}: leaf {leaf_name(local[0])} is a jax.Array on this "
-                         f"process's devices only, and mesh {dict(mesh.shape)} spans "
-                         f"{len({d.process_index for d in mesh.devices.flat})} processes; " + (
-                             "pass each process's own rows to host_to_global_array(rows, partition='data', mesh=mesh) "
-                             "on every process" if split else "pass the tree to host_to_global_array(tree, partition="
-                             "'replicated', mesh=mesh) on every process (each process's copy, compared across them)"))
-    if traced and active.empty and pin is jax.sharding.reshard:  # JAX's error, at compilation: "cannot reshape array"
+        raise ValueError(f"{caller}: leaf {leaf_name(local[0])} is a jax.Array on this process's devices only, and "
+                         f"mesh {dict(mesh.shape)} spans {len({d.process_index for d in mesh.devices.flat})} processes;"
+                         + (" pass each process's own rows to host_to_global_array(rows, partition='data', mesh=mesh)"
+                            " on every process" if split else " pass the tree to host_to_global_array(tree, partition="
+                            "'replicated', mesh=mesh) on every process (each process's copy, compared across them)"))
+    if traced and active.empty and reshard:  # JAX's error, at compilation: "cannot reshape array"
         raise ValueError(f"{what} {UNDER_TRANSFORM} on a mesh with AxisType.Explicit axes {mesh.explicit_axes} needs "
                          "it active while the step is traced: call the step inside `with mesh_context(mesh):`, "
                          "or build the mesh with make_mesh(...) (Auto axes)")
-    targets = [sharding(path, leaf) for path, leaf in arrays]
+
+
+def _placed(arrays: list, targets: list, pin: Any, traced: bool, caller: str) -> list:
+    """``arrays``' leaves placed on ``targets``: pinned by ``pin`` in a trace, else one ``device_put``."""
     try:
         placed = ([pin(leaf, target) for (_, leaf), target in zip(arrays, targets)] if traced else
                   jax.device_put([host_view(leaf, target) for (_, leaf), target in zip(arrays, targets)], targets))
@@ -255,17 +268,12 @@ def _put_leaves(tree: Any, mesh: Mesh | None, what: str, caller: str, split: boo
             try:
                 jax.device_put(host_view(leaf, target), target)
             except AssertionError:
-                raise ValueError(f"{caller}: leaf {leaf_name(path)} differs between the "
-                                 f"{jax.process_count()} processes (JAX takes a NumPy leaf to be alike on each); if "
-                                 "each process holds its own rows, pass the tree to host_to_global_array(tree, "
-                                 "partition='data', mesh=mesh) on every process, else the same value on every "
-                                 "process") from None
+                raise ValueError(f"{caller}: leaf {leaf_name(path)} differs between the {jax.process_count()} "
+                                 "processes (JAX takes a NumPy leaf to be alike on each); if each process holds its "
+                                 "own rows, pass the tree to host_to_global_array(tree, partition='data', mesh=mesh) "
+                                 "on every process, else the same value on every process") from None
         raise
     # A NumPy batch in jit comes back traced, and device_put there placed nothing on Auto axes: the batch stayed whole.
     if not traced and pin is not jax.sharding.reshard and any(isinstance(a, jax.core.Tracer) for a in placed):
         placed = [pin(a, target) for a, target in zip(placed, targets)]
-    placed = iter(placed)
-    # An abstract leaf (a dry run's batch, for jax.jit(step).lower) takes the sharding too, or it lowers replicated.
-    return jax.tree.unflatten(treedef, [
-        next(placed) if is_array(leaf) else leaf.update(sharding=sharding(path, leaf))
-        if isinstance(leaf, jax.ShapeDtypeStruct) else leaf for path, leaf in leaves])
+    return placed

@@ -15,6 +15,7 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.leaf_checks import check_placeable, host_view, in_memory_of
+from gensbi_sharding.mesh import mesh_label
 from gensbi_sharding.messages import shown
 from gensbi_sharding.factory import (PLACE_EAGERLY, UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
                                      refuse_in_factory, trace_factory, under_transform)
@@ -23,7 +24,6 @@ from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, check_flag, check_node,
                                    check_value_leaves, is_array_like, is_scalar, is_prng_key, keep_scalars,
                                    named_leaves, path_key, stored_bytes, value_of)
-from gensbi_sharding.report import mesh_label
 from gensbi_sharding.sharding import Plan, plan_shardings
 from gensbi_sharding.specs import check_mesh
 

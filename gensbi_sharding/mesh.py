@@ -6,7 +6,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import AxisType, Mesh, PartitionSpec as P
+from jax.sharding import AbstractMesh, AxisType, Mesh, PartitionSpec as P
 
 from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
 from gensbi_sharding.messages import shown
@@ -18,6 +18,12 @@ __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_loca
 
 _MESH_SPEC_KEYS = ("devices", "model_axis")
 _MAX_SIMULATED = 1024  # CPU devices make_mesh's advice offers to simulate: JAX starts that many in seconds
+
+
+def mesh_label(mesh: Any) -> str:
+    """A mesh as messages name it: its axis sizes and, but for an ``AbstractMesh``, its devices' ids in mesh order."""
+    ids = None if isinstance(mesh, AbstractMesh) else mesh.device_ids  # JAX raises for an AbstractMesh's device_ids
+    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:

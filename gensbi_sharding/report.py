@@ -13,6 +13,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.factory import UNDER_TRANSFORM
 from gensbi_sharding.leaf_checks import check_placeable
+from gensbi_sharding.mesh import mesh_label
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key,
                                    stored_bytes)
@@ -20,12 +21,6 @@ from gensbi_sharding.specs import check_mesh
 
 __all__ = ["bytes_per_device", "partition_specs", "MeshSummary", "VariablePlacement", "PlacementReport", "describe",
            "sharding_of"]
-
-
-def mesh_label(mesh: Any) -> str:
-    """A mesh as messages name it: its axis sizes and, but for an ``AbstractMesh``, its devices' ids in mesh order."""
-    ids = None if isinstance(mesh, AbstractMesh) else mesh.device_ids  # JAX raises for an AbstractMesh's device_ids
-    return f"mesh {dict(mesh.shape)}" + ("" if ids is None else f" (devices {np.asarray(ids).flatten().tolist()})")
 
 
 def bytes_per_device(tree: Any) -> dict[int, int]:

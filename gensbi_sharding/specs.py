@@ -3,6 +3,7 @@
 a spec splits a shape on a mesh or a plan fits a node, whether a value is a mesh. ``rules`` stays free of JAX."""
 
 import math
+from itertools import combinations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -72,6 +73,21 @@ def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) ->
             + f", or a rule table with {unsplit}" * (names[first] not in unsplit))  # two names: or the rule moves one
 
 
+def _divisible_fix(name: str, dim: int, mesh: Any) -> str:
+    """The fixes of a size ``dim`` that ``name``'s mesh axes do not divide: the sizes some of ``mesh``'s axes make that
+    divide it; else the axis sizes a mesh of as many devices could have that would (they divide both counts), beside
+    this mesh's, which none of its axes' products is."""
+    made = {math.prod(c) for k in range(1, len(mesh.shape) + 1) for c in combinations(mesh.shape.values(), k)}
+    fit = [str(k) for k in sorted(made) if k > 1 and not dim % k]
+    fix = f"; map {name!r} to None" + f" or to mesh axes of total size {' or '.join(fit)}" * bool(fit)
+    fix += ", or annotate this dimension None"
+    g = math.gcd(dim, mesh.size)  # a mesh axis's size divides the device count: 3 of 8 devices is no mesh's axis
+    other = [str(k) for k in range(2, g + 1) if not g % k]
+    here = ", ".join(f"{axis}={n}" for axis, n in mesh.shape.items())
+    return fix + (f", or use a mesh with an axis of size {' or '.join(other)} (here: {here})"
+                  if other and not fit else "")
+
+
 def forgotten_comma(names: Any, shape: Sequence[int]) -> bool:
     """An annotation that is one str on an array of rank > 1: ``("embed")``, a tuple's forgotten comma."""
     return isinstance(names, str) and len(shape) > 1
@@ -131,12 +147,9 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
             if (first := owner.setdefault(axis, at)) != at or mesh_axes.count(axis) > 1:  # split over it twice
                 return P(), split_twice(names, first, at, axis, table)  # with the fix that splits the rest
         size = math.prod(mesh.shape[axis] for axis in mesh_axes)
-        if dim % size:  # the fix: the splits both dim and the device count allow
-            g = math.gcd(dim, mesh.size)
-            fit = [str(k) for k in range(2, g + 1) if not g % k]
+        if dim % size:
             return P(), (f"size {dim} of logical axis {name!r} is not divisible by mesh axis {target!r} of size {size}"
-                         + (f"; map {name!r} to None" + f" or to mesh axes of total size {' or '.join(fit)}" * bool(fit)
-                            + ", or annotate this dimension None" if dim > 1 else "; annotate this dimension None: "
+                         + (_divisible_fix(name, dim, mesh) if dim > 1 else "; annotate this dimension None: "
                             f"size 1 splits over no mesh axis (mapping {name!r} to None would leave every {name!r} "
                             "dimension unsplit)"))
         entries.append(target if isinstance(target, str) else mesh_axes)

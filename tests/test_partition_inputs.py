@@ -121,7 +121,9 @@ def test_partition_spec_for_takes_the_sizes_of_an_integer_array(devices, shape):
 
 
 @pytest.mark.parametrize("size,fit", [
-    (12, "; map 'embed' to None or to mesh axes of total size 2 or 4, or annotate this dimension None"),  # ['data'] of 8 and ['model'] of 1 neither
+    # ['data'] of 8 and ['model'] of 1 make no size that divides 12: the sizes a mesh of 8 devices could give it
+    (12, "; map 'embed' to None, or annotate this dimension None, or use a mesh with an axis of size 2 or 4 (here: "
+         "data=8, model=1)"),
     (7, "; map 'embed' to None, or annotate this dimension None"),  # no split of 8 devices divides 7: None is the one fix
 ])
 def test_a_size_the_mesh_axes_do_not_divide_names_the_splits_that_do(devices, size, fit):
