@@ -229,8 +229,11 @@ def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:
 def _checked_rule(factory: Any, rule: Any, warn: Any) -> Rule:
     check_flag(warn, "warn")  # warn="no" would warn
     if not callable(factory) or isinstance(factory, (nnx.Pytree, nnx.Variable)):  # a Variable is callable
-        raise ValueError(f"factory must be a zero-argument callable building the module, got a {type(factory).__name__}"
-                         "; pass e.g. lambda: make_mlp(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0))")
+        name = type(factory).__name__  # the user's own class, not a harness model they may not have
+        fix = (f" built already: pass lambda: {name}(...) to build it sharded, or place this one with "
+               "shard_model(model, mesh, rule)" if isinstance(factory, nnx.Module) else
+               "; pass e.g. lambda: MyModel(rngs=nnx.Rngs(0))")
+        raise ValueError(f"factory must be a zero-argument callable building the module, got a {name}{fix}")
     check_no_arguments(factory)  # before the rule: its refusal named first, as before
     return resolve_rule(rule)
 
