@@ -14,7 +14,11 @@ from pathlib import Path
 
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["best_jobs", "best_line", "best_note", "lowest"]
+__all__ = ["best_jobs", "best_line", "best_note", "lowest", "LOSS_MEASURE"]
+
+# What a validation loss is in and over: jobs differing in one have losses that do not compare (``held_out``'s keys)
+LOSS_MEASURE = ("data.theta_transform", "seed", "data.num_simulations", "data.val_fraction", "data.shards",
+                "train.val_draws")
 
 
 def _record(job: Path) -> dict:
@@ -42,8 +46,8 @@ def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
         ``("C2ST", 0.912, [<sweep>/5])``: the lowest ``c2st`` of the completed jobs, and every job reading it to
         three decimals (the rules of one model train the same function, so they tie), the lowest unrounded first;
         else ``("best val loss", ...)`` by ``best_val_loss`` (four decimals). None where the completed jobs trained
-        on several tasks (``data``), none has either, or their val losses are not comparable (another
-        ``data.theta_transform``, ``data.num_simulations``, ``data.val_fraction`` or ``train.val_draws``).
+        on several tasks (``data``), none has either, or their val losses are not comparable (another setting of
+        ``LOSS_MEASURE``: ``data.theta_transform``, or the held-out pairs and draws, the seed's included).
     """
     return lowest({job: _record(job) for job in jobs})
 
@@ -68,11 +72,12 @@ def lowest(records: dict) -> tuple[str, float, list] | None:
 
 def _loss_measure(record: dict) -> tuple:
     """The settings that make two jobs' validation losses comparable: the space the loss is in
-    (``data.theta_transform``) and the held-out pairs and draws it is over; a job whose record has no config: None."""
+    (``data.theta_transform``) and the held-out pairs and draws it is over (those ``held_out_changes`` compares: the
+    seed draws the pairs); a job whose record has no config: all None."""
+    from gensbi_sharding.harness.held_out import config_value
+
     config = record.get("config") or {}
-    data, train = config.get("data") or {}, config.get("train") or {}
-    return (data.get("theta_transform"), data.get("num_simulations"), data.get("val_fraction"),
-            train.get("val_draws"))
+    return tuple(config_value(config, key) for key in LOSS_MEASURE)
 
 
 def best_note(jobs: list[Path], named=str) -> str:
