@@ -329,7 +329,8 @@ def test_a_sweep_folder_names_its_jobs(tmp_path):
 def test_a_sweep_folder_names_its_jobs_with_a_checkpoint(tmp_path, evaluated_run):
     (tmp_path / "multirun.yaml").write_text("")
     (tmp_path / "0").symlink_to(evaluated_run)
-    with pytest.raises(FileNotFoundError, match=r"sample one job's, e.g. .*/0 \(jobs with a checkpoint: 0\)"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"sample one job's, the lowest C2ST, \d\.\d{3}: .*/0 \(jobs with a checkpoint: 0\)"):
         sample_posterior(tmp_path, np.zeros(2))
 
 

@@ -65,7 +65,8 @@ def test_jobs_tied_at_the_lowest_c2st_are_all_named(tmp_path, one_run):
     # the rules of one model train the same function: a rules sweep's jobs read one C2ST
     sweep = _sweep(tmp_path, one_run, [_ok(c2st=0.96), _ok(c2st=0.9521), _ok(c2st=0.9519), _ok(c2st=0.952)])
     sampled, _ = _refusals(sweep)
-    assert sampled.endswith(f"the lowest C2ST, 0.952: {sweep / '1'} (2, 3 read the same; "
+    # the lowest unrounded named first (0.9519), the others by score (REVIEW73C's U4: was job 1, at 0.9521)
+    assert sampled.endswith(f"the lowest C2ST, 0.952: {sweep / '2'} (3, 1 read the same; "
                             "jobs with a checkpoint: 0, 1, 2, 3)")
 
 

@@ -14,7 +14,11 @@ from pathlib import Path
 
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["best_jobs", "best_line", "best_note", "lowest"]
+__all__ = ["best_jobs", "best_line", "best_note", "lowest", "LOSS_MEASURE"]
+
+# What a validation loss is in and over: jobs differing in one have losses that do not compare (``held_out``'s keys)
+LOSS_MEASURE = ("data.theta_transform", "seed", "data.num_simulations", "data.val_fraction", "data.shards",
+                "train.val_draws")
 
 
 def _record(job: Path) -> dict:
@@ -40,9 +44,10 @@ def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
     -------
     tuple of (str, float, list of Path) or None
         ``("C2ST", 0.912, [<sweep>/5])``: the lowest ``c2st`` of the completed jobs, and every job reading it to
-        three decimals (the rules of one model train the same function, so they tie); else ``("best val loss", ...)``
-        by ``best_val_loss`` (four decimals). None where the completed jobs trained on several tasks (``data``) or
-        none has either.
+        three decimals (the rules of one model train the same function, so they tie), the lowest unrounded first;
+        else ``("best val loss", ...)`` by ``best_val_loss`` (four decimals). None where the completed jobs trained
+        on several tasks (``data``), none has either, or their val losses are not comparable (another setting of
+        ``LOSS_MEASURE``: ``data.theta_transform``, or the held-out pairs and draws, the seed's included).
     """
     return lowest({job: _record(job) for job in jobs})
 
@@ -56,10 +61,23 @@ def lowest(records: dict) -> tuple[str, float, list] | None:
     if not scored:
         scored = {job: m["best_val_loss"] for job, m in records.items() if is_number(m.get("best_val_loss"))}
         name, digits = "best val loss", 4
+        if len({_loss_measure(records[job]) for job in scored}) > 1:  # losses of other spaces or held-out sets
+            return None
     if not scored:
         return None
     low = round(min(scored.values()), digits)
-    return name, low, [job for job, value in scored.items() if round(value, digits) == low]
+    # the lowest unrounded first (0.9516 before 0.9524, both 0.952); a stable sort: equal ones in job order
+    return name, low, sorted((job for job, value in scored.items() if round(value, digits) == low), key=scored.get)
+
+
+def _loss_measure(record: dict) -> tuple:
+    """The settings that make two jobs' validation losses comparable: the space the loss is in
+    (``data.theta_transform``) and the held-out pairs and draws it is over (those ``held_out_changes`` compares: the
+    seed draws the pairs); a job whose record has no config: all None."""
+    from gensbi_sharding.harness.held_out import config_value
+
+    config = record.get("config") or {}
+    return tuple(config_value(config, key) for key in LOSS_MEASURE)
 
 
 def best_note(jobs: list[Path], named=str) -> str:
@@ -111,9 +129,10 @@ def best_line(rows: list[dict]) -> str:
     text = f"best: job {tied[0]}, {name} {value:.{3 if name == 'C2ST' else 4}f}"
     if len(tied) == 1:
         return text
-    fastest = max(tied, key=lambda job: records[job].get("samples_per_s") or 0)
     others, one = ", ".join(map(str, tied[1:])), len(tied) == 2
     # a tie is not always one function (two models can score alike): say the tie and the speed, not why
-    return (f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same to "
-            f"{3 if name == 'C2ST' else 4} decimals; the fastest of them: job {fastest} at "
-            f"{format_count(records[fastest].get('samples_per_s'))} samples/s)")
+    text = f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same to {3 if name == 'C2ST' else 4} decimals"
+    if not all(is_number(records[job].get("samples_per_s")) for job in tied):  # a dry-run or 0-step job: no speed
+        return f"{text})"
+    fastest = max(tied, key=lambda job: records[job]["samples_per_s"])
+    return f"{text}; the fastest of them: job {fastest} at {format_count(records[fastest]['samples_per_s'])} samples/s)"

@@ -88,7 +88,7 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     statistics = info[NORMALIZATION]
     dim_theta, dim_x = len(statistics["theta_mean"]), len(statistics["x_mean"])
     far = far_from_training(x_o, statistics, cfg.data.x_transform, cfg.data.name)  # a warning, if it is
-    if (unfinished := unfinished_note(step_dir, cfg)) is not None:  # stopped or still training: not its result
+    if (unfinished := unfinished_note(step_dir, cfg, info)) is not None:  # stopped or still training: not its result
         log.warning("%s", unfinished)
     shards = effective_shards(saved, info)
     if shards is not None:  # its held-out pairs as saved: early stopping's best weights are kept, not started afresh

@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["unfinished_note"]
 
 
-def unfinished_note(step_dir: Path, cfg: Any) -> str | None:
+def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str | None:
     """The warning for sampling ``step_dir`` of a run that has not finished; None for a finished run.
 
     Parameters
@@ -22,15 +22,20 @@ def unfinished_note(step_dir: Path, cfg: Any) -> str | None:
     step_dir : Path
         The checkpoint step folder sampled, ``<run>/checkpoints/<step>``.
     cfg : DictConfig or Mapping
-        The run's saved config (its ``train.steps``).
+        The run's saved config (its ``train.steps``, ``train.patience``).
+    info : dict, optional
+        The checkpoint's saved info (its early-stopping state: a run whose training early stopping ended is finished,
+        whatever became of its evaluation).
 
     Returns
     -------
     str or None
         E.g. ``"<run> stopped (status interrupted) at step 1 of train.steps=2000: these samples are of a posterior
         trained 1 of its 2000 steps; to finish it: python launch.py ... train.resume=auto hydra.run.dir=<run>, then
-        sample again"``. None where the run ended (status ok: early stopping too), where the step is not
-        under ``train.steps`` (a run trained further in place), or where its folder is not a run's.
+        sample again"``; a run with no readable record of its end (killed: SIGKILL, out of memory) is said to have
+        left none. None where the run's training ended (status ok, or early stopping ended it, its evaluation cut
+        short or not), where the step is not under ``train.steps`` (a run trained further in place), or where its
+        folder is not a run's.
     """
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.sampled_checkpoint import training_run
@@ -39,23 +44,39 @@ def unfinished_note(step_dir: Path, cfg: Any) -> str | None:
     steps = (cfg.get("train") or {}).get("steps")  # a checkpoint CheckpointWriter saved with a config of its own
     if run is None or not isinstance(steps, int) or not step_dir.name.isdigit() or int(step_dir.name) >= steps:
         return None
+    if _stopped_early(cfg, info):  # training ended here: only an evaluation after it may have been cut short
+        return None
     step = int(step_dir.name)
     trained = f"at step {step} of train.steps={steps}: these samples are of a posterior trained {step} of its " \
               f"{steps} steps, not the run's result"
+    from gensbi_sharding.harness.override_grammar import hydra_override
+
+    own = f"to finish it, continue it with train.resume=auto {hydra_override('hydra.run.dir', run)} and the run's " \
+          "own overrides"
     try:
         record = read_metrics(run / "metrics.json")
     except (OSError, ValueError):  # no record (a run still training or killed) or a damaged one
         if (writer := training_run(run)) is not None:
             return f"{run}'s run is still training ({writer}); its newest checkpoint is {trained}: sample it again " \
                    "when it ends"
-        return None
+        # No one writes there: the run was killed where it could not record its end (SIGKILL, the OOM killer, a lost
+        # machine); its newest checkpoint under train.steps is all that says how far it got.
+        missing = "no metrics.json" if not (run / "metrics.json").exists() else "a damaged metrics.json"
+        return f"{run} left no record of its end ({missing}: killed by SIGKILL, out of memory, a lost machine?); " \
+               f"its newest checkpoint is {trained}; {own}"
     status = record.get("status")
-    if status == "ok":
+    if status == "ok" or record.get("stopped_early"):  # early stopping ended training: only the evaluation was cut
         return None
     resume = str(record.get("error") or "").partition("continue with: ")[2].strip()
-    from gensbi_sharding.harness.override_grammar import hydra_override
-
-    fix = f"to finish it: {resume}, then sample again" if resume else ("to finish it, continue it with train.resume="
-                                                                      f"auto {hydra_override('hydra.run.dir', run)} "
-                                                                      "and the run's own overrides")
+    fix = f"to finish it: {resume}, then sample again" if resume else own
     return f"{run} stopped (status {status}) {trained}; {fix}"
+
+
+def _stopped_early(cfg: Any, info: dict | None) -> bool:
+    """Whether the checkpoint's early-stopping state (``info``) has run out of ``train.patience``: the run's training
+    ended there (``validation.EarlyStopping.exhausted``), even where its end was never recorded."""
+    from gensbi_sharding.harness.state import EARLY_STOPPING
+
+    scalars = (info or {}).get(EARLY_STOPPING) or {}
+    patience, since_best = (cfg.get("train") or {}).get("patience"), scalars.get("since_best")
+    return isinstance(patience, int) and isinstance(since_best, int) and 0 < patience <= since_best
