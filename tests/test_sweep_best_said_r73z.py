@@ -11,8 +11,8 @@ def _row(job, **metrics):
 def test_the_best_job_is_said_under_the_table_with_the_fastest_of_those_tied():
     rows = [_row("0", c2st=0.9804, samples_per_s=900.0), _row("1", c2st=0.9521, samples_per_s=3058.4),
             _row("2", c2st=0.9518, samples_per_s=4565.8), _row("3", status="error", c2st=0.5)]
-    assert best_said(rows) == ("best: job 1, C2ST 0.952 (job 2 reads the same to 3 decimals; the fastest of them: "
-                               "job 2 at 4,566 samples/s)\n")
+    assert best_said(rows) == ("best: job 2, C2ST 0.952 (job 1 reads the same to 3 decimals; the fastest of them: "
+                               "job 2 at 4,566 samples/s)\n")  # the lowest unrounded first
     assert best_said(rows[:1]) == "best: job 0, C2ST 0.980\n"
 
 
