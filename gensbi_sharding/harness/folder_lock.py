@@ -102,7 +102,7 @@ def physical(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(path)) if ".." in path.parts else path
 
 
-def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> str | None:
+def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, saves: bool = True) -> str | None:
     """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
 
     A path that is (or lies under) a file cannot be made a folder; one whose nearest existing folder refuses
@@ -110,7 +110,8 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     its warning that a callback raised it); and a run and a sweep never share one, or a sweep's job folders,
     ``multirun.yaml`` and summary would mix with the run's own files. ``before_hydra``: the check of the Hydra
     callback, before Hydra writes: a run in a running sweep's job folder, or a sweep over one a run writes, too
-    (not a sweep's own jobs, whose sweep holds their folder's parent).
+    (not a sweep's own jobs, whose sweep holds their folder's parent). ``saves``: whether the run saves checkpoints
+    (not a dry run): only then is a folder TensorStore misreads (``[x]``, ``\\``) refused; a dry run writes none.
     """
     from gensbi_sharding.harness.override_grammar import hydra_override as typed  # as typed, a space or ( quoted
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
@@ -126,7 +127,8 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     if blocker is not None and not blocker.is_dir():
         return f"{named}: {blocker} is a file, not a folder; choose another {key}"
     try:  # its checkpoints/ (each job's, in a sweep's): the writer refused it only at [5/7], after the setup's minutes
-        check_array_path(folder / "checkpoints", "its checkpoint folder", saving=True)
+        if saves:  # a dry run saves none, so TensorStore never reads the path: it ran there on main, refused since
+            check_array_path(folder / "checkpoints", "its checkpoint folder", saving=True)
     except ValueError as err:  # the fault in the library's words; the fix is another folder, not a renamed one
         return (f"{named}: {str(err).split(';')[0]}; choose another {key}, e.g. "
                 f"{typed(key, re.sub(r'[][\\]', '_', str(folder)))}")
