@@ -19,15 +19,15 @@ SUBDIR = "${hydra.job.num}_${eval.observations}"
 
 def test_a_job_folder_holding_a_pattern_is_refused(tmp_path):
     said = misread_folder_problem(SUBDIR, JOBS, ["0_[1]", "1_[1]"], tmp_path)
-    assert said == (f"hydra.sweep.subdir={SUBDIR} gives job 0 (seed=0 eval.observations=[1]) the folder 0_[1]: job 0's "
-                    f"checkpoint folder {tmp_path / '0_[1]' / 'checkpoints'} holds '[1]', which TensorStore (Orbax's "
-                    "array storage) reads as a pattern: arrays saved there would never be read back; leave that value "
-                    "out of the jobs' folder names, e.g. hydra.sweep.subdir='${hydra.job.num}'")
+    assert said == (f"'hydra.sweep.subdir={SUBDIR}' gives job 0 (seed=0 eval.observations=[1]) the folder 0_[1]: "
+                    f"job 0's checkpoint folder {tmp_path / '0_[1]' / 'checkpoints'} holds '[1]', which TensorStore "
+                    "(Orbax's array storage) reads as a pattern: arrays saved there would never be read back; leave "
+                    "that value out of the jobs' folder names, e.g. hydra.sweep.subdir='${hydra.job.num}'")
 
 
 def test_a_later_job_and_a_backslash_are_named(tmp_path):
     said = misread_folder_problem("${x}", JOBS, ["0_a", "1_a\\b"], tmp_path)
-    assert said is not None and said.startswith("hydra.sweep.subdir=${x} gives job 1 (seed=1 eval.observations=[1]) "
+    assert said is not None and said.startswith("'hydra.sweep.subdir=${x}' gives job 1 (seed=1 eval.observations=[1]) "
                                                 "the folder 1_a\\b: job 1's checkpoint folder")
     assert "reads as a folder separator: arrays would be written outside it" in said
 

@@ -16,23 +16,21 @@ from gensbi_sharding.harness.cpu_count import resolve_cpu_count
 FLAG = "--xla_force_host_platform_device_count"
 
 
-@pytest.mark.parametrize("configured", [None, 8])
-def test_jax_num_cpu_devices_zero_is_refused(configured):
+def test_jax_num_cpu_devices_zero_is_refused():  # beside devices.cpu_count: test_device_count_zero_r73x
     with pytest.raises(ConfigError) as err:
-        resolve_cpu_count(configured, {"JAX_NUM_CPU_DEVICES": "0"})
+        resolve_cpu_count(None, {"JAX_NUM_CPU_DEVICES": "0"})
     assert str(err.value) == ("JAX_NUM_CPU_DEVICES=0 asks for no simulated CPU devices, on which JAX cannot start; "
-                              "unset JAX_NUM_CPU_DEVICES for devices.cpu_count's count (8 by default), or set "
+                              "unset JAX_NUM_CPU_DEVICES to use the default count (8), or set "
                               "JAX_NUM_CPU_DEVICES=8")
 
 
-@pytest.mark.parametrize("configured", [None, 4])
-def test_xla_flags_zero_is_refused_keeping_the_other_flags(configured):
+def test_xla_flags_zero_is_refused_keeping_the_other_flags():
     environ = {"XLA_FLAGS": f"--xla_dump_to=/tmp/d {FLAG}=0"}
     with pytest.raises(ConfigError) as err:
-        resolve_cpu_count(configured, environ)
+        resolve_cpu_count(None, environ)
     fix = f"XLA_FLAGS='--xla_dump_to=/tmp/d '{FLAG}=8"
     assert str(err.value) == (f"XLA_FLAGS's {FLAG}=0 asks for no simulated CPU devices, on which JAX cannot start; "
-                              f"remove the count from XLA_FLAGS for devices.cpu_count's count (8 by default), or set "
+                              f"remove the count from XLA_FLAGS to use the default count (8), or set "
                               f"{fix}")
     assert resolve_cpu_count(None, {"XLA_FLAGS": f"--xla_dump_to=/tmp/d {FLAG}=8"}) == (8, "XLA_FLAGS")  # it works
 

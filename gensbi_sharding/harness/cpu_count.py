@@ -43,7 +43,8 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     ConfigError
         If two of the sources that are set disagree; the message names both and a fix that is
         accepted (between the two environment variables: unset one; no ``devices.cpu_count`` settles it),
-        or if the count in force exceeds ``MAX_CPU_COUNT``.
+        or if the count in force exceeds ``MAX_CPU_COUNT``, or is an environment's 0 (JAX cannot start on none;
+        beside ``devices.cpu_count`` a 0 is overridden, as JAX takes the harness's count over the environment's).
     """
     environ = os.environ if environ is None else environ
     sources = []
@@ -54,12 +55,18 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     flag = _XLA_COUNT.findall(environ.get("XLA_FLAGS", ""))
     if flag:
         sources.append(("XLA_FLAGS", int(flag[-1])))
-    if zero := next((name for name, n in sources if n == 0 and name != "devices.cpu_count"), None):
-        # JAX cannot start on none ("Could not determine process_index"): was replaced by 8, said "(from default)"
+    used = next(((name, n) for name, n in sources if n >= 0 and name != "devices.cpu_count"), None)
+    if configured is None and used is not None and used[1] == 0:  # the count JAX would start with (-1: "not set")
+        # JAX cannot start on none ("Could not determine process_index"): was replaced by 8, said "(from default)".
+        # Beside devices.cpu_count it is not (the harness sets JAX's count itself, as on main).
+        zero, zeros = used[0], [name for name, n in sources if n == 0]
         said = "XLA_FLAGS's --xla_force_host_platform_device_count=0" if zero == "XLA_FLAGS" else f"{zero}=0"
-        raise ConfigError(f"{said} asks for no simulated CPU devices, on which JAX cannot start; {_UNSET[zero]} for "
-                          f"devices.cpu_count's count ({DEFAULT_CPU_COUNT} by default), or set "
-                          f"{count_setting(zero, environ)}{DEFAULT_CPU_COUNT}")
+        # what unsetting leaves: the other variable's count, else the default (not "8" beside XLA_FLAGS' 4)
+        left, count = next(((f"{name}'s count", n) for name, n in sources if name != zero and n > 0),
+                           ("the default count", DEFAULT_CPU_COUNT))
+        raise ConfigError(f"{said} asks for no simulated CPU devices, on which JAX cannot start; "
+                          f"{' and '.join(_UNSET[name] for name in zeros)} to use {left} ({count}), "
+                          f"or set {count_setting(zero, environ)}{count}")
     sources = [(name, n) for name, n in sources if n > 0]  # JAX reads -1 as "not set"
     environment = [(name, n) for name, n in sources if name != "devices.cpu_count"]
     if len({n for _, n in environment}) > 1:  # no devices.cpu_count settles it: JAX reads both variables

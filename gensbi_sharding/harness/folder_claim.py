@@ -68,10 +68,12 @@ class RefuseCompletedRun(Callback):
         self._claim(sweep, [m.parent for m in sorted(sweep.glob("*/metrics.json"))], config, sweep=True)
 
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
-        try:
+        try:  # a dry run saves no checkpoint, so TensorStore never reads its folder: [x] or \ in it is no fault
+            dry = bool(OmegaConf.select(config, "dry_run", default=False))
             problem = (interpolation_problem(config) or dry_run_resume_problem(config) or auto_problem(folder, config)
                        or unused_folder_problem(config, multirun=sweep)
-                       or folder_problem(folder, sweep=sweep, before_hydra=True))
+                       or folder_problem(folder, sweep=sweep, before_hydra=True, saves=not dry,
+                                         as_typed=_as_typed(config, sweep)))
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
                 raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 folders = job_folders(config, jobs := every_job(config))
@@ -79,7 +81,7 @@ class RefuseCompletedRun(Callback):
                 problem = (nested_sweep_problem(folder) or shared_folder_problem(raw.get("subdir"), len(jobs), folder)
                            or foreign_runs_problem(folder, folders)
                            or colliding_subdirs_problem(config, raw.get("subdir"), jobs, folder)
-                           or misread_folder_problem(raw.get("subdir"), jobs, folders, folder)
+                           or not dry and misread_folder_problem(raw.get("subdir"), jobs, folders, folder)
                            or resumed and moved_jobs_problem(folder, jobs, folders))
             if problem:
                 raise ConfigError(problem)
@@ -125,3 +127,10 @@ class RefuseCompletedRun(Callback):
             self._locks.pop().release()
 
     on_run_end = on_multirun_end = _release  # Hydra's end of the run or sweep (config=...): the lock goes
+
+
+def _as_typed(config: DictConfig, sweep: bool) -> str | None:
+    """``hydra.run.dir`` (``hydra.sweep.dir``) unresolved, as the config or the command gives it; None if not a str."""
+    node = OmegaConf.select(config, f"hydra.{'sweep' if sweep else 'run'}", default=None)
+    raw = OmegaConf.to_container(node, resolve=False).get("dir") if OmegaConf.is_dict(node) else None
+    return raw if isinstance(raw, str) else None

@@ -102,7 +102,8 @@ def physical(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(path)) if ".." in path.parts else path
 
 
-def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> str | None:
+def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, saves: bool = True,
+                   as_typed: str | None = None) -> str | None:
     """Why ``folder`` cannot be this job's output folder, naming the override to change; None if it can.
 
     A path that is (or lies under) a file cannot be made a folder; one whose nearest existing folder refuses
@@ -110,7 +111,10 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     its warning that a callback raised it); and a run and a sweep never share one, or a sweep's job folders,
     ``multirun.yaml`` and summary would mix with the run's own files. ``before_hydra``: the check of the Hydra
     callback, before Hydra writes: a run in a running sweep's job folder, or a sweep over one a run writes, too
-    (not a sweep's own jobs, whose sweep holds their folder's parent).
+    (not a sweep's own jobs, whose sweep holds their folder's parent). ``saves``: whether the run saves checkpoints
+    (not a dry run): only then is a folder TensorStore misreads (``[x]``, ``\\``) refused; a dry run writes none.
+    ``as_typed``: ``key`` unresolved (the config's ``outputs/${now:...}``), where a relative one under a working
+    directory TensorStore misreads is refused naming that directory, not a timestamped folder the user never typed.
     """
     from gensbi_sharding.harness.override_grammar import hydra_override as typed  # as typed, a space or ( quoted
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
@@ -126,8 +130,13 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
     if blocker is not None and not blocker.is_dir():
         return f"{named}: {blocker} is a file, not a folder; choose another {key}"
     try:  # its checkpoints/ (each job's, in a sweep's): the writer refused it only at [5/7], after the setup's minutes
-        check_array_path(folder / "checkpoints", "its checkpoint folder", saving=True)
+        if saves:  # a dry run saves none, so TensorStore never reads the path: it ran there on main, refused since
+            check_array_path(folder / "checkpoints", "its checkpoint folder", saving=True)
     except ValueError as err:  # the fault in the library's words; the fix is another folder, not a renamed one
+        if (cwd := _misread_working_directory(folder, as_typed)) is not None:
+            return (f"{cwd[0]}, and {key} ({as_typed}) puts the {'sweep' if sweep else 'run'}'s folder under it; run "
+                    f"from a folder without it, or set {key} to one outside it, e.g. "
+                    f"{shlex.quote(f'{key}={cwd[1] / as_typed}')}")  # quoted: ${now:...} pastes as Hydra's, not bash's
         return (f"{named}: {str(err).split(';')[0]}; choose another {key}, e.g. "
                 f"{typed(key, re.sub(r'[][\\]', '_', str(folder)))}")
     if (in_conf := config_folder_problem(folder, named, key)) is not None:  # hydra.run.dir=conf: never run there
@@ -165,6 +174,19 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False) -> 
             return (f"{named} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
                     f"overwrite; choose another {key} (a new or empty folder), or move them out")
     return _shared_with_running(folder, sweep, key) if before_hydra else None
+
+
+def _misread_working_directory(folder: Path, as_typed: str | None) -> tuple[str, Path] | None:
+    """``(the fault, the directory renamed)`` where ``folder`` is the relative ``as_typed`` under a working directory
+    that TensorStore misreads (``cwd[1]``); else None."""
+    cwd = Path.cwd()
+    if as_typed is None or Path(as_typed).is_absolute() or cwd not in folder.parents:
+        return None
+    try:
+        check_array_path(cwd, "the working directory", saving=True)
+    except ValueError as err:
+        return str(err).split(";")[0], Path(re.sub(r"[][\\]", "_", str(cwd)))
+    return None
 
 
 def run_folder_holding(path: Path) -> Path | None:

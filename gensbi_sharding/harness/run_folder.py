@@ -70,7 +70,7 @@ class RunFolder:
         with in_python_words():
             if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
                 raise ConfigError(self.dry_run_problem)
-            if problem := folder_problem(self.out, sweep=False):
+            if problem := folder_problem(self.out, sweep=False, saves=not self.dry_run):
                 raise ConfigError(problem)
             (lock := FolderLock(self.out)).acquire()
             try:

@@ -125,7 +125,8 @@ def misread_folder_problem(subdir: Any, jobs: Sequence[Sequence[str]], folders: 
         try:
             check_array_path(Path(sweep_dir) / name / "checkpoints", f"job {number}'s checkpoint folder", saving=True)
         except ValueError as err:  # the sweep's own folder is folder_problem's: here the subdir is at fault
-            return (f"hydra.sweep.subdir={subdir} gives job {number} ({_own(jobs, number, number)}) the folder "
+            said = shlex.quote(f"hydra.sweep.subdir={subdir}")  # as it pastes: bash reads an unquoted ${...}
+            return (f"{said} gives job {number} ({_own(jobs, number, number)}) the folder "
                     f"{name}: {str(err).split(';')[0]}; leave that value out of the jobs' folder names, e.g. "
                     "hydra.sweep.subdir='${hydra.job.num}'")
     return None
