@@ -71,7 +71,7 @@ def interrupted_before_run() -> None:
     sys.exit(130)  # EXIT_INTERRUPTED (preemption.py), as an interrupted run
 
 
-#: run_folder.LOCAL_CHILD_ENV (set in distributed=local's processes), which may not be imported when Ctrl-C lands.
+#: processes.LOCAL_CHILD_ENV (set in distributed=local's processes), which may not be imported when Ctrl-C lands.
 CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
 try:
     import hydra
@@ -88,7 +88,7 @@ try:
     from gensbi_sharding.harness import stop_watchdog
     from gensbi_sharding.harness.run import run
     from gensbi_sharding.harness.run_folder import output_dir
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+    from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
     from gensbi_sharding.harness.run_report import final_line
     from gensbi_sharding.harness.log_file import console_fits, drop_late_callbacks
     from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line

@@ -55,7 +55,7 @@ def launch(forks, patch: str, *args: str):
 
 def test_launch_and_run_folder_agree_on_the_child_environment_variable():
     import launch
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+    from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 
     assert launch.CHILD_ENV == LOCAL_CHILD_ENV
 

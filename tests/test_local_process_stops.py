@@ -25,7 +25,7 @@ from gensbi_sharding.harness import outputs
 
 PARENT = textwrap.dedent("""
     import os, subprocess, sys, time
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+    from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
     read_end, write_end = os.pipe()
     child = subprocess.Popen([sys.executable, "-c",
         "from gensbi_sharding.harness.local_cluster import watch_parent; import time; watch_parent(); "

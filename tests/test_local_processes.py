@@ -294,7 +294,7 @@ def test_a_local_child_ends_without_sweeping_the_objects_it_leaves():
     # forked from one process that imported the module once.
     script = ("import os, sys\n"
               "from gensbi_sharding.harness.local_children import watch_parent\n"
-              "from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV\n"
+              "from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV\n"
               "lifeline, keep_open = os.pipe()\n"
               "pids = [os.fork() for _ in range(1)]\n"
               "case = 'alone' if pids[0] else 'child'\n"

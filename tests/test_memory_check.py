@@ -93,7 +93,7 @@ def test_distributed_local_processes_share_the_host_for_their_simulations(device
     so together they met the kernel's OOM killer with no setting named."""
     import jax
 
-    from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+    from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 
     monkeypatch.setenv(LOCAL_CHILD_ENV, "3")  # a child of distributed=local, one of 2 processes
     monkeypatch.setattr(jax, "process_count", lambda: 2)

@@ -24,7 +24,7 @@ import pytest
 
 from faults_helpers import REPO, TINY, run_tiny
 from gensbi_sharding.checkpoint import committed_steps
-from gensbi_sharding.harness import folder_lock, outputs, run_folder
+from gensbi_sharding.harness import folder_lock, outputs, processes, run_folder
 from gensbi_sharding.harness import train as train_module
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, Preempted, PreemptionWatch
@@ -866,7 +866,7 @@ def test_a_process_that_failed_before_joining_records_nothing_in_a_folder_it_may
     # error; a folder it may not use (here a file) raised a ConfigError out of its error path.
     from omegaconf import OmegaConf
 
-    monkeypatch.delenv(run_folder.LOCAL_CHILD_ENV, raising=False)
+    monkeypatch.delenv(processes.LOCAL_CHILD_ENV, raising=False)
     (tmp_path / "afile").write_text("")
     cfg = OmegaConf.create({"train": {"resume": None, "steps": 8}, "dry_run": False,
                             "distributed": {"mode": "explicit", "process_id": 1}})

@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 
 __all__ = ["refusals", "common_refusal", "child_refusal", "stuck_errors"]
 

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from gensbi_sharding.harness.child_logging import keep_process_log
 from gensbi_sharding.harness.launch_record import step_folder_names
-from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.sweep_hints import continue_command
 
 __all__ = ["ChildOutput", "watch_parent", "model_group_problem", "file_stamp", "continue_hint", "without_device_count",

@@ -40,7 +40,7 @@ from gensbi_sharding.harness.local_children import (ChildOutput, continue_hint, 
 from gensbi_sharding.harness.override_grammar import hydra_value
 from gensbi_sharding.harness.parent_signal import PARENT_SIGNAL_ENV, record_parent_signal
 from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, PREEMPT_SIGNALS
-from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.sweep_continue import whole_sweep_hint
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, with_search_path
 

@@ -24,7 +24,7 @@ from gensbi_sharding.harness.fitting_values import largest_fitting
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.refusal import Refusal
-from gensbi_sharding.harness.run_folder import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
 from gensbi_sharding.harness.units import format_bytes, is_int, is_number
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)

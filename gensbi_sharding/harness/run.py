@@ -21,8 +21,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, interrupt_lines, outputs, run_folder,
-                                     launch_record, signal_hold, stop_record, summary, sweep_continue, sweep_hints)
+from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, interrupt_lines, outputs, processes,
+                                     run_folder, launch_record, signal_hold, stop_record, summary, sweep_continue,
+                                     sweep_hints)
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
@@ -86,7 +87,7 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
     folder, failure = run_folder.RunFolder(out, cfg), None
     interrupt_hold.reset()  # a Ctrl-C an earlier run in this process deferred is not this run's
-    with PreemptionWatch(ignore_after=bool(os.environ.get(run_folder.LOCAL_CHILD_ENV))) as watch:  # local_cluster
+    with PreemptionWatch(ignore_after=bool(os.environ.get(processes.LOCAL_CHILD_ENV))) as watch:  # local_cluster
         try:
             watch_parent()
             claim(folder, cfg, watch)
@@ -102,7 +103,7 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
         finish(metrics, failure, out, start, folder, watch)
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
         raise KeyboardInterrupt
-    if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(run_folder.LOCAL_CHILD_ENV):
+    if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(processes.LOCAL_CHILD_ENV):
         # Asked to stop as its last observation was scored: the run finished, every score written, so it is recorded
         # complete (not interrupted), and its sweep stops here
         signal_hold.stop_after_run(stop_signal(watch.signum))
@@ -117,7 +118,7 @@ def unreadable_config(cfg: DictConfig, out: Path) -> dict[str, Any] | None:
     metrics = {"status": "error", "error": f"ConfigError: {problem}", "wall_s": None,  # a single run's callback
                "config": OmegaConf.to_container(cfg, resolve=False)}  # refused it: a sweep's job, never started
     log.error("%s", metrics["error"])
-    if out.is_dir() and not (out / "metrics.json").exists() and run_folder.folder_owner(cfg):
+    if out.is_dir() and not (out / "metrics.json").exists() and processes.folder_owner(cfg):
         outputs.write_json(out / "metrics.json", metrics)
     return metrics
 

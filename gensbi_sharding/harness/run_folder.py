@@ -29,8 +29,7 @@ from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
 from gensbi_sharding.harness.told_refusal import told_refusal
 from gensbi_sharding.harness.x64_words import x64_on
 
-__all__ = ["output_dir", "RunFolder", "claim_together", "folder_owner", "RefuseCompletedRun", "LOCAL_CHILD_ENV",
-           "is_writer", "stopped_at_step"]
+__all__ = ["output_dir", "RunFolder", "claim_together", "RefuseCompletedRun", "is_writer", "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from gensbi_sharding.harness import console, loss_history, outputs, run_folder, run_report
+from gensbi_sharding.harness import console, loss_history, outputs, processes, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.console_lines import evaluation_header, step_header
@@ -72,7 +72,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     from gensbi_sharding.harness.state import build_state
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
-    if jax.process_count() > 1 and not folder.told and not os.environ.get(run_folder.LOCAL_CHILD_ENV):
+    if jax.process_count() > 1 and not folder.told and not os.environ.get(processes.LOCAL_CHILD_ENV):
         # distributed=auto: process 0 owns the folder, its refusal told to every process (else the others go on, to
         # collectives); explicit mode's first job: process 0 claimed before JAX joined them (claim_first), told here
         run_folder.claim_together(folder, watch)
@@ -276,7 +276,7 @@ def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch:
     dist = OmegaConf.select(cfg, "distributed", default=None)
     if dist is None or OmegaConf.select(dist, "mode", default=None) != "explicit" \
             or (OmegaConf.select(dist, "num_processes", default=None) or 0) < 2 \
-            or os.environ.get(run_folder.LOCAL_CHILD_ENV):
+            or os.environ.get(processes.LOCAL_CHILD_ENV):
         return
     from types import SimpleNamespace
 
