@@ -4,6 +4,7 @@ typed, the presets and overrides that give the saved model, and the steps a pres
 
 import logging
 import os
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -591,8 +592,10 @@ def test_resume_from_a_folder_that_saved_no_checkpoint_says_why_and_where_to_loo
     (sweep / "1" / ".hydra").mkdir(parents=True)
     outputs.write_json(sweep / "1" / "metrics.json", {"status": "error", "error": "ConfigError: ..."})
     outputs.write_json(tmp_path / "dry" / "metrics.json", {"status": "ok", "dry_run": {"memory": {}}})
-    assert refusal(sweep) == (f"train.resume={sweep} is a sweep's folder: resume one of its jobs, "
-                              f"e.g. train.resume={sweep / '0'} (jobs with a checkpoint: 0)")
+    # its best job named by its score (session 73: was "e.g." the first job, whatever the jobs scored)
+    assert re.fullmatch(re.escape(f"train.resume={sweep} is a sweep's folder: resume one of its jobs, the lowest best "
+                                  "val loss, ") + r"\d+\.\d{4}" + re.escape(f": train.resume={sweep / '0'} (jobs with a "
+                                                                          "checkpoint: 0)"), refusal(sweep))
     # Was, for any such run, "resume the run it failed to continue": a fresh run continued none.
     assert refusal(sweep / "1").endswith(f"; {sweep / '1'} holds a run that saved no complete checkpoint (status "
                                          "error): start a new run without train.resume")

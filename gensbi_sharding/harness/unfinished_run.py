@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.units import is_int
+
 __all__ = ["unfinished_note"]
 
 
@@ -42,7 +44,7 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
 
     run = step_dir.parent.parent if step_dir.parent.name == "checkpoints" else None
     steps = (cfg.get("train") or {}).get("steps")  # a checkpoint CheckpointWriter saved with a config of its own
-    if run is None or not isinstance(steps, int) or not step_dir.name.isdigit() or int(step_dir.name) >= steps:
+    if run is None or not is_int(steps) or not step_dir.name.isdigit() or int(step_dir.name) >= steps:
         return None
     if _stopped_early(cfg, info):  # training ended here: only an evaluation after it may have been cut short
         return None
@@ -79,4 +81,4 @@ def _stopped_early(cfg: Any, info: dict | None) -> bool:
 
     scalars = (info or {}).get(EARLY_STOPPING) or {}
     patience, since_best = (cfg.get("train") or {}).get("patience"), scalars.get("since_best")
-    return isinstance(patience, int) and isinstance(since_best, int) and 0 < patience <= since_best
+    return is_int(patience) and is_int(since_best) and 0 < patience <= since_best
