@@ -193,6 +193,17 @@ def saved_checkpoint(run_dir: Path, config: dict, info: dict, step: int = 8) -> 
     return Path(run_dir) / "checkpoints" / str(step)
 
 
+def saved_two_moons_run(run_dir: Path, **config) -> Path:
+    """``run_dir``, a two_moons MLP run's folder holding one checkpoint at step 8 (``saved_checkpoint``: no training,
+    no model) with identity normalisation; ``config`` adds or replaces top-level config entries (``train=...``)."""
+    from gensbi_sharding.harness.simulation_data import NORMALIZATION
+
+    saved = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "seed": 0,
+             "eval": {"num_samples": 16, "ode_steps": 4}, **config}
+    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
+    return saved_checkpoint(run_dir, saved, {NORMALIZATION: stats}).parents[1]
+
+
 def registered(request, kind: str, name: str, factory):
     """Register ``factory`` as ``name`` as a user does (``register_model`` or ``register_data``, by ``kind``); the
     registration is removed (``registry.unregister``) when the test ends, so no other test sees it."""

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from faults_helpers import saved_checkpoint
+from faults_helpers import saved_two_moons_run
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness import own_observation
 from gensbi_sharding.harness.own_observation import main, sample_posterior
@@ -21,12 +21,7 @@ from gensbi_sharding.harness.resume import resume_step_dir
 @pytest.fixture(scope="module")
 def one_run(tmp_path_factory):
     """A two_moons run's folder holding one checkpoint (written by the library; the arrays are no model's)."""
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-
-    config = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "seed": 0,
-              "eval": {"num_samples": 16, "ode_steps": 4}}
-    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
-    return saved_checkpoint(tmp_path_factory.mktemp("run"), config, {NORMALIZATION: stats}).parents[1]
+    return saved_two_moons_run(tmp_path_factory.mktemp("run"))
 
 
 def test_a_sweeps_jobs_are_named_by_number(tmp_path, one_run):

@@ -12,7 +12,7 @@ import logging
 import numpy as np
 import pytest
 
-from faults_helpers import saved_checkpoint
+from faults_helpers import saved_two_moons_run
 from gensbi_sharding.harness import own_observation
 from gensbi_sharding.harness.own_observation import sample_posterior
 from gensbi_sharding.harness.unfinished_run import unfinished_note
@@ -23,12 +23,7 @@ TRAIN = {"train": {"steps": 2000, "patience": 1}}
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
     """A two_moons run's folder with a checkpoint at step 8 of train.steps=2000, no metrics.json, no lock held."""
-    from gensbi_sharding.harness.simulation_data import NORMALIZATION
-
-    config = {"data": {"name": "two_moons", "x_transform": "none"}, "model": {"name": "mlp"}, "seed": 0,
-              "eval": {"num_samples": 16, "ode_steps": 4}, **TRAIN}
-    stats = {"theta_mean": [0.0, 0.0], "theta_std": [1.0, 1.0], "x_mean": [0.0, 0.0], "x_std": [1.0, 1.0]}
-    return saved_checkpoint(tmp_path_factory.mktemp("k") / "run", config, {NORMALIZATION: stats}).parents[1]
+    return saved_two_moons_run(tmp_path_factory.mktemp("k") / "run", **TRAIN)
 
 
 def test_sampling_a_killed_run_warns_that_it_left_no_record(killed_run, monkeypatch, caplog):
