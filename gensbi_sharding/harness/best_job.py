@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gensbi_sharding.harness.units import is_number
+from gensbi_sharding.harness.held_out import HELD_OUT_KEYS, config_value, effective_shards
+from gensbi_sharding.harness.units import format_count, is_number
 
-__all__ = ["best_jobs", "best_line", "best_note", "lowest", "LOSS_MEASURE"]
-
-# What a validation loss is in and over: jobs differing in one have losses that do not compare (``held_out``'s keys)
-LOSS_MEASURE = ("data.theta_transform", "seed", "data.num_simulations", "data.val_fraction", "data.shards",
-                "train.val_draws")
+__all__ = ["best_jobs", "best_line", "best_note", "lowest"]
 
 
 def _record(job: Path) -> dict:
@@ -47,7 +44,7 @@ def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
         three decimals (the rules of one model train the same function, so they tie), the lowest unrounded first;
         else ``("best val loss", ...)`` by ``best_val_loss`` (four decimals). None where the completed jobs trained
         on several tasks (``data``), none has either, or their val losses are not comparable (another setting of
-        ``LOSS_MEASURE``: ``data.theta_transform``, or the held-out pairs and draws, the seed's included).
+        ``data.theta_transform``, or the held-out pairs and draws, the seed's and effective data shards included).
     """
     return lowest({job: _record(job) for job in jobs})
 
@@ -74,10 +71,9 @@ def _loss_measure(record: dict) -> tuple:
     """The settings that make two jobs' validation losses comparable: the space the loss is in
     (``data.theta_transform``) and the held-out pairs and draws it is over (those ``held_out_changes`` compares: the
     seed draws the pairs); a job whose record has no config: all None."""
-    from gensbi_sharding.harness.held_out import config_value
-
     config = record.get("config") or {}
-    return tuple(config_value(config, key) for key in LOSS_MEASURE)
+    return (config_value(config, "data.theta_transform"), *(config_value(config, key) for key in HELD_OUT_KEYS),
+            effective_shards(config) if config else None)  # data.shards=1 in one process and null hold alike
 
 
 def best_note(jobs: list[Path], named=str) -> str:
@@ -120,8 +116,6 @@ def best_line(rows: list[dict]) -> str:
         E.g. ``"best: job 0, C2ST 0.952 (jobs 1, 2, 3 read the same to 3 decimals; the fastest of them: job 2 at
         4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``).
     """
-    from gensbi_sharding.harness.units import format_count
-
     records = {row["job"]: row["metrics"] if row["metrics"].get("status") == "ok" else {} for row in rows}
     if (best := lowest(records)) is None:
         return ""

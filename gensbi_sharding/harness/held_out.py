@@ -18,7 +18,7 @@ from typing import Any
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.split_rows import held_out_pairs
 
-__all__ = ["DATA_SHARDS", "MIN_VAL_PAIRS", "config_value", "effective_shards", "held_out_changes",
+__all__ = ["DATA_SHARDS", "HELD_OUT_KEYS", "MIN_VAL_PAIRS", "config_value", "effective_shards", "held_out_changes",
            "val_pairs_problem"]
 
 #: The fewest held-out pairs a run validates on. Every run validates (at its end at least) and keeps the best
@@ -32,7 +32,7 @@ DATA_SHARDS = "data_shards"
 
 # Settings compared as written (dotted keys of the config). data.batch_size is not one: each held-out pair's draws
 # are its own whichever batch holds it (validation.held_out_indexed), so its losses compare at any batch size.
-_AS_WRITTEN = ("seed", "data.num_simulations", "data.val_fraction", "train.val_draws")
+HELD_OUT_KEYS = ("seed", "data.num_simulations", "data.val_fraction", "train.val_draws")
 
 
 def config_value(tree: Any, dotted: str) -> Any:
@@ -89,7 +89,7 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
     list of str
         One entry a setting, e.g. ``"seed=0 -> 1"`` or ``"data shards 2 -> 1 (add data.shards=2 ...)"``.
     """
-    changed = [f"{key}={config_value(saved_config, key)} -> {config_value(now, key)}" for key in _AS_WRITTEN
+    changed = [f"{key}={config_value(saved_config, key)} -> {config_value(now, key)}" for key in HELD_OUT_KEYS
                if config_value(saved_config, key) != config_value(now, key)]
     before = effective_shards(saved_config, saved_info)
     after = config_value(now, "data.shards") or process_count

@@ -11,13 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.held_out import HELD_OUT_KEYS, config_value
 from gensbi_sharding.harness.override_grammar import hydra_override
 
-__all__ = ["KEPT_AS_WRITTEN", "keep_split_overrides", "held_out_warning"]
-
-#: The settings a command can give back their saved values (``held_out``'s, compared as written).
-KEPT_AS_WRITTEN = ("seed", "data.num_simulations", "data.val_fraction", "train.val_draws")
+__all__ = ["keep_split_overrides", "held_out_warning"]
 
 
 def keep_split_overrides(saved_config: dict, now: dict) -> list[str]:
@@ -34,10 +31,10 @@ def keep_split_overrides(saved_config: dict, now: dict) -> list[str]:
     -------
     list of str
         E.g. ``["data.val_fraction=0.1"]``, each one shell word Hydra reads back as the saved value; empty where
-        none of ``KEPT_AS_WRITTEN`` changed or the checkpoint recorded none (``held_out_changes`` then names the data
+        none of ``HELD_OUT_KEYS`` changed or the checkpoint recorded none (``held_out_changes`` then names the data
         shards alone, with their own fix).
     """
-    saved = {key: config_value(saved_config, key) for key in KEPT_AS_WRITTEN}
+    saved = {key: config_value(saved_config, key) for key in HELD_OUT_KEYS}
     # A number as Hydra reads it back (quoted, "0.1" would be a string); any other value quoted for Hydra and shell
     return [f"{key}={value}" if isinstance(value, (int, float)) else hydra_override(key, value)
             for key, value in saved.items() if value is not None and value != config_value(now, key)]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
-from gensbi_sharding.harness.cpu_count import count_setting  # noqa: F401 (re-exported: sweep_check's)
+from gensbi_sharding.harness.cpu_count import count_setting
 # closest_name, override_literal, overrides_named: re-exported (one matcher, override_words')
 from gensbi_sharding.harness.override_words import closest_name, override_literal, overrides_named  # noqa: F401
 from gensbi_sharding.harness.refusal import Refusal

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gensbi_sharding.harness.cpu_count import cpu_devices_known
-from gensbi_sharding.harness.refusal import Refusal
+from gensbi_sharding.harness.cpu_count import count_setting, cpu_devices_known, resolve_cpu_count, start_problem
+from gensbi_sharding.harness.refusal import Refusal, fix_of, rephrased
 
 __all__ = ["job_problem", "process_split_problem", "local_processes_problem"]
 
@@ -41,10 +41,8 @@ def job_problem(cfg: Any, *, in_process: bool = True) -> str | None:
 def _job_problem(cfg: Any, in_process: bool) -> str | None:
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
-    from gensbi_sharding.harness.cpu_count import resolve_cpu_count, start_problem
     from gensbi_sharding.harness.memory_check import simulations_problem
     from gensbi_sharding.harness.model_checks import platform_problem
-    from gensbi_sharding.harness.refusal import fix_of, rephrased
     from gensbi_sharding.harness.log_observations import log_observation_problem
     from gensbi_sharding.harness.state_check import TRACED_UNSTARTED, state_problem
 
@@ -78,7 +76,6 @@ def local_processes_problem(cfg: Any) -> str | None:
     """Why ``distributed=local``'s processes cannot start (their device split, a model group across them, the batch
     over their shards and mesh, their simulations' share of this host; a dry run simulates none); None if they can.
     Checked by their parent before any process starts (not by each process once started, in its folder)."""
-    from gensbi_sharding.harness.cpu_count import resolve_cpu_count
     from gensbi_sharding.harness.local_children import model_group_problem
     from gensbi_sharding.harness.memory_check import simulations_problem
 
@@ -96,9 +93,6 @@ def process_split_problem(cfg: Any) -> str | None:
     cfg : DictConfig
         The job's config: ``distributed.local_processes`` and ``devices.cpu_count`` (``resolve_cpu_count``).
     """
-    from gensbi_sharding.harness.cpu_count import resolve_cpu_count
-    from gensbi_sharding.harness.hints import count_setting
-
     n, (cpu, source) = cfg.distributed.local_processes, resolve_cpu_count(cfg.devices.cpu_count)
     if not cpu % n:
         return None

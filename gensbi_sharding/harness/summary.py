@@ -43,7 +43,7 @@ from gensbi_sharding.harness.units import is_number
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "key_cell", "markdown_table", "write_summary",
            "refresh_sweep_summary", "SweepSummary", "continued_sweep_job", "refresh_job_sweep_summary",
-           "sweep_end_written", "record_end", "clear_end"]
+           "sweep_end_written", "record_end", "clear_end", "best_said"]
 
 log = logging.getLogger(__name__)
 _END: list = []  # what this process's last SweepSummary.on_multirun_end wrote: a Summary, the OSError, or None
@@ -198,8 +198,19 @@ class SweepSummary(Callback):
 
 
 def best_said(rows: list[dict]) -> str:
-    """Which job scored best, under the table a training sweep prints (``best_job.best_line``), else ``""``: the
-    table said no job was best, nor by what."""
+    """The line under the table a training sweep prints: which job scored best (the table said none, nor by what).
+
+    Parameters
+    ----------
+    rows : list of dict
+        The summary's rows (``SweepSummary.rows``: ``job``, ``metrics``).
+
+    Returns
+    -------
+    str
+        ``best_job.best_line(rows)`` and a newline, e.g. ``"best: job 2, C2ST 0.952\n"``; ``""`` where no job can be
+        ranked (a dry run's, a sweep over tasks, no score).
+    """
     return f"{line}\n" if (line := best_line(rows)) else ""
 
 

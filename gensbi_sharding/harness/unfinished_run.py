@@ -78,7 +78,8 @@ def _stopped_early(cfg: Any, info: dict | None) -> bool:
     """Whether the checkpoint's early-stopping state (``info``) has run out of ``train.patience``: the run's training
     ended there (``validation.EarlyStopping.exhausted``), even where its end was never recorded."""
     from gensbi_sharding.harness.state import EARLY_STOPPING
+    from gensbi_sharding.harness.validation import EarlyStopping  # its rule, not a copy of it
 
     scalars = (info or {}).get(EARLY_STOPPING) or {}
     patience, since_best = (cfg.get("train") or {}).get("patience"), scalars.get("since_best")
-    return is_int(patience) and is_int(since_best) and 0 < patience <= since_best
+    return is_int(patience) and is_int(since_best) and EarlyStopping(patience=patience, since_best=since_best).exhausted
