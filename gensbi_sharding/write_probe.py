@@ -8,7 +8,7 @@ import re
 import tempfile
 from pathlib import Path
 
-__all__ = ["check_array_path", "write_denied", "denied_words"]
+__all__ = ["array_path_fault", "array_path_renamed", "check_array_path", "write_denied", "denied_words"]
 
 
 def write_denied(folder: Path, target: Path | None = None) -> str | None:
@@ -32,11 +32,24 @@ def denied_words(err: OSError, folder: Path, target: Path | None = None) -> str:
             "directory\" (a virtual file system, such as /proc)")
 
 
+def array_path_fault(path: Path, what: str, saving: bool = True) -> str | None:
+    """Why TensorStore, Orbax's array storage, misreads ``path`` (``\\``, ``[x]``), in words naming ``what`` and no
+    fix (Orbax says nothing); None where it reads it as written. The harness words its own fix (another folder)."""
+    if (odd := re.search(r"\\|\[[^]/]+]", str(path))) is None:
+        return None
+    why = ("a folder separator", ": arrays would be written outside it") if odd[0] == "\\" else (
+        "a pattern", ": arrays saved there would never be read back")
+    return (f"{what} {path} holds {odd[0]!r}, which TensorStore (Orbax's array storage) reads as {why[0]}"
+            + (why[1] if saving else ": its arrays cannot be read from there"))
+
+
+def array_path_renamed(path: Path) -> Path:
+    """``path`` with each character TensorStore misreads (``\\``, ``[``, ``]``) made ``_``: a folder it reads."""
+    return Path(re.sub(r"[][\\]", "_", str(path)))
+
+
 def check_array_path(path: Path, what: str, saving: bool) -> None:
-    """``ValueError`` if TensorStore, Orbax's array storage, misreads ``path`` (``\\``, ``[x]``); Orbax says nothing."""
-    if odd := re.search(r"\\|\[[^]/]+]", str(path)):
-        why = ("a folder separator", ": arrays would be written outside it") if odd[0] == "\\" else (
-            "a pattern", ": arrays saved there would never be read back")
-        raise ValueError(f"{what} {path} holds {odd[0]!r}, which TensorStore (Orbax's array storage) reads as {why[0]}"
-                         + (f"{why[1]}; rename that folder, or pass another one" if saving else
-                            ": its arrays cannot be read from there; rename that folder and restore from its new path"))
+    """``ValueError`` if TensorStore misreads ``path`` (``array_path_fault``), naming the fix: rename the folder."""
+    if (fault := array_path_fault(path, what, saving)) is not None:
+        raise ValueError(fault + ("; rename that folder, or pass another one" if saving else
+                                  "; rename that folder and restore from its new path"))

@@ -12,7 +12,7 @@ from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, ow
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
 from gensbi_sharding.harness.paste_command import config_folder_problem
-from gensbi_sharding.write_probe import check_array_path, write_denied  # write_denied: tests patch it here
+from gensbi_sharding.write_probe import array_path_fault, array_path_renamed, write_denied  # tests patch write_denied
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
            "physical", "runs_under", "write_denied"]
@@ -129,16 +129,14 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
                 f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
     if blocker is not None and not blocker.is_dir():
         return f"{named}: {blocker} is a file, not a folder; choose another {key}"
-    try:  # its checkpoints/ (each job's, in a sweep's): the writer refused it only at [5/7], after the setup's minutes
-        if saves:  # a dry run saves none, so TensorStore never reads the path: it ran there on main, refused since
-            check_array_path(folder / "checkpoints", "its checkpoint folder", saving=True)
-    except ValueError as err:  # the fault in the library's words; the fix is another folder, not a renamed one
+    # its checkpoints/ (each job's, in a sweep's): the writer refused it only at [5/7], after the setup's minutes; a
+    # dry run saves none, so TensorStore never reads the path. The fault in the library's words; the fix another folder
+    if saves and (fault := array_path_fault(folder / "checkpoints", "its checkpoint folder")) is not None:
         if (cwd := _misread_working_directory(folder, as_typed)) is not None:
             return (f"{cwd[0]}, and {key} ({as_typed}) puts the {'sweep' if sweep else 'run'}'s folder under it; run "
                     f"from a folder without it, or set {key} to one outside it, e.g. "
                     f"{shlex.quote(f'{key}={cwd[1] / as_typed}')}")  # quoted: ${now:...} pastes as Hydra's, not bash's
-        return (f"{named}: {str(err).split(';')[0]}; choose another {key}, e.g. "
-                f"{typed(key, re.sub(r'[][\\]', '_', str(folder)))}")
+        return f"{named}: {fault}; choose another {key}, e.g. {typed(key, str(array_path_renamed(folder)))}"
     if (in_conf := config_folder_problem(folder, named, key)) is not None:  # hydra.run.dir=conf: never run there
         return in_conf
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
@@ -182,11 +180,8 @@ def _misread_working_directory(folder: Path, as_typed: str | None) -> tuple[str,
     cwd = Path.cwd()
     if as_typed is None or Path(as_typed).is_absolute() or cwd not in folder.parents:
         return None
-    try:
-        check_array_path(cwd, "the working directory", saving=True)
-    except ValueError as err:
-        return str(err).split(";")[0], Path(re.sub(r"[][\\]", "_", str(cwd)))
-    return None
+    fault = array_path_fault(cwd, "the working directory")
+    return None if fault is None else (fault, array_path_renamed(cwd))
 
 
 def run_folder_holding(path: Path) -> Path | None:

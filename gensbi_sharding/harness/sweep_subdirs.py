@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
-from gensbi_sharding.write_probe import check_array_path
+from gensbi_sharding.write_probe import array_path_fault
 
 __all__ = ["job_subdirs", "colliding_subdirs_problem", "misread_folder_problem", "foreign_runs_problem",
            "nested_sweep_problem", "unused_folder_problem"]
@@ -121,14 +121,12 @@ def misread_folder_problem(subdir: Any, jobs: Sequence[Sequence[str]], folders: 
                            sweep_dir: Any) -> str | None:
     """A job's folder (``folders``: ``hydra.sweep.subdir`` resolved) whose ``checkpoints/`` TensorStore misreads (the
     ``[1]`` of ``${eval.observations}``, a ``\\``): each job's writer refused it at its [5/7], after its setup."""
-    for number, name in enumerate(folders or ()):
-        try:
-            check_array_path(Path(sweep_dir) / name / "checkpoints", f"job {number}'s checkpoint folder", saving=True)
-        except ValueError as err:  # the sweep's own folder is folder_problem's: here the subdir is at fault
+    for number, name in enumerate(folders or ()):  # the sweep's own folder is folder_problem's: here the subdir's
+        fault = array_path_fault(Path(sweep_dir) / name / "checkpoints", f"job {number}'s checkpoint folder")
+        if fault is not None:
             said = shlex.quote(f"hydra.sweep.subdir={subdir}")  # as it pastes: bash reads an unquoted ${...}
-            return (f"{said} gives job {number} ({_own(jobs, number, number)}) the folder "
-                    f"{name}: {str(err).split(';')[0]}; leave that value out of the jobs' folder names, e.g. "
-                    "hydra.sweep.subdir='${hydra.job.num}'")
+            return (f"{said} gives job {number} ({_own(jobs, number, number)}) the folder {name}: {fault}; leave "
+                    "that value out of the jobs' folder names, e.g. hydra.sweep.subdir='${hydra.job.num}'")
     return None
 
 
