@@ -98,10 +98,11 @@ def refused_jobs_message(refused: Sequence[tuple[int, Sequence[str], str]], jobs
 
     from gensbi_sharding.harness.refusal import Refusal, listed, sweep_parts
     from gensbi_sharding.harness.sweep_plan import job_configuration
+    from gensbi_sharding.harness.sweep_retyped import swept_keys
     from gensbi_sharding.harness.units import compact_value
 
     wanted = [job_configuration(job) for job in jobs]
-    swept = {k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1}
+    swept = set(swept_keys(wanted))
     each = [sweep_parts(problem, job, jobs) for _, job, problem in refused]  # a refusal every job has is said once
     alike = [p for p in each[0] if all(p in parts for parts in each)] if len(refused) == len(jobs) > 1 else []  # (not
     labels, problems = [f"all {len(jobs)} jobs: "] * len(alike), list(alike)  # per job: JAX_PLATFORMS=tpu, twice)

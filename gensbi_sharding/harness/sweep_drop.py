@@ -7,7 +7,10 @@ refused is better dropped; ``dropped_sweep`` gives the line ``sweep_check.refuse
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+
+from gensbi_sharding.harness.sweep_plan import job_configuration
+from gensbi_sharding.harness.sweep_retyped import swept_keys
 
 __all__ = ["dropped_sweep"]
 
@@ -29,11 +32,9 @@ def dropped_sweep(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Seque
         ``""`` where no value can be dropped so that every refused job goes and one job stays (a job refused for a
         combination, ``rule=tensor`` with ``mesh.model_axis=4``, whose values each run in other jobs).
     """
-    from gensbi_sharding.harness.sweep_plan import job_configuration
-
     wanted = [job_configuration(job) for job in jobs]
     bad = {number for number, _, _ in refused}
-    swept = [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
+    swept = swept_keys(wanted)
     values = {k: list(dict.fromkeys(w.get(k) for w in wanted)) for k in swept}  # in the sweep's order
     drop = {(k, v) for k in swept for v in values[k]
             if all(n in bad for n, w in enumerate(wanted) if w.get(k) == v)}  # every job with it refused
