@@ -15,7 +15,10 @@ from pathlib import Path
 from gensbi_sharding.harness.held_out import HELD_OUT_KEYS, config_value, effective_shards
 from gensbi_sharding.harness.units import format_count, is_number
 
-__all__ = ["best_jobs", "best_line", "best_note", "lowest"]
+__all__ = ["DIGITS", "best_jobs", "best_line", "best_note", "lowest"]
+
+#: Decimals a score is compared and shown at: the sweep table's (C2ST to 3, a loss to 4)
+DIGITS = {"C2ST": 3, "best val loss": 4}
 
 
 def _record(job: Path) -> dict:
@@ -54,14 +57,15 @@ def lowest(records: dict) -> tuple[str, float, list] | None:
     if len({m.get("data") for m in records.values() if m}) != 1:  # a sweep over tasks: no job is the best model
         return None
     scored = {job: m["c2st"] for job, m in records.items() if is_number(m.get("c2st"))}
-    name, digits = "C2ST", 3
+    name = "C2ST"
     if not scored:
         scored = {job: m["best_val_loss"] for job, m in records.items() if is_number(m.get("best_val_loss"))}
-        name, digits = "best val loss", 4
+        name = "best val loss"
         if len({_loss_measure(records[job]) for job in scored}) > 1:  # losses of other spaces or held-out sets
             return None
     if not scored:
         return None
+    digits = DIGITS[name]
     low = round(min(scored.values()), digits)
     # the lowest unrounded first (0.9516 before 0.9524, both 0.952); a stable sort: equal ones in job order
     return name, low, sorted((job for job, value in scored.items() if round(value, digits) == low), key=scored.get)
@@ -98,7 +102,7 @@ def best_note(jobs: list[Path], named=str) -> str:
         return f"e.g. {named(jobs[0])} ({listed})"
     name, value, tied = best
     same = ", ".join(job.name for job in tied[1:])
-    return (f"the lowest {name}, {value:.{3 if name == 'C2ST' else 4}f}: {named(tied[0])} ("
+    return (f"the lowest {name}, {value:.{DIGITS[name]}f}: {named(tied[0])} ("
             + (f"{same} read{'s' * (len(tied) == 2)} the same; " if same else "") + f"{listed})")
 
 
@@ -120,12 +124,12 @@ def best_line(rows: list[dict]) -> str:
     if (best := lowest(records)) is None:
         return ""
     name, value, tied = best
-    text = f"best: job {tied[0]}, {name} {value:.{3 if name == 'C2ST' else 4}f}"
+    text = f"best: job {tied[0]}, {name} {value:.{DIGITS[name]}f}"
     if len(tied) == 1:
         return text
     others, one = ", ".join(map(str, tied[1:])), len(tied) == 2
     # a tie is not always one function (two models can score alike): say the tie and the speed, not why
-    text = f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same to {3 if name == 'C2ST' else 4} decimals"
+    text = f"{text} (job{'s' * (not one)} {others} read{'s' * one} the same to {DIGITS[name]} decimals"
     if not all(is_number(records[job].get("samples_per_s")) for job in tied):  # a dry-run or 0-step job: no speed
         return f"{text})"
     fastest = max(tied, key=lambda job: records[job]["samples_per_s"])
