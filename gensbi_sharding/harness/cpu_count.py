@@ -55,10 +55,10 @@ def resolve_cpu_count(configured: int | None, environ: dict | None = None) -> tu
     flag = _XLA_COUNT.findall(environ.get("XLA_FLAGS", ""))
     if flag:
         sources.append(("XLA_FLAGS", int(flag[-1])))
-    used = next(((name, n) for name, n in sources if n >= 0 and name != "devices.cpu_count"), None)
-    if configured is None and used is not None and used[1] == 0:  # the count JAX would start with (-1: "not set")
+    # the count JAX would start with (-1: "not set"); beside devices.cpu_count none (the harness sets JAX's count)
+    used = None if configured is not None else next(((name, n) for name, n in sources if n >= 0), None)
+    if used is not None and used[1] == 0:
         # JAX cannot start on none ("Could not determine process_index"): was replaced by 8, said "(from default)".
-        # Beside devices.cpu_count it is not (the harness sets JAX's count itself, as on main).
         zero, zeros = used[0], [name for name, n in sources if n == 0]
         said = "XLA_FLAGS's --xla_force_host_platform_device_count=0" if zero == "XLA_FLAGS" else f"{zero}=0"
         # what unsetting leaves: the other variable's count, else the default (not "8" beside XLA_FLAGS' 4)
