@@ -10,6 +10,7 @@ The device count has three sources (``devices.cpu_count``, ``JAX_NUM_CPU_DEVICES
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import jax
@@ -57,20 +58,27 @@ def configure_devices(cpu_count: int, platform: str | None = None) -> None:
                 f"{have} CPU devices in this process; the count is fixed at start-up. Run in a fresh "
                 f"process, or use devices.cpu_count={have}") from None
         return
-    _note_xla_flags(os.environ.get("XLA_FLAGS", ""))
+    flags = _note_xla_flags(os.environ.get("XLA_FLAGS", ""))
     if platform is not None:
         jax.config.update("jax_platforms", platform)
-    check_platform(platform, started=False)
+    from gensbi_sharding.harness.native_console import straight_to_console
+
+    # XLA reads XLA_FLAGS as the backend starts and exits at a flag it does not know, its one line on stderr: started
+    # here with stderr on the console, so the user reads that line (the launch.log note above says the fix).
+    with straight_to_console() if flags else contextlib.nullcontext():
+        check_platform(platform, started=False)
+        if flags:
+            jax.devices()
 
 
-def _note_xla_flags(flags: str) -> None:
-    """Name in launch.log (only: ``console.NATIVE``), before JAX's backend starts, the ``XLA_FLAGS`` it reads there.
+def _note_xla_flags(flags: str) -> list[str]:
+    """Name in launch.log (only: ``console.NATIVE``), before JAX's backend starts, the ``XLA_FLAGS`` it reads there;
+    return them (the device count alone, the harness's own and checked, is neither named nor returned).
 
-    XLA ends the process (exit 1, "Unknown flag in XLA_FLAGS: --xla_bogus_flag=1" written to stderr, whose pipe to
-    the console, ``native_console.native_output_to_log``, often dies with it unread) at a flag it does not know; no
-    Python runs after it, and XLA lists its flags nowhere public (a probe process would cost every launch a second).
-    Else the folder keeps ``.hydra/`` and a launch.log ending at "[1/7] devices", nothing saying why; its last line
-    names the flags and the fix. The device count alone (the harness's own, checked) is not named."""
+    XLA ends the process (exit 1) at a flag it does not know, with one line on stderr ("Unknown flag in XLA_FLAGS:
+    --xla_bogus_flag=1", on the console: ``configure_devices``); no Python runs after it, and XLA lists its flags
+    nowhere public (a probe process would cost every launch a second). The folder keeps ``.hydra/`` and a launch.log
+    whose last line names the flags and the fix."""
     import logging
     import re
 
@@ -82,6 +90,7 @@ def _note_xla_flags(flags: str) -> None:
             "process there (exit 1; XLA's \"Unknown flag in XLA_FLAGS\" line, if it reaches stderr) and nothing more "
             "is written here: if this is the attempt's last line, remove that flag from XLA_FLAGS and run the same "
             "command again (this folder holds no outputs of it; the next run uses it)", " ".join(others))
+    return others
 
 
 #: Probed as fixes (JAX's "gpu" asks for cuda, rocm and oneapi); as default_backend names them; JAX_PLATFORMS refused.

@@ -18,7 +18,7 @@ from gensbi_sharding.harness.native_pump import end_and_wait, pump
 from gensbi_sharding.messages import clipped
 
 __all__ = ["NOISY_NATIVE_LINES", "GLOO_LINE", "NATIVE_LOG_LINE", "QUIET_NATIVE_WARNINGS", "NATIVE", "PIPED_TERMINALS",
-           "native_output_to_log"]
+           "native_output_to_log", "straight_to_console"]
 
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
 # Gloo's threads write their lines in pieces that interleave ("[Gloo] Rank [Gloo] Rank 7 is connected ...\n", then
@@ -34,6 +34,7 @@ NATIVE_LOG_LINE = re.compile(rb"[IW]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\]
 QUIET_NATIVE_WARNINGS = (b"SIGTERM caught",)
 NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 PIPED_TERMINALS: dict[int, bool] = {}  # descriptor -> whether it was a terminal before native_output_to_log piped it
+_BEFORE_PIPE: dict[int, int] = {}  # descriptor -> a copy of what it pointed at before native_output_to_log piped it
 
 
 @contextlib.contextmanager
@@ -57,6 +58,28 @@ def native_output_to_log(prefixes: Sequence[bytes] = NOISY_NATIVE_LINES, fds: Se
         yield
 
 
+@contextlib.contextmanager
+def straight_to_console(fd: int = 2) -> Iterator[None]:
+    """Point ``fd`` back at what ``native_output_to_log`` found there (the console), for the block only.
+
+    For C++ code that may end the process with its last line: XLA exits at a flag in ``XLA_FLAGS`` it does not know
+    ("Unknown flag in XLA_FLAGS: --xla_bogus=1") as JAX's backend starts, and the pipe's thread dies with that line
+    unread. Outside ``native_output_to_log`` (or for a descriptor it did not pipe) the block runs as it is.
+    """
+    if (before := _BEFORE_PIPE.get(fd)) is None:
+        yield
+        return
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    piped = os.dup(fd)
+    os.dup2(before, fd)
+    try:
+        yield
+    finally:
+        os.dup2(piped, fd)
+        os.close(piped)
+
+
 def _may_become_native(pending: bytes) -> bool:
     """Whether a partial line could still turn out to be a C++ log line (held back until its end)."""
     return pending[:1] in (b"I", b"W") and len(pending) < 512 and b"]" not in pending
@@ -73,6 +96,7 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         return
     read_end, write_end = os.pipe()
     PIPED_TERMINALS[fd] = os.isatty(saved)
+    _BEFORE_PIPE[fd] = saved
     os.dup2(write_end, fd)
     os.close(write_end)
 
@@ -119,5 +143,6 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         PIPED_TERMINALS.pop(fd, None)
+        _BEFORE_PIPE.pop(fd, None)
         if end_and_wait(fd, saved, thread, ended):  # bounded; a worker process still holding the pipe: not waited
             os.close(saved)
