@@ -34,16 +34,28 @@ def _record(run, status, error=None):
     (run / "metrics.json").write_text(json.dumps({"status": status, "error": error}))
 
 
-def test_sampling_a_stopped_run_warns_with_its_step_and_the_continue_command(run, monkeypatch, caplog):
-    _record(run, "interrupted", f"interrupted by Ctrl-C (SIGINT) at step 8; checkpoint {run}/checkpoints/8; "
-                                f"continue with: {RESUME}")
+# Merged with test_unfinished_run_r73w's killed-run test (REVIEW73C U2: a run killed by SIGKILL, the OOM killer or a
+# lost machine leaves a checkpoint under train.steps and no metrics.json: sample.py sampled it without a word).
+@pytest.mark.parametrize("stopped", [True, False])  # False: killed, no metrics.json
+def test_sampling_an_unfinished_run_warns_with_its_step_and_how_to_finish_it(run, stopped, monkeypatch, caplog):
+    if stopped:
+        _record(run, "interrupted", f"interrupted by Ctrl-C (SIGINT) at step 8; checkpoint {run}/checkpoints/8; "
+                                    f"continue with: {RESUME}")
     monkeypatch.setattr(own_observation, "draw_posterior",
                         lambda *args, **kwargs: (np.zeros((16, 2), np.float32), 1.0, {"weights": "last"}))
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
         sample_posterior(run, np.zeros(2))
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        f"{run} stopped (status interrupted) at step 8 of train.steps=2000: these samples are of a posterior trained "
-        f"8 of its 2000 steps, not the run's result; to finish it: {RESUME}, then sample again"]
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    if stopped:
+        assert said == [
+            f"{run} stopped (status interrupted) at step 8 of train.steps=2000: these samples are of a posterior "
+            f"trained 8 of its 2000 steps, not the run's result; to finish it: {RESUME}, then sample again"]
+    else:
+        assert said == [
+            f"{run} left no record of its end (no metrics.json: killed by SIGKILL, out of memory, a lost "
+            "machine?); its newest checkpoint is at step 8 of train.steps=2000: these samples are of a posterior "
+            f"trained 8 of its 2000 steps, not the run's result; to finish it, continue it with train.resume=auto "
+            f"hydra.run.dir={run} and the run's own overrides"]
 
 
 def test_a_failed_run_without_a_continue_line_is_told_the_overrides_to_add(run):

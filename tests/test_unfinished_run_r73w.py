@@ -1,41 +1,18 @@
 """REVIEW73C's faults in the unfinished-run warning of ``sample.py`` (U2, U3), each as a user met it.
 
 - U2: a run killed by SIGKILL (the OOM killer, a lost machine) leaves a checkpoint under train.steps and no
-  metrics.json: ``sample.py`` sampled it without a word.
+  metrics.json: ``sample.py`` sampled it without a word (its test is merged into test_sample_unfinished_r73a's).
 - U3: a run early stopping ended, Ctrl-C'd during its evaluation, was told it was unfinished and to continue it:
   its training was complete.
 """
 
 import json
-import logging
 
-import numpy as np
 import pytest
 
-from faults_helpers import saved_two_moons_run
-from gensbi_sharding.harness import own_observation
-from gensbi_sharding.harness.own_observation import sample_posterior
 from gensbi_sharding.harness.unfinished_run import unfinished_note
 
 TRAIN = {"train": {"steps": 2000, "patience": 1}}
-
-
-@pytest.fixture(scope="module")
-def killed_run(tmp_path_factory):
-    """A two_moons run's folder with a checkpoint at step 8 of train.steps=2000, no metrics.json, no lock held."""
-    return saved_two_moons_run(tmp_path_factory.mktemp("k") / "run", **TRAIN)
-
-
-def test_sampling_a_killed_run_warns_that_it_left_no_record(killed_run, monkeypatch, caplog):
-    monkeypatch.setattr(own_observation, "draw_posterior",
-                        lambda *args, **kwargs: (np.zeros((16, 2), np.float32), 1.0, {"weights": "last"}))
-    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
-        sample_posterior(killed_run, np.zeros(2))
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        f"{killed_run} left no record of its end (no metrics.json: killed by SIGKILL, out of memory, a lost "
-        "machine?); its newest checkpoint is at step 8 of train.steps=2000: these samples are of a posterior trained "
-        f"8 of its 2000 steps, not the run's result; to finish it, continue it with train.resume=auto "
-        f"hydra.run.dir={killed_run} and the run's own overrides"]
 
 
 def test_a_damaged_record_is_said_as_such(tmp_path):

@@ -70,12 +70,14 @@ class RefuseCompletedRun(Callback):
     def _claim(self, folder: Path, runs: list[Path], config: DictConfig, sweep: bool = False) -> None:
         try:  # a dry run saves no checkpoint, so TensorStore never reads its folder: [x] or \ in it is no fault
             dry = bool(OmegaConf.select(config, "dry_run", default=False))
+            # hydra.run (hydra.sweep) unresolved, as the config or the command gives it: its dir and subdir
+            node = OmegaConf.select(config, f"hydra.{'sweep' if sweep else 'run'}", default=None)
+            raw = OmegaConf.to_container(node, resolve=False) if OmegaConf.is_dict(node) else {}
             problem = (interpolation_problem(config) or dry_run_resume_problem(config) or auto_problem(folder, config)
                        or unused_folder_problem(config, multirun=sweep)
                        or folder_problem(folder, sweep=sweep, before_hydra=True, saves=not dry,
-                                         as_typed=_as_typed(config, sweep)))
+                                         as_typed=raw.get("dir") if isinstance(raw.get("dir"), str) else None))
             if sweep and not problem:  # Hydra writes a job's .hydra/ record before any check of ours could run
-                raw = OmegaConf.to_container(config.hydra.sweep, resolve=False) if "sweep" in config.hydra else {}
                 folders = job_folders(config, jobs := every_job(config))
                 resumed = OmegaConf.select(config, "train.resume", default=None) == "auto"
                 problem = (nested_sweep_problem(folder) or shared_folder_problem(raw.get("subdir"), len(jobs), folder)
@@ -127,10 +129,3 @@ class RefuseCompletedRun(Callback):
             self._locks.pop().release()
 
     on_run_end = on_multirun_end = _release  # Hydra's end of the run or sweep (config=...): the lock goes
-
-
-def _as_typed(config: DictConfig, sweep: bool) -> str | None:
-    """``hydra.run.dir`` (``hydra.sweep.dir``) unresolved, as the config or the command gives it; None if not a str."""
-    node = OmegaConf.select(config, f"hydra.{'sweep' if sweep else 'run'}", default=None)
-    raw = OmegaConf.to_container(node, resolve=False).get("dir") if OmegaConf.is_dict(node) else None
-    return raw if isinstance(raw, str) else None

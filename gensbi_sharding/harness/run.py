@@ -27,6 +27,7 @@ from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, in
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
+from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.peer_stop import peer_stop_line, stopped_by_peer
@@ -167,6 +168,8 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
     whole = sweep_continue.whole_sweep_hint(out, sys.argv)  # its own line: the error names one job's command
     # "stopped_at_step", whichever stopped it (the status says which), the name a Ctrl-C's stop reads right under.
     metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step, error=error)
+    # The command the error words, as a value of its own (sample.py's warnings and the sweep table read it)
+    metrics[CONTINUE_FIELD] = None if dry_run else sweep_hints.continue_command(out)
     metrics.update({} if stop.step is None else {"final_step": stop.step})  # the step its checkpoint holds
     if stop.interrupted:
         stop_record.record_interrupt(metrics, error, start, folder)
@@ -193,8 +196,8 @@ def record_failure(err: Exception, cfg: DictConfig, metrics: dict[str, Any], out
         stop = stop_record.at_once_error(out, saved, stop_record.exception_text(err))
         stop_record.record_interrupt(metrics, stop, start, folder)
         raise KeyboardInterrupt from err
-    metrics["error"] = stop_record.failure_error(out, saved_before, err,  # a file the disk refused: named
-                                                 dry_run=bool(cfg.get("dry_run")))
+    stop_record.record_failure_outcome(metrics, out, saved_before, err,  # a file the disk refused: named
+                                       dry_run=bool(cfg.get("dry_run")))
     log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"
     return traceback.format_exc()
 

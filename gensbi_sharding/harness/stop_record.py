@@ -13,8 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error",
-           "output_refused_error", "at_once_error", "stopped_at_step", "exception_text"]
+from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
+
+__all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error", "failure_outcome",
+           "record_failure_outcome", "output_refused_error", "at_once_error", "stopped_at_step", "exception_text"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -44,7 +46,8 @@ def record_interrupt(metrics: dict[str, Any], error: str, start: float, folder: 
 
 
 def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
-    """Set ``stopped_at_step`` (and ``final_step``) of a run stopped at once to its newest committed checkpoint.
+    """Set ``stopped_at_step`` (and ``final_step``) of a run stopped at once to its newest committed checkpoint, and
+    ``continue_field.CONTINUE_FIELD`` to the command that continues from it.
 
     A second Ctrl-C stops wherever the run was, a checkpoint's save held until it ends (``interrupt_hold``): the
     newest committed checkpoint is the one ``train.resume=auto`` continues from, never ``stopped_at_step: null``
@@ -64,9 +67,13 @@ def record_resume_point(metrics: dict[str, Any], out: Path) -> int | None:
     """
     from gensbi_sharding.checkpoint_steps import committed_steps
 
+    from gensbi_sharding.harness.sweep_hints import continue_command
+
     steps = committed_steps(Path(out) / "checkpoints")
     saved = steps[-1] if steps else None
     metrics["stopped_at_step"] = saved
+    # The command ``at_once_error`` words, as a value of its own: none where no checkpoint is there to continue from
+    metrics[CONTINUE_FIELD] = None if saved is None else continue_command(out)
     if saved is not None:  # the step the checkpoint holds, as a finished run's final_step
         metrics["final_step"] = saved
     return saved
@@ -133,7 +140,23 @@ def failure_resume_hint(out: Path, before: list[int], err: BaseException) -> str
 
 
 def failure_error(out: Path, before: list[int], err: BaseException, *, dry_run: bool = False) -> str:
-    """A failed run's error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s; a failure
+    """A failed run's error (``failure_outcome``'s text)."""
+    return failure_outcome(out, before, err, dry_run=dry_run)[0]
+
+
+def record_failure_outcome(metrics: dict[str, Any], out: Path, before: list[int], err: BaseException, *,
+                           dry_run: bool = False) -> str:
+    """Set a failed run's ``error`` and ``continue_field.CONTINUE_FIELD`` (``failure_outcome``) in ``metrics``;
+    returns the error."""
+    metrics["error"], metrics[CONTINUE_FIELD] = failure_outcome(out, before, err, dry_run=dry_run)
+    return metrics["error"]
+
+
+def failure_outcome(out: Path, before: list[int], err: BaseException, *,
+                    dry_run: bool = False) -> tuple[str, str | None]:
+    """A failed run's error and the command it offers to continue the run (None: it offers none).
+
+    The error: ``output_refused_error``'s, else the exception and ``failure_resume_hint``'s; a failure
     that names a disk's refusal (a checkpoint save's on a full disk) and saved no checkpoint, the command that runs it
     again (not "no earlier checkpoint was saved" only: the same command would refuse the folder); an evaluation the
     weights failed (``weights_failure.SamplingError``), the commands that get past it, not the one that fails again;
@@ -144,19 +167,21 @@ def failure_error(out: Path, before: list[int], err: BaseException, *, dry_run: 
     from gensbi_sharding.harness.weights_failure import SamplingError, weights_failure_hint
 
     if (refused := output_refused_error(out, before, err, dry_run=dry_run)) is not None:
-        return refused
-    newest = _saved_checkpoint(out, before, err)
+        return refused, None if dry_run else continue_command(out)
+    newest, command = _saved_checkpoint(out, before, err), None
     if isinstance(err, SamplingError) and (steps := step_folder_names(Path(out))):  # its command fails again
         hint = weights_failure_hint(out, steps[-1], err)  # an earlier attempt's checkpoint too: the same weights
     elif newest is None:
         disk = any(os.strerror(code) in str(err) for code in DISK_REFUSALS)
-        again = again_command(out) if dry_run else continue_command(out)  # a dry run continues nothing
-        hint = f"; once that is fixed, run it again with: {again}" if disk else ""
+        command = continue_command(out) if disk and not dry_run else None  # a dry run continues nothing
+        hint = f"; once that is fixed, run it again with: {command or again_command(out)}" if disk else ""
     elif f"{newest}," in str(err):  # the save's own error named it kept: not said twice
-        hint = f"; once that is fixed, continue with: {continue_command(out)}"
+        command = continue_command(out)
+        hint = f"; once that is fixed, continue with: {command}"
     else:
         hint = failure_resume_hint(out, before, err)
-    return f"{exception_text(err)}{hint}"
+        command = continue_command(out) if hint else None
+    return f"{exception_text(err)}{hint}", command
 
 
 def exception_text(err: BaseException) -> str:

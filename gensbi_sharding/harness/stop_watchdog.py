@@ -191,11 +191,14 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
     """
     from gensbi_sharding.harness import console, run_report, summary, sweep_continue
 
+    from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
     from gensbi_sharding.harness.interrupt_lines import stop_advice  # a dry run's: run it again, in a new folder
 
+    dry_run = bool((metrics.get("config") or {}).get("dry_run"))
     error = error or (f"{Preempted(signum)}; stopped {GRACE_S:g} s after the signal, inside a setup step; "
-                      f"{stop_advice(out, bool((metrics.get('config') or {}).get('dry_run')))}")
+                      f"{stop_advice(out, dry_run)}")
     metrics.update(status="preempted", stopped_at_step=saved, error=error, wall_s=time.perf_counter() - start)
+    metrics[CONTINUE_FIELD] = None if dry_run else _continue_command(out)  # the command the error words, as a value
     log.log(min(console.stop_level(), logging.WARNING), "%s", error)
     if whole := sweep_continue.whole_sweep_hint(out, sys.argv):
         log.info("%s", whole)

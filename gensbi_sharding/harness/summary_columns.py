@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gensbi_sharding.harness.continue_field import continue_of
 from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_bytes, format_c2st, format_count,
                                             format_seconds, is_number)
 
@@ -95,13 +96,18 @@ ERROR_CELL = 120  # characters of an error the markdown table shows; the CSV and
 
 def error_cell(m: dict[str, Any]) -> str:
     """The error, cut to ``ERROR_CELL`` characters, never inside its continue command (a cut command
-    would run something else): then the command is left to the job's ``metrics.json``."""
+    would run something else): then the command (``continue_field.continue_of``) is left to the job's
+    ``metrics.json``."""
     error = m.get("error") or ""
     if len(error) <= ERROR_CELL:
         return error
-    reason, marker, _ = error.partition("; continue with: ")
-    tail = "; continue with: the command in its metrics.json" if marker else ""
-    return (reason if len(reason) <= ERROR_CELL else reason[:ERROR_CELL - 3] + "...") + tail
+    command = continue_of(m)
+    at = error.rfind(command) if command else -1
+    if at < 0:
+        return error[:ERROR_CELL - 3] + "..."
+    reason = error[:at]  # its words before the command: "...; continue with: "
+    return (reason if len(reason) <= ERROR_CELL else reason[:ERROR_CELL - 3] + "...; continue with: ") + \
+        "the command in its metrics.json"
 
 
 ERROR_COLUMN = Column("error", "error", error_cell, lambda m: m.get("error") or "", optional=True)

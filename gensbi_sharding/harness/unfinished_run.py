@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.continue_field import continue_of
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["unfinished_note"]
+__all__ = ["unfinished_note", "recorded_command"]
 
 
 def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str | None:
@@ -64,14 +65,34 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
         # No one writes there: the run was killed where it could not record its end (SIGKILL, the OOM killer, a lost
         # machine); its newest checkpoint under train.steps is all that says how far it got.
         missing = "no metrics.json" if not (run / "metrics.json").exists() else "a damaged metrics.json"
+        fix = f"to finish it: {command}, then sample again" if (command := recorded_command(run)) else own
         return f"{run} left no record of its end ({missing}: killed by SIGKILL, out of memory, a lost machine?); " \
-               f"its newest checkpoint is {trained}; {own}"
+               f"its newest checkpoint is {trained}; {fix}"
     status = record.get("status")
     if status == "ok" or record.get("stopped_early"):  # early stopping ended training: only the evaluation was cut
         return None
-    resume = str(record.get("error") or "").partition("continue with: ")[2].strip()
+    resume = continue_of(record)
     fix = f"to finish it: {resume}, then sample again" if resume else own
     return f"{run} stopped (status {status}) {trained}; {fix}"
+
+
+def recorded_command(run: Path) -> str | None:
+    """The command that continues the run in ``run`` as Hydra recorded it there (``.hydra/overrides.yaml``, its
+    config flags and search path from ``hydra.yaml``): a killed run, which wrote no record of its end, names none
+    itself; None where Hydra's record is missing or unreadable (then the overrides to add are said instead)."""
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.outputs import read_record
+    from gensbi_sharding.harness.sweep_hints import config_flags, job_command, search_path_of
+
+    saved = read_record(run / ".hydra" / "overrides.yaml")
+    if not OmegaConf.is_list(saved):
+        return None
+    hydra = getattr(read_record(run / ".hydra" / "hydra.yaml"), "hydra", None)
+    flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
+        if OmegaConf.is_dict(hydra) else []
+    # A sweep's job: hydra.mode=RUN added, as a stopped sweep job's own command has it
+    return job_command([*flags, *map(str, saved)], run, multirun=(run.parent / "multirun.yaml").is_file())
 
 
 def _stopped_early(cfg: Any, info: dict | None) -> bool:
