@@ -99,11 +99,38 @@ def best_note(jobs: list[Path], named=str) -> str:
     listed = f"jobs with a checkpoint: {', '.join(job.name for job in jobs)}"
     best = best_jobs(jobs)
     if best is None:
-        return f"e.g. {named(jobs[0])} ({listed})"
+        return f"e.g. {named(jobs[0])} ({listed}){_stopped_note(jobs, best)}"
     name, value, tied = best
     same = ", ".join(job.name for job in tied[1:])
     return (f"the lowest {name}, {value:.{DIGITS[name]}f}: {named(tied[0])} ("
-            + (f"{same} read{'s' * (len(tied) == 2)} the same; " if same else "") + f"{listed})")
+            + (f"{same} read{'s' * (len(tied) == 2)} the same; " if same else "") + f"{listed})"
+            + _stopped_note(jobs, best))
+
+
+def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
+    """What ``best_note`` adds where some of ``jobs`` stopped before finishing (a Ctrl-C, a preemption, a failure
+    after a checkpoint): that the job named is only ranked among the finished ones (a new run from its weights, not
+    the stopped job's continuation), and the command that continues each stopped job in its own folder; "" where none
+    stopped. A user resuming a stopped sweep was pointed at the best finished job with no word of the stopped one."""
+    from gensbi_sharding.harness.continue_field import continue_of
+    from gensbi_sharding.harness.outputs import read_metrics
+
+    stopped = []
+    for job in jobs:
+        try:
+            record = read_metrics(job / "metrics.json")
+        except (OSError, ValueError):  # no record (killed, or still training) or a damaged one: not said here
+            continue
+        if record.get("status") != "ok" and (command := continue_of(record)):
+            step = record.get("stopped_at_step")
+            stopped.append(f"job {job.name} stopped before finishing (status {record.get('status')}"
+                           f"{'' if step is None else f' at step {step}'}): to continue it in its own folder: "
+                           f"{command}")
+    if not stopped:
+        return ""
+    chosen = ("that job is the best of the finished ones, named by the sweep's own scores" if best is not None else
+              "that job is the first with a checkpoint, none being ranked")
+    return f"; {chosen}; {'; '.join(stopped)}"
 
 
 def best_line(rows: list[dict]) -> str:
