@@ -810,7 +810,7 @@ def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog)
 def test_the_command_that_saved_a_step_is_the_kept_record_s_up_to_its_step(tmp_path):
     # Was: the folder's own record for every step of another run's folder, though an attempt killed before it settled
     # (or a run from Python) left .hydra/saved_by/ holding the record of the launch that saved the steps up to its own.
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     run = tmp_path / "run"
     (run / ".hydra" / "saved_by").mkdir(parents=True)

@@ -18,7 +18,8 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.fresh_start import fresh_start_words
 from gensbi_sharding.harness.model_switch import switched_model_fix
-from gensbi_sharding.harness.hints import override_literal, saving_overrides
+from gensbi_sharding.harness.hints import override_literal
+from gensbi_sharding.harness.saving_record import saving_overrides
 from gensbi_sharding.harness.runs_below import runs_note, sweep_jobs
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words

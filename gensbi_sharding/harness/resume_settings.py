@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value
-from gensbi_sharding.harness.hints import launched_with
+from gensbi_sharding.harness.saving_record import launched_with
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.units import is_int
