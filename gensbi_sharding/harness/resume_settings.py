@@ -67,7 +67,7 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     """``ConfigError`` naming the overrides that match the checkpoint in ``step_dir`` when this run's config cannot
     continue it; returns where it can.
 
-    Refused, all in one line: a ``model.*`` field (but ``resume.FREE_MODEL_FIELDS``) or a setting of
+    Refused, all in one line: a ``model.*`` field (but ``model_switch.FREE_MODEL_FIELDS``) or a setting of
     ``FIXED_BY_CHECKPOINT`` that differs from the saved config (with a step beyond ``train.steps``, its
     ``train.steps`` too); a schedule the saved optimizer state cannot follow; alone, a step beyond ``train.steps``
     (its fix naming the ``train.steps`` that finishes the saved run, where it was unfinished).
@@ -80,7 +80,7 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
         This run's config, without its ``hydra`` section.
     """
     from gensbi_sharding.checkpoint import saved_config, saved_info
-    from gensbi_sharding.harness.resume import model_overrides
+    from gensbi_sharding.harness.model_switch import model_overrides
     from gensbi_sharding.harness.schedule import schedule_refusal
 
     try:  # its meta item too (schedule_refusal's saved_info): a step that lost only that was the library's words
