@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUTO", "RESUMABLE", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem", "resumed_here",
-           "dropped_runs", "launch_dir", "requeued_step", "resumed_metrics"]
+__all__ = ["AUTO", "RESUMABLE", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem",
+           "resumed_here", "dropped_runs", "launch_dir", "requeued_step", "resumed_metrics"]
 
 AUTO = "train.resume=auto"
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder (``fresh_folder.ensure_fresh``).
