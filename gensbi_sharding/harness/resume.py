@@ -20,7 +20,8 @@ from gensbi_sharding.harness.fresh_start import fresh_start_words
 from gensbi_sharding.harness.runs_below import runs_note, sweep_jobs
 from gensbi_sharding.harness.override_grammar import hydra_override
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.resume_settings import compute_dtype_note, refuse_resume_settings
+from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
+from gensbi_sharding.harness.resume_settings import compute_dtype_note
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics"]
@@ -148,7 +149,7 @@ def resume_point(cfg: Any, out: Any) -> Any:
 
 
 def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
-    """Before simulating: ``resume_settings.refuse_resume_settings`` (the overrides that match the checkpoint in
+    """Before simulating: ``resume_refusal.refuse_resume_settings`` (the overrides that match the checkpoint in
     ``step_dir``), then a changed schedule or compute dtype is said (a warning when the saved run was unfinished)."""
     from gensbi_sharding.checkpoint import saved_config
     from gensbi_sharding.harness.schedule import schedule_change_note
