@@ -117,6 +117,21 @@ def register_model(name: str, *, requires: Requirement | None = None, built_in: 
 
 
 def missing_package(requirement: Requirement, model: str) -> ModuleNotFoundError:
+    """The error for model ``model`` whose optional package is not installed: one line naming the model, the package
+    and the install command (raised by ``import_required`` and ``registry.get_model``).
+
+    Parameters
+    ----------
+    requirement : Requirement
+        The package the model needs.
+    model : str
+        The model's registered name.
+
+    Returns
+    -------
+    ModuleNotFoundError
+        With ``name`` the missing package, as Python's own has it.
+    """
     return ModuleNotFoundError(
         f"model={model} needs {requirement.package}, which is not installed: {requirement.install} "
         f"(the gensbi_sharding[{requirement.extra}] extra)", name=requirement.package)
