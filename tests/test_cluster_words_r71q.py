@@ -4,7 +4,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.devices import CLUSTER_VARIABLES
+from gensbi_sharding.harness.processes import CLUSTER_VARIABLES
 from gensbi_sharding.harness.distributed_checks import check_distributed, partial_cluster
 
 

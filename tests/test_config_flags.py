@@ -67,7 +67,7 @@ def test_printed_commands_keep_the_config_dir_and_name(running):
 
 
 def test_the_run_that_saved_a_checkpoint_names_its_config_flags(tmp_path):
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)
@@ -86,7 +86,7 @@ def test_the_saving_runs_command_is_written_as_the_shell_reads_it_back(tmp_path)
     # job_command's continue command (plain words stay unquoted).
     import shlex
 
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)
@@ -100,7 +100,7 @@ def test_the_saving_runs_command_is_written_as_the_shell_reads_it_back(tmp_path)
 def test_a_damaged_record_of_the_saving_run_leaves_its_command_out_not_the_refusal(tmp_path):
     # A run folder whose .hydra/overrides.yaml was edited (a tab): resuming it with another model.depth raised
     # "ScannerError: while scanning for the next token" in place of the refusal naming model.depth.
-    from gensbi_sharding.harness.hints import launched_with, saving_overrides
+    from gensbi_sharding.harness.saving_record import launched_with, saving_overrides
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)

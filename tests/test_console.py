@@ -146,7 +146,7 @@ def test_an_error_gets_one_tag_on_the_console_in_launch_log_and_from_the_folder_
                                                                                        devices):
     # Was "[ERROR] error: ...": the message carried its own prefix on top of the level's tag.
     from faults_helpers import run_tiny
-    from gensbi_sharding.harness import outputs, run_folder
+    from gensbi_sharding.harness import folder_claim, outputs
 
     with caplog.at_level(logging.ERROR, logger="gensbi_sharding"):
         metrics = run_tiny(tmp_path / "run", "mesh.model_axis=3")
@@ -164,7 +164,7 @@ def test_an_error_gets_one_tag_on_the_console_in_launch_log_and_from_the_folder_
     config = OmegaConf.create({"hydra": {"run": {"dir": str(tmp_path / "done")}}, "train": {"resume": None},
                                "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_run_start(config)
+        folder_claim.RefuseCompletedRun().on_run_start(config)
     printed = capsys.readouterr().err.strip()
     assert printed.startswith(f"[ERROR] {tmp_path / 'done' / 'metrics.json'} already exists (status ok)"), printed
     assert printed.count("[ERROR]") == 1 and "error:" not in printed.lower()

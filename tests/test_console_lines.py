@@ -14,7 +14,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from gensbi_sharding import resolve_mesh
-from gensbi_sharding.harness import outputs, run_folder
+from gensbi_sharding.harness import folder_claim, outputs
 from gensbi_sharding.harness.console_lines import (completed_jobs_lead, log_c2st_mean, mesh_step_line,
                                                    sweep_end_line)
 from gensbi_sharding.harness.summary import SweepSummary, write_summary
@@ -195,7 +195,7 @@ def test_a_refused_sweep_folder_is_named_as_hydra_sweep_dir_with_its_completed_j
                                                                 "train.resume=auto"]}},
                                "train": {"resume": "auto", "steps": 20}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
     assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 2 of its 2 jobs complete (0, 1); job 0: "
                               f"{sweep / '0' / 'metrics.json'} already exists (status ok)")
@@ -295,7 +295,7 @@ def test_a_refused_sweep_counts_the_sweeps_jobs_not_its_job_folders(tmp_path, ca
                                                                 "train.resume=auto"]}},
                                "train": {"resume": "auto", "steps": 20}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
     assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 3 jobs complete (0); job 0: "), printed
     assert "(1 never started)" in printed and f"hydra.run.dir={sweep / '2'}" in printed
@@ -380,7 +380,7 @@ def _refuse_a_sweep_into_a_finished_learning_rate_sweep(tmp_path, swept, error=N
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [swept, "train.steps=5"]}},
                                "train": {"resume": None, "steps": 5}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     return sweep
 
 
@@ -438,7 +438,7 @@ def test_a_retyped_sweep_continues_the_folder_of_the_job_that_failed_on_its_valu
     config = OmegaConf.create({"hydra": {"run": {"dir": str(sweep / "1")}, "overrides": {"task": [
         a for a in args if not a.startswith("hydra.")]}}, "train": {"resume": "auto", "steps": 5},
         "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     callback.on_run_start(config)
     callback.on_run_end(config)
 

@@ -157,7 +157,8 @@ def test_the_x64_refusal_of_a_setting_made_in_python_names_the_python_call(tmp_p
 
     from faults_helpers import compose_tiny
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings, x64_prefix
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
+    from gensbi_sharding.harness.resume_settings import x64_prefix
 
     on = bool(jax.config.jax_enable_x64)
     run = tmp_path / "run"

@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from faults_helpers import as_hydra_job, compose_tiny, save_step
-from gensbi_sharding.harness import outputs, run_folder, sweep_continue
+from gensbi_sharding.harness import folder_claim, outputs, run_folder, sweep_continue
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.summary import write_summary
 from gensbi_sharding.harness.sweep_hints import CONTINUE_ENV, continue_command, job_command
@@ -65,7 +65,7 @@ def _accepted(args, resume):
                                          "overrides": {"task": [a for a in args if not a.startswith("hydra.")]}},
                                "train": {"resume": resume, "steps": 3000},
                                "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     callback.on_run_start(config)
     callback.on_run_end(config)
 
@@ -298,7 +298,7 @@ def test_a_sweep_over_runs_to_continue_rerun_as_a_whole_is_refused_naming_each_j
                                "train": {"resume": "auto" if resume == "auto" else None, "steps": 20},
                                "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     refusal = capsys.readouterr().err
     assert "train.resume=auto to continue it" not in refusal and "no one command for the sweep can" in refusal
     commands = refusal.split("one by one: ")[1].strip().split(" ; ")
@@ -324,7 +324,7 @@ def test_a_sweep_rerun_over_jobs_stopped_with_checkpoints_is_refused_before_any_
                                "train": {"resume": None, "steps": 20},
                                "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == (f"[ERROR] hydra.sweep.dir={sweep}: 2 of the sweep's 3 jobs would be refused their folders, "
                         "before any job ran (nothing was written):"), lines
@@ -338,7 +338,7 @@ def test_a_sweep_rerun_over_jobs_stopped_with_checkpoints_is_refused_before_any_
     # the command it names passes the sweep's start
     config.train.resume = "auto"
     config.hydra.overrides.task.append("train.resume=auto")
-    (callback := run_folder.RefuseCompletedRun()).on_multirun_start(config)
+    (callback := folder_claim.RefuseCompletedRun()).on_multirun_start(config)
     callback.on_multirun_end(config)
 
 
@@ -434,7 +434,7 @@ def test_a_sweep_continuing_one_run_rerun_as_typed_takes_the_jobs_that_saved_con
                                          "overrides": {"task": task, "hydra": []}},
                                "train": {"resume": "/r1", "steps": 20},
                                "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     if saved == "/r1":
         callback.on_multirun_start(config)
         callback.on_multirun_end(config)
@@ -624,7 +624,7 @@ def test_a_launch_into_a_folder_whose_launch_died_before_its_first_checkpoint_se
                                          "overrides": {"task": ["experiment=quick"]}},
                                "train": {"resume": None, "steps": 3000},
                                "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     callback.on_run_start(config)
     callback.on_run_end(config)
     assert {p.name: p.read_bytes() for p in (out / ".hydra").iterdir()} == {  # Hydra writes over the record next
@@ -649,11 +649,11 @@ def test_a_sweep_sets_aside_the_records_of_jobs_killed_before_their_metrics_only
                                "train": {"resume": "auto", "steps": 20},
                                "dry_run": False, "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     for job, record in (("0", first), ("1", killed)):  # refused: nothing moved
         assert {p.name: p.read_bytes() for p in (sweep / job / ".hydra").iterdir()} == record
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # stopped: auto continues the sweep
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     callback.on_multirun_start(config)
     callback.on_multirun_end(config)
     for job, record in (("0", first), ("1", killed)):  # copies: a job not reached keeps its record, which a rerun reads

@@ -98,7 +98,8 @@ def test_dry_run_with_resume_is_refused_and_leaves_a_resumable_run_intact(tmp_pa
 
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
-    from gensbi_sharding.harness.run_folder import RefuseCompletedRun, ensure_fresh
+    from gensbi_sharding.harness.folder_claim import RefuseCompletedRun
+    from gensbi_sharding.harness.run_folder import ensure_fresh
 
     folder = tmp_path / "run"
     before = _preempted_folder(folder)

@@ -14,7 +14,7 @@ import pytest
 from faults_helpers import compose_tiny
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim, run_folder
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.folder_lock import folder_problem
 
@@ -31,7 +31,7 @@ def test_the_callback_refuses_only_a_run_that_saves(tmp_path, capsys, dry_run):
     folder = tmp_path / "b_[1]"
     config = OmegaConf.create({"hydra": {"run": {"dir": str(folder)}}, "dry_run": dry_run,
                                "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     try:
         if dry_run:
             callback.on_run_start(config)

@@ -206,7 +206,7 @@ def test_a_refused_resume_in_its_own_folder_does_not_quote_this_attempts_command
     from hydra.conf import HydraConf
     from hydra.core.hydra_config import HydraConfig
 
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     run, step_dir = tmp_path / "run", tmp_path / "run" / "checkpoints" / "8"  # only the record is read
     (run / ".hydra").mkdir(parents=True)
@@ -412,7 +412,7 @@ def test_a_printed_command_keeps_the_search_path_that_finds_a_preset_of_ones_own
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness import further_hint, sweep_hints
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     job = {"overrides": {"hydra": [SEARCH, "hydra.sweep.subdir=${hydra.job.num}"], "task": ["model=my_flux1", "rule=tensor"]},
            "mode": "RUN"}

@@ -166,7 +166,7 @@ def test_a_checkpoint_of_a_preset_of_ones_own_names_that_preset_when_the_model_d
     from omegaconf import OmegaConf
 
     import gensbi_sharding.checkpoint
-    from gensbi_sharding.harness.resume import model_overrides
+    from gensbi_sharding.harness.model_switch import model_overrides
 
     record = tmp_path / "run" / ".hydra"
     record.mkdir(parents=True)
@@ -192,7 +192,7 @@ def test_a_checkpoint_of_another_model_names_its_sizes_with_the_model_in_one_fix
 
     import gensbi_sharding.checkpoint
     from faults_helpers import TINY, compose_tiny
-    from gensbi_sharding.harness.resume import model_overrides
+    from gensbi_sharding.harness.model_switch import model_overrides
 
     saved = OmegaConf.to_container(compose_tiny("model=flux1", "model.num_heads=3").model, resolve=True)
     monkeypatch.setattr(gensbi_sharding.checkpoint, "saved_config", lambda path: {"model": saved})

@@ -50,13 +50,13 @@ _READ_THEN_START = """
 import sys, jax
 from omegaconf import OmegaConf
 from gensbi_sharding.checkpoint import saved_config, saved_info
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim
 out = sys.argv[1]
 print(saved_config(out)["train"]["resume"], saved_info(out))
 config = OmegaConf.create({"hydra": {"run": {"dir": out}, "sweep": {"dir": None},
                                      "overrides": {"task": ["train.resume=a"]}},
                            "train": {"resume": "a", "steps": 3000}, "distributed": {"mode": "none", "process_id": None}})
-callback = run_folder.RefuseCompletedRun()
+callback = folder_claim.RefuseCompletedRun()
 callback.on_run_start(config)  # launch.py's folder check of a requeue: reads the newest checkpoint's config
 callback.on_run_end(config)
 jax.config.update("jax_num_cpu_devices", 3)  # refused (RuntimeError) once the backend started

@@ -25,7 +25,7 @@ PATCHES = {
                   "    if name == 'hydra':\n        raise KeyboardInterrupt\n    return real(name, *args, **kwargs)\n"
                   "builtins.__import__ = patched\n"),
     "registering": RAISE + "import gensbi_sharding.harness.config as c\nc.register_configs = interrupted\n",
-    "composing": RAISE + ("import gensbi_sharding.harness.run_folder as f\n"
+    "composing": RAISE + ("import gensbi_sharding.harness.folder_claim as f\n"
                           "f.RefuseCompletedRun.on_run_start = interrupted\n"),  # after Hydra composed, before run()
 }
 AFTER = ("interrupted by Ctrl-C between the sweep's jobs: 1 job(s) ended, each recorded in its folder's metrics.json; "

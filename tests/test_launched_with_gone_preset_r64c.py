@@ -7,8 +7,7 @@ import shlex
 import pytest
 from faults_helpers import run_with_own_preset, under_command
 from gensbi_sharding.harness.command_checks import command_problem
-from gensbi_sharding.harness.hints import launched_with
-from gensbi_sharding.harness.saving_record import gone_presets
+from gensbi_sharding.harness.saving_record import gone_presets, launched_with
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from faults_helpers import run_with_own_preset, under_command
 
 @pytest.mark.slow
 def test_the_launched_with_command_keeps_the_settings_of_a_preset_edited_since(tmp_path):
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     preset, search, run = run_with_own_preset(tmp_path)
     said = "; the run that saved it was launched with: "

@@ -157,12 +157,12 @@ def test_registry_knows_both_models():
 def test_the_built_in_names_known_without_importing_them_are_those_registered():
     # registry.is_registered answers for these names without importing harness.models and harness.data (JAX):
     # the list must be what those modules register, or a built-in would be refused or a removed one accepted
-    from gensbi_sharding.harness import registry
+    from gensbi_sharding.harness import factories, registry
     from gensbi_sharding.harness.tasks import TASKS
 
     model_names()  # imports harness.models and harness.data
     built_in = {("model", name) for name in registry.BUILT_IN_MODELS} | {("data", name) for name in TASKS}
-    assert registry._BUILT_IN == built_in
+    assert factories.BUILT_IN == built_in
     registry.register_model("mine_checked")(lambda **kwargs: None)
     try:
         assert registry.is_registered("model", "mine_checked") and registry.is_registered("model", "flux1")

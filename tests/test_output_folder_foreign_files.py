@@ -9,7 +9,7 @@ import ast
 import pytest
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim, run_folder
 from gensbi_sharding.harness.folder_lock import FolderLock, folder_problem
 
 
@@ -123,7 +123,7 @@ def refusal_at_start(folder, sweep, capsys):
     """What Hydra's run (or multirun) start prints for output folder ``folder``; it must exit."""
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
                                "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     with pytest.raises(SystemExit):
         (callback.on_multirun_start if sweep else callback.on_run_start)(config)
     return capsys.readouterr().err.strip()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim
 from library_helpers import unwritable  # noqa: F401 (a fixture, shared)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def test_an_output_folder_that_cannot_be_written_is_named_with_the_override_to_c
     for folder in (parent, parent / "gensbi-runs" / "a"):  # the folder itself, or one to be made under it
         config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
                                    "distributed": {"mode": "none", "process_id": None}})
-        callback = run_folder.RefuseCompletedRun()
+        callback = folder_claim.RefuseCompletedRun()
         with pytest.raises(SystemExit) as stop:
             (callback.on_multirun_start if multirun else callback.on_run_start)(config)
         assert stop.value.code == 1

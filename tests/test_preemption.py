@@ -24,7 +24,7 @@ import pytest
 
 from faults_helpers import REPO, TINY, run_tiny
 from gensbi_sharding.checkpoint import committed_steps
-from gensbi_sharding.harness import folder_lock, outputs, processes, run_folder
+from gensbi_sharding.harness import folder_claim, folder_lock, outputs, processes, run_folder
 from gensbi_sharding.harness import train as train_module
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.preemption import EXIT_PREEMPTED, Preempted, PreemptionWatch
@@ -725,7 +725,7 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     (sweep / "1" / ".hydra" / "overrides.yaml").write_text("- model.width=24\n- rule.embed=[data,model]\n")
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
     # Was "[ERROR] <sweep>/0/metrics.json already exists": the sweep folder first, its completed jobs counted.
     assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (0); job 0: "
@@ -733,7 +733,7 @@ def test_a_refused_sweep_folder_names_the_commands_that_continue_its_unfinished_
     assert printed.rstrip().endswith("continue its one unfinished job with: python launch.py model.width=24 "
                                      f"'rule.embed=[data,model]' train.resume=auto hydra.mode=RUN hydra.run.dir={sweep / '1'}")
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "preempted"})  # no job completed: rerun it whole
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     callback.on_multirun_start(config)
     callback.on_multirun_end(config)
 
@@ -751,7 +751,7 @@ def test_a_refused_sweep_names_the_completed_jobs_own_overrides_to_train_it_furt
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [
         "train.steps=8", "rule=replicated,tensor", "mesh.model_axis=1,2"]}}, "train": {"resume": None, "steps": 8}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err
     assert ("into a new folder: python launch.py rule=replicated mesh.model_axis=1 train.steps=16 "
             f"train.resume={sweep / '0'} hydra.mode=RUN hydra.run.dir={tmp_path / 'multirun-0-steps16'}") in printed
@@ -769,7 +769,7 @@ def test_an_output_folder_that_is_a_file_is_named_with_the_override_to_change(tm
     for folder in (afile, afile / "sub"):
         config = OmegaConf.create({"hydra": {"sweep": {"dir": str(folder)}, "run": {"dir": str(folder)}},
                                    "distributed": {"mode": "none", "process_id": None}})
-        callback = run_folder.RefuseCompletedRun()
+        callback = folder_claim.RefuseCompletedRun()
         with pytest.raises(SystemExit):
             (callback.on_multirun_start if multirun else callback.on_run_start)(config)
         printed = capsys.readouterr().err
@@ -789,14 +789,14 @@ def test_a_run_and_a_sweep_never_share_a_folder(tmp_path, capsys):
     (sweep / "multirun.yaml").write_text("{}\n")
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(run_dir)}}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] hydra.sweep.dir={run_dir} holds a single run's outputs ({run_dir / 'metrics.json'}, status ok): "
         "a sweep never writes into a run's folder; choose another hydra.sweep.dir")
     config = OmegaConf.create({"hydra": {"run": {"dir": str(sweep)}},
                                "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_run_start(config)
+        folder_claim.RefuseCompletedRun().on_run_start(config)
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] hydra.run.dir={sweep} is a sweep's folder ({sweep / 'multirun.yaml'}): a run never writes "
         "into a sweep's folder; choose another hydra.run.dir (a sweep's job: hydra.run.dir=<sweep>/<job>)")
@@ -828,7 +828,7 @@ def test_a_damaged_metrics_json_is_named_and_its_folder_kept(tmp_path, capsys, t
                                    f"{run_dir / 'metrics.json'} aside")
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     assert capsys.readouterr().err.startswith(  # a multirun's refusal names hydra.sweep.dir first (was job 0's path)
         f"[ERROR] hydra.sweep.dir={sweep}: 1 of its 2 jobs complete (1); job 0: {sweep / '0' / 'metrics.json'} "
         "cannot be read (")
@@ -848,7 +848,7 @@ def test_a_sweep_subdir_that_gives_every_job_one_folder_is_refused_at_once(tmp_p
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "job"},
                                          "overrides": {"task": ["rule=fsdp,tensor"]}}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] hydra.sweep.subdir=job gives all 2 jobs of this sweep one folder ({sweep / 'job'}); leave "
         "hydra.sweep.subdir out (a folder per job number) or make it differ per job, e.g. "
@@ -856,7 +856,7 @@ def test_a_sweep_subdir_that_gives_every_job_one_folder_is_refused_at_once(tmp_p
     for subdir, task in (("job", ["rule=fsdp"]), ("${hydra.job.num}_job", ["rule=fsdp,tensor"])):  # one job; per job
         config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": subdir},
                                              "overrides": {"task": task}}})
-        callback = run_folder.RefuseCompletedRun()
+        callback = folder_claim.RefuseCompletedRun()
         callback.on_multirun_start(config)
         callback.on_multirun_end(config)
 
@@ -889,7 +889,7 @@ def test_a_sweep_rerun_with_its_values_reordered_never_continues_another_jobs_ch
     def claim(task):
         config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep), "subdir": "${hydra.job.num}"},
                                              "overrides": {"task": task}}, "train": {"resume": "auto"}})
-        callback = run_folder.RefuseCompletedRun()
+        callback = folder_claim.RefuseCompletedRun()
         callback.on_multirun_start(config)
         callback.on_multirun_end(config)
 
@@ -1460,7 +1460,7 @@ def test_the_folder_callback_can_be_shipped_to_jobs_while_it_holds_the_sweep_loc
 
     from omegaconf import OmegaConf
 
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}}, "train": {"resume": None}})
     callback.on_multirun_start(config)
     try:
@@ -1594,7 +1594,7 @@ def test_a_refused_sweep_with_many_unfinished_jobs_writes_their_commands_to_a_sc
         (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(f"- model.width={8 * job}\n")
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err.rstrip()
     script = sweep / "continue_unfinished.sh"
     commands = [f"python launch.py model.width={8 * job} train.resume=auto hydra.mode=RUN "
@@ -1620,7 +1620,7 @@ def test_a_refused_sweep_also_names_the_jobs_that_never_started(tmp_path, capsys
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}, "overrides": {"task": [
         "experiment=quick", "rule=replicated,fsdp,tensor", "train.resume=auto"]}}, "train": {"resume": "auto"}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     printed = capsys.readouterr().err.rstrip()
     assert printed.endswith(
         f"continue its unfinished jobs (1 never started) one by one: python launch.py experiment=quick rule=fsdp "

@@ -11,8 +11,9 @@ import pytest
 
 from faults_helpers import free_port
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.devices import CLUSTER_VARIABLES, check_coordinator
+from gensbi_sharding.harness.devices import check_coordinator
 from gensbi_sharding.harness.distributed_checks import check_cluster_ranks, check_distributed, partial_cluster
+from gensbi_sharding.harness.processes import CLUSTER_VARIABLES
 
 EXPLICIT = ("distributed.mode=explicit", "distributed.coordinator_address=localhost:1234")
 
@@ -85,7 +86,7 @@ def test_a_stray_rank_at_the_coordinator_is_named_and_never_told_to_go():
 
 
 def test_an_inconsistent_cluster_rank_tags_no_process():
-    from gensbi_sharding.harness.devices import environment_rank
+    from gensbi_sharding.harness.processes import environment_rank
 
     # was (3, 2): its error was tagged "[process 3/2]", a process the job cannot have
     assert environment_rank({**SLURM, "SLURM_PROCID": "3", "SLURM_NTASKS": "2"}) is None

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 from faults_helpers import compose_tiny, saved_checkpoint
 from gensbi_sharding.harness import run_folder
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 
 
 def test_a_python_run_killed_before_its_metrics_still_refuses_a_resume_under_the_other_x64(tmp_path, monkeypatch):

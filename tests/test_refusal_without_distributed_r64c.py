@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness import outputs, run_folder
+from gensbi_sharding.harness import folder_claim, outputs
 from gensbi_sharding.harness.run_steps import tell_refusal
 
 
@@ -21,7 +21,7 @@ def test_a_sweep_refused_for_its_completed_job_without_distributed_prints_the_re
     outputs.write_json(sweep / "0" / "metrics.json", {"status": "ok"})
     config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}, "train": {"resume": None}})
     with pytest.raises(SystemExit) as ended:
-        run_folder.RefuseCompletedRun().on_multirun_start(config)
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
     assert ended.value.code == 1
     printed = capsys.readouterr().err
     assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: ") and "already exists (status ok)" in printed, printed

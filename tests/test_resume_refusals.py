@@ -810,7 +810,7 @@ def test_a_resume_before_the_first_validation_says_so(tmp_path, devices, caplog)
 def test_the_command_that_saved_a_step_is_the_kept_record_s_up_to_its_step(tmp_path):
     # Was: the folder's own record for every step of another run's folder, though an attempt killed before it settled
     # (or a run from Python) left .hydra/saved_by/ holding the record of the launch that saved the steps up to its own.
-    from gensbi_sharding.harness.hints import launched_with
+    from gensbi_sharding.harness.saving_record import launched_with
 
     run = tmp_path / "run"
     (run / ".hydra" / "saved_by").mkdir(parents=True)
@@ -1041,7 +1041,7 @@ def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(t
     # Was, under train.resume=auto (a preempted run continued in its folder): "...; no other step folder is complete:
     # start without it", but the same command without train.resume was refused ("rerun with train.resume=auto to
     # continue it in this folder"), which refused it again; or "resume from another step folder: <its step 4>".
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 
     config = OmegaConf.to_container(compose_tiny(), resolve=True)
     with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False) as writer:
@@ -1064,7 +1064,7 @@ def test_a_damaged_step_of_the_runs_own_folder_names_the_fix_that_folder_takes(t
 def test_a_damaged_step_names_the_older_steps_damaged_the_same_way(tmp_path, steps, then):
     # Was, with checkpoints/4 lost its config item too: "move .../8 aside ... and run the same command again: it
     # resumes from step 4", which refused step 4 the same way ("move .../4 aside ...": a second round).
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 
     config = OmegaConf.to_container(compose_tiny(), resolve=True)
     with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False, keep=3) as writer:
@@ -1088,7 +1088,7 @@ def test_a_step_that_lost_its_meta_item_is_named_as_one_that_lost_its_config(tmp
     # Was, under train.resume=auto: checkpoints/8 without its meta item got the library's words ("resume from another
     # step folder: .../4"), which the folder's run does not take; and with 8's config item lost and 4's meta item,
     # "move .../8 aside ...: it resumes from step 4", which then refused step 4 (a second round).
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 
     config = OmegaConf.to_container(compose_tiny(), resolve=True)
     with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False, keep=3) as writer:
@@ -1118,7 +1118,7 @@ def test_a_step_of_the_runs_own_folder_whose_arrays_do_not_read_names_the_step_i
     # passed the check of its settings, and the restore said the library's fix ("resume from another step folder:
     # .../4"), which this folder's run does not take; an older step whose arrays were damaged was named as the one
     # "it resumes from" (its config and meta items read), refused in turn by the restore.
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 
     config = OmegaConf.to_container(compose_tiny(), resolve=True)
     with CheckpointWriter(tmp_path / "checkpoints", config=config, async_save=False, keep=3) as writer:

@@ -390,7 +390,7 @@ def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
     from hydra import compose, initialize_config_dir
 
     from faults_helpers import REPO
-    from gensbi_sharding.harness import run_folder
+    from gensbi_sharding.harness import folder_claim
     from gensbi_sharding.harness.config import register_configs
     from gensbi_sharding.harness.sweep_subdirs import unused_folder_problem
 
@@ -402,7 +402,7 @@ def test_a_launcher_given_without_m_is_refused_not_ignored(tmp_path, capsys):
 
     config = composed("hydra/launcher=slurm")
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_run_start(config)
+        folder_claim.RefuseCompletedRun().on_run_start(config)
     assert capsys.readouterr().err.strip() == (
         "[ERROR] hydra/launcher=slurm: only a multirun (-m) reads it; this single run would run here, in this "
         "process, without it: add -m (python launch.py -m ...), or leave it out")

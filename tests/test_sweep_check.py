@@ -188,7 +188,7 @@ def test_a_crash_of_the_folder_check_stops_only_where_hydra_would_overwrite_file
     # .hydra/ over a completed run's (its record of the command that made it). A new folder has nothing to lose.
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness import folder_claim, outputs, run_folder
+    from gensbi_sharding.harness import folder_claim, outputs
 
     def crash(*args, **kwargs):
         raise RuntimeError("no such node")
@@ -200,7 +200,7 @@ def test_a_crash_of_the_folder_check_stops_only_where_hydra_would_overwrite_file
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     config = OmegaConf.create({"hydra": {"sweep" if sweep else "run": {"dir": str(folder)}}, "train": {"resume": None},
                                "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     start = callback.on_multirun_start if sweep else callback.on_run_start
     lead = (f"the check of {folder} before Hydra writes into it could not run (RuntimeError: no such node; a fault of "
             "gensbi_sharding's own, not of this command): ")
@@ -231,7 +231,7 @@ def test_a_resume_on_a_disk_still_full_is_told_to_free_space_not_to_give_a_new_f
 
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness import launch_record, outputs, run_folder
+    from gensbi_sharding.harness import folder_claim, launch_record, outputs
 
     folder = tmp_path / "run é"
     (folder / "checkpoints" / "20").mkdir(parents=True)
@@ -247,7 +247,7 @@ def test_a_resume_on_a_disk_still_full_is_told_to_free_space_not_to_give_a_new_f
     config = OmegaConf.create({"hydra": {"run": {"dir": str(folder)}, "overrides": {"task": ["train.steps=20"]}},
                                "train": {"resume": "auto", "steps": 20},
                                "distributed": {"mode": "none", "process_id": None}})
-    callback = run_folder.RefuseCompletedRun()
+    callback = folder_claim.RefuseCompletedRun()
     with pytest.raises(SystemExit) as stop:
         callback.on_run_start(config=config)
     assert stop.value.code == 1

@@ -63,7 +63,7 @@ def test_the_command_a_stopped_sweep_job_prints_for_the_sweep_is_accepted_as_pri
 
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness import outputs, run_folder, sweep_continue
+    from gensbi_sharding.harness import folder_claim, outputs, sweep_continue
 
     sweep, task = tmp_path / "swj", ["experiment=quick", "train.steps=40", "rule=replicated,fsdp,tensor"]
     sweep.mkdir()
@@ -91,7 +91,7 @@ def test_the_command_a_stopped_sweep_job_prints_for_the_sweep_is_accepted_as_pri
                                              "overrides": {"task": [a for a in args if not a.startswith("hydra.")]}},
                                    "train": {"resume": "auto", "steps": 40},
                                    "distributed": {"mode": "none", "process_id": None}})
-        callback = run_folder.RefuseCompletedRun()
+        callback = folder_claim.RefuseCompletedRun()
         (callback.on_multirun_start if multirun else callback.on_run_start)(config)  # SystemExit(1) when refused
         (callback.on_multirun_end if multirun else callback.on_run_end)(config)
     assert len(commands) == (2 if completed else 1), hint

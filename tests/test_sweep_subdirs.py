@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim
 from gensbi_sharding.harness.config import register_configs
 from gensbi_sharding.harness.sweep_plan import every_job
 from gensbi_sharding.harness.sweep_subdirs import (colliding_subdirs_problem, foreign_runs_problem, job_subdirs,
@@ -33,7 +33,7 @@ def claim_sweep(sweep: Path, subdir: str, task: list[str]) -> None:
                          return_hydra_config=True)
         with open_dict(config):
             config.hydra.overrides.task = task
-        callback = run_folder.RefuseCompletedRun()
+        callback = folder_claim.RefuseCompletedRun()
         callback.on_multirun_start(config)
         callback.on_multirun_end(config)
 
@@ -185,7 +185,7 @@ def test_a_folder_override_the_mode_ignores_is_refused_naming_the_one_to_use(tmp
         with open_dict(config):
             config.hydra.overrides.task = ["rule=fsdp,tensor"]
         with pytest.raises(SystemExit):
-            run_folder.RefuseCompletedRun().on_multirun_start(config)
+            folder_claim.RefuseCompletedRun().on_multirun_start(config)
     assert capsys.readouterr().err.strip() == (
         f"[ERROR] hydra.run.dir={tmp_path / 'mine'} is not used here: a multirun (-m, or a preset such as "
         f"experiment=sbibm) writes into hydra.sweep.dir ({config.hydra.sweep.dir}); set "

@@ -15,7 +15,7 @@ import shlex
 import pytest
 from omegaconf import OmegaConf
 
-from gensbi_sharding.harness import run_folder
+from gensbi_sharding.harness import folder_claim
 from gensbi_sharding.harness.folder_lock import folder_problem
 from gensbi_sharding.harness.sweep_subdirs import misread_folder_problem
 
@@ -56,7 +56,7 @@ def test_the_callback_passes_the_config_s_folder_as_typed(tmp_path, monkeypatch,
     config = OmegaConf.create({"hydra": {"run": {"dir": "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S-%f}"}},
                                "distributed": {"mode": "none", "process_id": None}})
     with pytest.raises(SystemExit):
-        run_folder.RefuseCompletedRun().on_run_start(config)
+        folder_claim.RefuseCompletedRun().on_run_start(config)
     err = capsys.readouterr().err
     assert f"[ERROR] the working directory {cwd} holds '[1]'" in err and f"'hydra.run.dir={tmp_path}/cwd_1_/outputs/" \
         "${now:%Y-%m-%d}/${now:%H-%M-%S-%f}'" in err

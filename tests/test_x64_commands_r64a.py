@@ -67,7 +67,7 @@ def test_a_run_killed_before_its_metrics_says_its_x64_setting_from_its_launch(tm
     # Killed (SIGKILL) after a checkpoint, before any metrics.json: its claim recorded the setting with its launch,
     # so the continue command carries it and a resume under the other setting is refused (was: neither)
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
     from gensbi_sharding.harness.run_folder import RunFolder
     from gensbi_sharding.harness.sweep_hints import job_command
 

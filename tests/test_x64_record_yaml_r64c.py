@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 from faults_helpers import compose_tiny, saved_checkpoint
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.launch_record import launch_x64, quiet_absl
-from gensbi_sharding.harness.resume_settings import refuse_resume_settings, x64_prefix
+from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
+from gensbi_sharding.harness.resume_settings import x64_prefix
 
 
 def test_a_hand_edited_x64_record_is_read_as_yaml_and_refuses_a_resume_under_the_other_setting(tmp_path):

@@ -210,7 +210,7 @@ def resumed_search_path(command: CommandLine, group: str, value: str) -> str | N
     a preset of one's own resumed without them (not "did you mean model=flux1?", whose sizes the resume refuses)."""
     import shlex
 
-    from gensbi_sharding.harness.hints import saving_overrides
+    from gensbi_sharding.harness.saving_record import saving_overrides
     from gensbi_sharding.harness.override_grammar import parse
 
     given = {p.key: p.raw for p in command.parsed if p.key in ("train.resume", "hydra.run.dir")}

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gensbi_sharding.harness.factories import register_data
 from gensbi_sharding.harness.hints import batch_size_problem, mesh_alternatives
-from gensbi_sharding.harness.registry import register_data
 from gensbi_sharding.harness.simulation_data import SimulationData, global_stats
 from gensbi_sharding.harness.split_rows import shard_train_rows, simulations_for, split_sizes
 from gensbi_sharding.harness.units import is_int

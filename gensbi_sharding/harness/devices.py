@@ -19,15 +19,11 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.cpu_count import (DEFAULT_CPU_COUNT, MAX_CPU_COUNT,  # noqa: F401 (re-exported)
                                                resolve_cpu_count)
 from gensbi_sharding.harness.distributed_checks import check_cluster_ranks, partial_cluster
+from gensbi_sharding.harness.processes import CLUSTER_VARIABLES
 from gensbi_sharding.harness.rendezvous import check_coordinator  # noqa: F401 (re-exported)
 
 __all__ = ["DEFAULT_CPU_COUNT", "MAX_CPU_COUNT", "resolve_cpu_count", "configure_devices", "initialize_distributed",
-           "check_coordinator", "check_platform", "peak_bytes_in_use", "job_peak_metrics", "environment_rank"]
-
-#: The variables that give distributed=auto its process's rank and count, as JAX's detection tries them (Open MPI's,
-#: then SLURM's: all five of these present, JAX's own condition), each (rank, count, also needed).
-CLUSTER_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ("OMPI_COMM_WORLD_LOCAL_RANK",)),
-                     ("SLURM_PROCID", "SLURM_NTASKS", ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_LOCALID")))
+           "check_coordinator", "check_platform", "peak_bytes_in_use", "job_peak_metrics"]
 
 
 def configure_devices(cpu_count: int, platform: str | None = None) -> None:
@@ -196,27 +192,6 @@ def initialize_distributed(mode: str, *, coordinator_address: str | None = None,
     except RuntimeError as err:  # JAX refuses once its backend started
         raise ConfigError(f"distributed.mode={mode} needs jax.distributed.initialize() before JAX's backend "
                           f"starts, but it refused ({err}); start a fresh process") from None
-
-
-def environment_rank(environ=None) -> tuple[int, int] | None:
-    """This process's (rank, process count) under ``distributed=auto``, before JAX joins the processes: read from
-    the cluster's variables JAX's detection reads (``CLUSTER_VARIABLES``); None where none (or a value) is there,
-    or where the rank is not below the count (no process's: ``check_cluster_ranks`` refuses it, untagged).
-
-    Parameters
-    ----------
-    environ : mapping, optional
-        The environment (``os.environ``).
-    """
-    environ = os.environ if environ is None else environ
-    for rank, count, needed in CLUSTER_VARIABLES:
-        if all(name in environ for name in (rank, count, *needed)):
-            try:
-                found = int(environ[rank]), int(environ[count])
-            except ValueError:  # not a cluster's: check_cluster_ranks says so
-                return None
-            return found if 0 <= found[0] < found[1] else None
-    return None
 
 
 def _bounds(heartbeat_s: int) -> dict:

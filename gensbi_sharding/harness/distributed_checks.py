@@ -121,7 +121,7 @@ def partial_cluster(variables: tuple, environ=None) -> str:
     Parameters
     ----------
     variables : tuple
-        ``devices.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster.
+        ``processes.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster.
     environ : mapping, optional
         The environment (``os.environ``).
     """
@@ -145,7 +145,7 @@ def check_cluster_ranks(variables: tuple, environ=None) -> dict:
     Parameters
     ----------
     variables : tuple
-        ``devices.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster, in JAX's order.
+        ``processes.CLUSTER_VARIABLES``: (rank, count, (also needed, ...)) per cluster, in JAX's order.
     environ : mapping, optional
         The environment (``os.environ``).
 

@@ -1,5 +1,6 @@
 """Refusing a folder that holds another run's results: ``ensure_fresh``, and the statuses ``train.resume=auto``
-continues (``RESUMABLE``). Moved from ``run_folder``, which claims the folder with it."""
+continues (``RESUMABLE``, ``resume_command``'s, named here too). Moved from ``run_folder``, which claims the folder with
+it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ from pathlib import Path
 from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
 from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics
-from gensbi_sharding.harness.resume_command import AUTO, folder_resume, holds_checkpoint, requeued_step
+from gensbi_sharding.harness.resume_command import AUTO, RESUMABLE, folder_resume, holds_checkpoint, requeued_step
 
 __all__ = ["ensure_fresh", "RESUMABLE"]
 
-#: Statuses of a run that ``train.resume=auto`` may continue in its own folder.
-RESUMABLE, _DIR = ("preempted", "interrupted", "error"), {False: "hydra.run.dir", True: "hydra.sweep.dir"}
+_DIR = {False: "hydra.run.dir", True: "hydra.sweep.dir"}
 
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,

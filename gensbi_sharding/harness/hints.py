@@ -15,7 +15,6 @@ from gensbi_sharding.harness.cpu_count import count_setting
 # closest_name, override_literal, overrides_named: re-exported (one matcher, override_words')
 from gensbi_sharding.harness.override_words import closest_name, override_literal, overrides_named  # noqa: F401
 from gensbi_sharding.harness.refusal import Refusal
-from gensbi_sharding.harness.saving_record import launched_with, saving_overrides  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import Mesh
@@ -23,7 +22,7 @@ if TYPE_CHECKING:  # annotations only: launch.py's start imports this module wit
 
 __all__ = ["batch_size_problem", "mesh_alternatives", "device_alternatives", "kept_on_other_meshes",
            "model_axis_problem", "mesh_devices_problem", "overrides_named", "mesh_axis_fix", "mesh_spec_fix",
-           "closest_name", "launched_with", "saving_overrides", "override_literal"]
+           "closest_name", "override_literal"]
 
 
 def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, train_rows: int,

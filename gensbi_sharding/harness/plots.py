@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gensbi_sharding.harness.agg_figure import agg_figure
-from gensbi_sharding.harness.loss_history import window_means, windows
+from gensbi_sharding.harness.loss_windows import window_means, windows
 from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.summary_columns import key_cell  # the table's value of each key: the plot's too
 from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number

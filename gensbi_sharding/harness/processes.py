@@ -16,18 +16,22 @@ from collections.abc import Sequence
 from omegaconf import DictConfig, OmegaConf
 
 __all__ = ["process_rank", "several_processes", "hears_process_0", "folder_owner", "told_by_process_0",
-           "LOCAL_CHILD_ENV", "SAID_BYTES"]
+           "LOCAL_CHILD_ENV", "SAID_BYTES", "CLUSTER_VARIABLES", "environment_rank"]
 
 #: Set by ``distributed=local`` in its children: the file descriptor of a pipe the parent holds open. Such a child's
 #: folder is its parent's (``run_folder`` names it from here).
 LOCAL_CHILD_ENV = "GENSBI_SHARDING_PARENT_FD"
+#: The variables that give distributed=auto its process's rank and count, as JAX's detection tries them (Open MPI's,
+#: then SLURM's: all five of these present, JAX's own condition), each (rank, count, also needed).
+CLUSTER_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", ("OMPI_COMM_WORLD_LOCAL_RANK",)),
+                     ("SLURM_PROCID", "SLURM_NTASKS", ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_LOCALID")))
 #: The bytes of the words process 0 tells the other processes (``told_by_process_0``; a longer text is cut there).
 SAID_BYTES = 4096
 
 
 def process_rank(config: DictConfig) -> tuple[int | None, int]:
     """This process's (rank, process count) before JAX joins the processes: explicit mode's settings, or under
-    ``distributed=auto`` the cluster's variables (``devices.environment_rank``); (None, 1) for one process, or where
+    ``distributed=auto`` the cluster's variables (``environment_rank``); (None, 1) for one process, or where
     the rank is not known before JAX joins (then every process checks the folder itself).
 
     Parameters
@@ -39,8 +43,6 @@ def process_rank(config: DictConfig) -> tuple[int | None, int]:
     if os.environ.get(LOCAL_CHILD_ENV) or mode not in ("explicit", "auto"):  # a distributed=local child: its parent's
         return None, 1
     if mode == "auto":  # the cluster's rank: else unknown before JAX joins, so each process would lock the folder
-        from gensbi_sharding.harness.devices import environment_rank
-
         return environment_rank() or (None, 1)
     return (OmegaConf.select(config, "distributed.process_id", default=None),
             OmegaConf.select(config, "distributed.num_processes", default=None) or 1)
@@ -111,3 +113,24 @@ def told_by_process_0(counts: Sequence[int], text: str) -> tuple[list[int], str]
     got = np.asarray(multihost_utils.broadcast_one_to_all(words))
     heard = bytes(got[size + 1:size + 1 + got[size]].astype(np.uint8)).decode("utf-8", "replace")
     return [int(count) for count in got[:size]], heard
+
+
+def environment_rank(environ=None) -> tuple[int, int] | None:
+    """This process's (rank, process count) under ``distributed=auto``, before JAX joins the processes: read from
+    the cluster's variables JAX's detection reads (``CLUSTER_VARIABLES``); None where none (or a value) is there,
+    or where the rank is not below the count (no process's: ``check_cluster_ranks`` refuses it, untagged).
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The environment (``os.environ``).
+    """
+    environ = os.environ if environ is None else environ
+    for rank, count, needed in CLUSTER_VARIABLES:
+        if all(name in environ for name in (rank, count, *needed)):
+            try:
+                found = int(environ[rank]), int(environ[count])
+            except ValueError:  # not a cluster's: check_cluster_ranks says so
+                return None
+            return found if 0 <= found[0] < found[1] else None
+    return None

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUTO", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem", "resumed_here",
-           "dropped_runs", "launch_dir", "requeued_step", "resumed_metrics"]
+__all__ = ["AUTO", "RESUMABLE", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem",
+           "resumed_here", "dropped_runs", "launch_dir", "requeued_step", "resumed_metrics"]
 
 AUTO = "train.resume=auto"
+#: Statuses of a run that ``train.resume=auto`` may continue in its own folder (``fresh_folder.ensure_fresh``).
+RESUMABLE = ("preempted", "interrupted", "error")
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
 #: without a checkpoint of its own (``dropped_runs`` refuses it: it would run only the jobs with one).
 BY_JOB = "each job continues the run its train.resume names, which no one command for the sweep can"
@@ -223,7 +225,6 @@ def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | Non
 
     from gensbi_sharding.harness.outputs import read_record
     from gensbi_sharding.harness.override_grammar import hydra_override  # as typed: a path with a space quoted
-    from gensbi_sharding.harness.fresh_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
 

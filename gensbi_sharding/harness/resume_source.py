@@ -39,7 +39,7 @@ def resume_source_problem(cfg: Any, out: Any) -> str | None:
     from gensbi_sharding.harness.launch_record import quiet_absl, step_folder_names
     from gensbi_sharding.harness.python_words import as_overrides
     from gensbi_sharding.harness.resume import resume_step_dir
-    from gensbi_sharding.harness.resume_settings import refuse_resume_settings
+    from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
     from gensbi_sharding.harness.resume_command import launch_dir
     from gensbi_sharding.harness.step_items import damaged_refusal
 

@@ -17,7 +17,6 @@ from omegaconf import DictConfig
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.earlier_attempts import set_aside
-from gensbi_sharding.harness.folder_claim import RefuseCompletedRun  # noqa: F401 (Hydra's callback, named here too)
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh  # noqa: F401 (RESUMABLE: its name here too)
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV, folder_owner, told_by_process_0
@@ -29,7 +28,7 @@ from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
 from gensbi_sharding.harness.told_refusal import told_refusal
 from gensbi_sharding.harness.x64_words import x64_on
 
-__all__ = ["output_dir", "RunFolder", "claim_together", "RefuseCompletedRun", "is_writer", "stopped_at_step"]
+__all__ = ["output_dir", "RunFolder", "claim_together", "is_writer", "stopped_at_step"]
 
 log = logging.getLogger("gensbi_sharding")
 

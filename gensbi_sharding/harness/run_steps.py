@@ -268,7 +268,7 @@ def tell_refusal(cfg: DictConfig, refused: Exception, folder: Any = None, watch:
     (``run_folder.claim_together``, which they reach in ``run_steps``), so every process raises the same words at
     once (the others would wait in ``jax.distributed.initialize`` for process 0, gone, until
     ``distributed.timeout_s``). Else, or where they cannot be joined, nothing. Called by ``run(cfg)``'s claim and by
-    launch.py's, in Hydra's callback (``run_folder.RefuseCompletedRun``: no folder or watch there yet)."""
+    launch.py's, in Hydra's callback (``folder_claim.RefuseCompletedRun``: no folder or watch there yet)."""
     from omegaconf import OmegaConf
 
     # A config without a distributed section (one of one's own, from Python) has no other process to tell (else

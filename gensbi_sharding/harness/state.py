@@ -25,10 +25,10 @@ from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.factory_keywords import model_builder
 from gensbi_sharding.harness.held_out import held_out_changes
 from gensbi_sharding.harness.held_out_fix import held_out_warning, keep_split_overrides
-from gensbi_sharding.harness.hints import launched_with
+from gensbi_sharding.harness.saving_record import launched_with
 from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
 from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
-from gensbi_sharding.harness.resume import model_overrides
+from gensbi_sharding.harness.model_switch import model_overrides
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)

@@ -3,7 +3,7 @@
 A job stopped with checkpoints and no record (killed, its record unwritten) is refused its folder by its own run
 unless ``train.resume`` continues it (``fresh_folder.ensure_fresh``); in a sweep rerun as it was, each such job was
 refused as its turn came, one after another, after the earlier jobs had trained. Here the sweep's start
-(``run_folder.RefuseCompletedRun``) makes that check of every job's folder and names them all, with the one command
+(``folder_claim.RefuseCompletedRun``) makes that check of every job's folder and names them all, with the one command
 that continues them. Pure Python: no JAX.
 """
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
-from gensbi_sharding.harness.resume_command import BY_JOB, named_resume
+from gensbi_sharding.harness.resume_command import BY_JOB, RESUMABLE, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
 __all__ = ["whole_sweep_hint", "dry_run_sweep", "dry_run_sweep_again", "sweep_again", "mark_not_started",
@@ -156,7 +156,6 @@ def _rest_of_sweep(run_dir: Path, started: bool, reason: str | None = None) -> s
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.fresh_folder import RESUMABLE
     from gensbi_sharding.harness.sweep_plan import every_job, job_folders
 
     sweep = run_dir.parent

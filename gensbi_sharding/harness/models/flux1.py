@@ -27,8 +27,8 @@ from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.harness.units import is_int
 from gensbi_sharding.harness.models.common import (check_partition_axis, compute_dtype, gensbi_params, positive_int,
                                                    prepare_inputs)
-from gensbi_sharding.harness.model_checks import ID_STRATEGIES_1D, ROPE_ID_AXES, check_model
-from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
+from gensbi_sharding.harness.factories import GENSBI, import_required, register_model
+from gensbi_sharding.harness.model_sections import ID_STRATEGIES_1D, ROPE_ID_AXES, check_built_in
 
 __all__ = ["Flux1Velocity", "make_flux1", "flux1_params", "ID_STRATEGIES_1D"]
 
@@ -204,7 +204,7 @@ def flux1_params(*, dim_theta: int, dim_x: int, rngs: nnx.Rngs, mlp_ratio: float
         axes_dim=None if axes_dim is None else [int(a) for a in axes_dim], val_emb_dim=val_emb_dim,
         id_emb_dim=id_emb_dim, id_merge_mode=id_merge_mode, theta=theta, id_embedding_strategy=list(strategies),
         param_dtype=param_dtype, dtype=dtype).items()}
-    check_model(OmegaConf.create(section, flags={"allow_objects": True}), traced=False)
+    check_built_in(OmegaConf.create(section, flags={"allow_objects": True}), traced=False)
     fields = dict(
         in_channels=1, vec_in_dim=None, context_in_dim=1, mlp_ratio=float(mlp_ratio),
         num_heads=dims["num_heads"], depth=dims["depth"], depth_single_blocks=depth_single_blocks,

@@ -22,7 +22,7 @@ from gensbi_sharding import PartitionAxis, constrain
 from gensbi_sharding.harness.models.common import (check_partition_axis, compute_dtype, gensbi_params, positive_int,
                                                    prepare_inputs)
 from gensbi_sharding.harness.units import is_int
-from gensbi_sharding.harness.registry import GENSBI, import_required, register_model
+from gensbi_sharding.harness.factories import GENSBI, import_required, register_model
 
 __all__ = ["SimformerVelocity", "make_simformer"]
 

@@ -45,7 +45,7 @@ from gensbi_sharding import PartitionAxis, axes, constrain
 from gensbi_sharding.harness.config import TransformerConfig  # the one source of the defaults
 from gensbi_sharding.harness.models.common import (
     check_partition_axis, positive_int, prepare_inputs, small_init, time_embedding)
-from gensbi_sharding.harness.registry import register_model
+from gensbi_sharding.harness.factories import register_model
 
 __all__ = ["TransformerVelocity", "make_transformer", "VOCAB_MULTIPLE"]
 
