@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gensbi_sharding.harness.units import is_int
+
 __all__ = ["legend"]
 
 
@@ -21,7 +23,7 @@ def _batches(rows: Sequence[Mapping[str, Any]]) -> str:
     for row in rows:
         config = row.get("metrics", {}).get("config") or {}
         size = (config.get("data") or {}).get("batch_size") if isinstance(config, Mapping) else None
-        if isinstance(size, int) and size not in sizes:
+        if is_int(size) and size not in sizes:
             sizes.append(size)
     return ", ".join(f"{s:,}" for s in sorted(sizes))
 
