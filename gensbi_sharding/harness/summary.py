@@ -35,6 +35,7 @@ from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.processes import hears_process_0, several_processes
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, key_cell,
                                                       provenance_columns, ranked_heading)
+from gensbi_sharding.harness.summary_legend import legend
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, job_folders, job_order,
                                                 sweep_jobs)
 from gensbi_sharding.harness.sweep_rows import (NO_RECORD, declared_sweeps, not_run_rows, summary_rows, swept_keys,
@@ -85,6 +86,7 @@ class Summary:
     csv_path: Path
     md_path: Path
     png_path: Path | None
+    legend: str = ""  # what the numbers measured, printed under the table (summary_legend)
 
 
 def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Sequence[Sequence[str]] = (),
@@ -130,7 +132,8 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
         png_path = plot_sweep(rows, keys, sweep_dir / "sweep_summary.png", dry_run=dry)
     except Exception as err:  # a plot must never cost the table
         log.warning("sweep plot not written: %s: %s", type(err).__name__, err)
-    return Summary(keys, rows, text, csv_path, md_path, png_path)
+    # what the numbers measured (state or step, compile in or out, batch, units): the console's, not the .md's table
+    return Summary(keys, rows, text, csv_path, md_path, png_path, legend(known, dry))
 
 
 def refresh_sweep_summary(job_dir: Path) -> Summary | None:
@@ -193,7 +196,8 @@ class SweepSummary(Callback):
         started = getattr(self, "_started", None)
         jobs = f"{len(summary.rows)} job{'s' * (len(summary.rows) != 1)}{status_counts(statuses)}"
         wall_s = None if started is None else time.monotonic() - started
-        print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n{summary.text}\n" + best_said(summary.rows)
+        print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n{summary.text}\n{summary.legend}\n"
+              + best_said(summary.rows)
               + sweep_end_line(statuses, wall_s, sweep_dir, summary.png_path is not None), flush=True)
 
 

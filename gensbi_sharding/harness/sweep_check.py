@@ -138,6 +138,8 @@ def sweep_config_problem(config: Any) -> str | None:
     from gensbi_sharding.harness.sweep_composed import reusing
     from gensbi_sharding.harness.sweep_plan import command_overrides, sweep_jobs
     from gensbi_sharding.harness.override_hydra_text import preset_sweep_problem
+    from gensbi_sharding.harness.refusal import Refusal
+    from gensbi_sharding.harness.sweep_common_fix import common_fix
 
     # Hydra's own sweeper and launcher by their option names (HydraConfig.get().runtime.choices in a running app),
     # not by their classes' module paths, hydra._internal's: the cartesian product of the values, run in this process
@@ -160,7 +162,16 @@ def sweep_config_problem(config: Any) -> str | None:
                 + " ".join(list(task or []) + preset))
     in_process = choices.get("hydra/launcher") == "basic"
     refused = refused_jobs(config, jobs, loader, in_process=in_process)
-    return refused_jobs_message(refused, jobs) if refused else None
+    if not refused:
+        return None
+    message = refused_jobs_message(refused, jobs)
+    # each job's own fix of a key the sweep does not vary (896 on 8x1, 900 on 4x2): the one value that fixes all
+    common = common_fix(refused, jobs, lambda fixed: refused_jobs(config, fixed, loader, in_process=in_process))
+    if not common:
+        return message
+    with_common = Refusal(f"{message}\n{common}")  # as with_drop: the parts stay the jobs' own
+    with_common.parts = message.parts
+    return with_common
 
 
 def _lost_sweep(config: Any, cfg: Any, job: Sequence[str]) -> str | None:

@@ -1,0 +1,58 @@
+"""What a sweep table's numbers measured, said under it (``sweep_summary.md`` and the console).
+
+Was: a training sweep's table gave ``params/device``, ``optimizer/device`` and ``step`` with no word of what they
+are, so a user choosing "the fastest rule at a memory budget" read the state bytes as the step's memory (the step's,
+batch and temporaries included, is what a dry-run sweep gives: 3.3 MB per device against 0.4 MB of state for fsdp on
+8x1), could not tell whether compile was in ``step``, nor at which batch the speeds were measured; a dry-run sweep's
+``memory/device`` did not say it was XLA's compiled step, nor the units (decimal: 1 KB = 1000 B).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gensbi_sharding.harness.units import is_int
+
+__all__ = ["legend"]
+
+
+def _batches(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The global batch sizes the rows ran with, e.g. ``"256"`` or ``"256, 512"``; ``""`` where none is known."""
+    sizes = []
+    for row in rows:
+        config = row.get("metrics", {}).get("config") or {}
+        size = (config.get("data") or {}).get("batch_size") if isinstance(config, Mapping) else None
+        if is_int(size) and size not in sizes:
+            sizes.append(size)
+    return ", ".join(f"{s:,}" for s in sorted(sizes))
+
+
+def legend(rows: Sequence[Mapping[str, Any]], dry: bool) -> str:
+    """The lines that say what a sweep table measured, its units and what it leaves out.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        The summary's rows (``sweep_rows.summary_rows``), each with its job's ``metrics`` (``metrics.json``).
+    dry : bool
+        Whether the table is a dry-run sweep's (``summary.DRY_RUN_COLUMNS``), else a training sweep's.
+
+    Returns
+    -------
+    str
+        Lines starting ``"measured: "``, without a trailing newline.
+    """
+    batches = _batches(rows)
+    batch = f" (global batch {batches}, data.batch_size)" if batches else ""
+    units = "bytes in decimal units (1 KB = 1,000 B), each per device"
+    if dry:
+        return (f"measured: memory/device is XLA's compiled train step{batch} on one device (arguments + outputs + "
+                "temporaries - donated buffers: the training state and a batch's shard), + best weights the copy "
+                "early stopping keeps beside it; collectives/step/device the bytes a device sends in one step; "
+                f"compile the step's compile time; nothing trained or timed; {units}")
+    return (f"measured: params/device and optimizer/device are the training state a device holds, not the step's "
+            f"peak (its batch and temporaries: a dry-run sweep, the same command with dry_run=true, gives that as "
+            f"memory/device); step is the median time per step{batch}, compile, validation and (where the run can) "
+            "the first step's warm-up left out ('(warm-up incl.)' where not), samples/s the global batch over it; "
+            f"wall the whole job, compile and scoring included; {units}")
