@@ -43,3 +43,13 @@ def test_a_folder_named_checkpoints_of_no_run_is_written(tmp_path):
     given = str(tmp_path / "checkpoints" / "mine.npz")
     assert output_problem(out_path(given, tmp_path / "x_o.npy"), given) is None
     assert output_problem(out_path(str(_run(tmp_path) / "mine.npz"), tmp_path / "x_o.npy"), None) is None
+
+
+def test_a_link_to_no_file_is_refused_before_sampling_naming_a_free_name(tmp_path):
+    # Was accepted (Path.exists() follows the link), then refused after the whole draw as "created while sampling
+    # (another sample.py?)", which it was not.
+    (tmp_path / "mine.npz").symlink_to(tmp_path / "nowhere" / "x.npz")
+    (tmp_path / "mine_2.npz").symlink_to(tmp_path / "gone.npz")  # a link to no file: no free name either
+    problem = output_problem(tmp_path / "mine.npz", str(tmp_path / "mine.npz"))
+    assert problem == (f"{tmp_path / 'mine.npz'} is a link to {tmp_path / 'nowhere' / 'x.npz'}, which does not exist; "
+                       f"a link is never written through: pass --out {tmp_path / 'mine_3.npz'} (or another new file)")
