@@ -186,7 +186,10 @@ def main(cfg: DictConfig) -> float | None:
             stop_note[:] = [f"interrupted by Ctrl-C; {ran[-1]}/launch.log says how far the job got ({err})"]
         raise
     if not os.environ.get(LOCAL_CHILD_ENV):  # not one of distributed=local's processes: their parent says it
-        log.info("%s", final_line(counted_from_start(metrics, bool(in_sweep[0])), output_dir(cfg)))
+        from gensbi_sharding.harness.folder_gone import gone_note  # the folder deleted or moved meanwhile: said
+
+        log.info("%s", final_line(counted_from_start(metrics, bool(in_sweep[0])), output_dir(cfg))
+                 + gone_note(output_dir(cfg), metrics))
         if (stopped := stopped_sweep_line()) is not None:  # a preempted job ends its sweep: the sweep's outcome, last
             log.info("%s", stopped)
     if metrics["status"] == "preempted":  # checkpointed; the rest of a sweep would be cut short too

@@ -8,6 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
+from gensbi_sharding.harness.foreign_record import another_apps_record
 from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
@@ -163,7 +164,8 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
         then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)} "
                 f"{key}=<a new folder>")
         return f"{named}: {denied}; choose another {key}, in a folder you can write to{then if saved else ''}"
-    if folder.is_dir() and not any((folder / mark).exists() for mark in _MARKS[sweep]):
+    if folder.is_dir() and not any((folder / mark).exists() and not (mark == ".hydra" and another_apps_record(
+            folder / mark)) for mark in _MARKS[sweep]):  # another Hydra app's .hydra/ marks no run of ours
         outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's
         names = sorted(p.name for p in folder.iterdir() if outputs.fullmatch(p.name)
                        and not (sweep and any((p / mark).exists() for mark in _MARKS[False])))

@@ -4,6 +4,7 @@ against the run's task (``check_observation``), each refusal naming the value an
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shlex
@@ -69,7 +70,19 @@ def _saved_beside(path: Path) -> Path:
     beside it, the command pasted failed with PermissionError.
     """
     folder = path.parent if os.access(path.parent, os.W_OK) else Path.cwd()
-    return folder / f"{path.stem}_x_o.npy"
+    return (base := _free_base(folder / f"{path.stem}_x_o", [""])).with_name(f"{base.name}.npy")
+
+
+def _free_base(base: Path, endings: list[str], *, first: Path | None = None) -> Path:
+    """``first``, ``base``, ``<base>_2``, ``<base>_3``, ...: the first for which no ``<it><ending>.npy`` exists (a link
+    to no file counts), so that the command advised never overwrites a file: was ``np.save`` over the user's
+    ``obs_1.npy`` (another observation) when ``obs.npy``'s rows were split, over an earlier conversion's likewise."""
+    for candidate in itertools.chain([first] if first is not None else [], [base],
+                                     (base.with_name(f"{base.name}_{n}") for n in itertools.count(2))):
+        if not any((f := candidate.with_name(f"{candidate.name}{end}.npy")).exists() or f.is_symlink()
+                   for end in endings):
+            return candidate
+    raise AssertionError("unreachable: itertools.count never ends")
 
 
 def load_observation(x_o: Any) -> np.ndarray:
@@ -160,7 +173,9 @@ def check_observation(x_o: np.ndarray, *, dim_x: int, x_transform: str, task: st
         if source is None:
             raise ValueError(f"x_o has shape {shape}: {shape[0]} observations, but a posterior is drawn at one; "
                              f"pass one row, x_o[i] (shape ({dim_x},)), per call")
-        stem = Path(source).with_suffix("")  # a file per row: sample.py takes a file, not x_o[i]
+        # a file per row (sample.py takes a file, not x_o[i]), under names no file holds yet
+        stem = _free_base((plain := Path(source).with_suffix("")).with_name(f"{plain.name}_x_o"),
+                          [f"_{i}" for i in range(shape[0])], first=plain)
         # The paths as Python and the shell read them back: was '{source}' pasted as typed, which a quote in a
         # folder's name (John's data) broke, and a $ in it the shell expanded
         split = (f"import numpy as np; [np.save({os.fspath(stem)!r} + f'_{{i}}.npy', row) "

@@ -183,7 +183,7 @@ def free_name(out: Path) -> Path:
     """
     base, number = m.groups() if (m := re.fullmatch(r"(.+)_(\d+)", out.stem)) else (out.stem, "1")
     return next(p for n in itertools.count(int(number) + 1)
-                if not (p := out.with_name(f"{base}_{n}{out.suffix}")).exists())
+                if not ((p := out.with_name(f"{base}_{n}{out.suffix}")).exists() or p.is_symlink()))
 
 
 def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
@@ -203,8 +203,18 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
         return (f"--out {out}: sample.py writes a .npz archive (the samples with their observation, seed and "
                 f"checkpoint), not a {out.suffix} file; pass --out {out.with_suffix('.npz')} (its 'samples' is the "
                 "array of samples)")
-    if out.exists():  # a free name, not "<a new file>": sampling a second run at one x_o is the usual way here
+    if (held := _checkpoint_folder(out)) is not None:  # was written, then deleted with its step (train.keep)
+        run = held.parent if held.name == "checkpoints" else next(
+            (p.parent for p in held.parents if p.name == "checkpoints"), held.parent)
+        kept = run / out.name if not (run / out.name).exists() else free_name(run / out.name)
+        return (f"--out {out}: {held} is a run's checkpoint folder: a continued run deletes its older steps as it "
+                f"saves newer ones (train.keep), with any file put among them; pass --out {shlex.quote(str(kept))} "
+                "(the run's own folder keeps it) or another folder")
+    if out.exists() or out.is_symlink():  # a free name, not "<a new file>": sampling a second run at one x_o is usual
         free = shlex.quote(str(free_name(out)))
+        if not out.exists():  # a link to no file: was refused only after the draw, as "created while sampling"
+            return (f"{out} is a link to {os.readlink(out)}, which does not exist; a link is never written through: "
+                    f"pass --out {free} (or another new file)")
         return f"{out} exists and is never overwritten: pass --out {free} (or another new file)"
     if not out.parent.is_dir():  # a file on its way is no folder to create: 'create it' would not work
         file = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
@@ -224,6 +234,16 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
         which = f"--out {out}" if given else f"the default output {out} (beside the observation file)"
         return (f"{which}: its disk has {free:,} bytes free, and the samples take {size:,}; free space there, or "
                 "pass --out <a file on a disk with room>.npz (or fewer --num-samples)")
+    return None
+
+
+def _checkpoint_folder(out: Path) -> Path | None:
+    """The folder above ``out`` that is a run's ``checkpoints/`` folder (beside its ``metrics.json`` or ``.hydra``)
+    or one of its steps (Orbax's ``_CHECKPOINT_METADATA`` in it), the nearest first; None where none is."""
+    for folder in out.absolute().parents:
+        if (folder / "_CHECKPOINT_METADATA").exists() or folder.name == "checkpoints" and any(
+                (folder.parent / name).exists() for name in ("metrics.json", ".hydra")):
+            return folder
     return None
 
 

@@ -193,6 +193,7 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
 
     from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
     from gensbi_sharding.harness.interrupt_lines import stop_advice  # a dry run's: run it again, in a new folder
+    from gensbi_sharding.harness.folder_gone import gone_note  # the folder deleted or moved meanwhile: said
 
     dry_run = bool((metrics.get("config") or {}).get("dry_run"))
     error = error or (f"{Preempted(signum)}; stopped {GRACE_S:g} s after the signal, inside a setup step; "
@@ -206,7 +207,8 @@ def end_preempted_run(signum: int, *, metrics: dict[str, Any], out: Path, start:
     folder.release()
     if folder.owner:  # a sweep's job: its summary so far (Hydra's end-of-sweep one never comes)
         summary.refresh_job_sweep_summary(out)
-    log.info("%s", run_report.final_line(final_metrics[0](metrics) if final_metrics else metrics, out))
+    ended = final_metrics[0](metrics) if final_metrics else metrics
+    log.info("%s", run_report.final_line(ended, out) + (gone_note(out, ended) if folder.claimed else ""))
     try:
         watch.chain(signum)  # under submitit: requeue the job
     finally:
