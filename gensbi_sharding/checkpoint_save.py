@@ -109,8 +109,10 @@ class CheckpointWriter:
         step : int (or a 0-d integer array, as ``save`` takes); else ``ValueError``, whatever ``every``
         """
         refuse_traced("CheckpointWriter.due", _AFTER_STEP)
-        step = _checked_step(step)
-        return self.every > 0 and step % self.every == 0
+        return self._due(step)
+
+    def _due(self, step: Any) -> bool:  # the public methods' body, each checked for a trace once (a step's one call)
+        return self.every > 0 and _checked_step(step) % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Call ``save`` if ``due(step)``; return whether it saved.
@@ -125,8 +127,8 @@ class CheckpointWriter:
             As ``save`` when due; else a closed writer, a bad ``step``, ``state``, ``key`` or ``info``, at every step.
         """
         refuse_traced("CheckpointWriter.maybe_save", _AFTER_STEP)
-        if self.due(step):
-            return self.save(step, state, key, info=info)
+        if self._due(step):
+            return self._save(step, state, key, info)
         self._checked_arguments(state, key, info)
         return False
 
@@ -167,6 +169,9 @@ class CheckpointWriter:
             written; the latest finite checkpoint named.
         """
         refuse_traced("CheckpointWriter.save", _AFTER_STEP)
+        return self._save(step, state, key, info)
+
+    def _save(self, step: Any, state: Any, key: jax.Array, info: Mapping[str, Any] | None) -> bool:
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
         info = self._checked_arguments(state, key, info)

@@ -103,7 +103,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     names : sequence of str or None, or str, or None
         Logical axis per dimension (``logical_axes_of``; a bare str: one entry); None: not annotated (``P()``).
     shape : sequence of int >= 0, or a 1-d integer array (``np.array(x.shape)``)
-    table : RuleTable, or anything ``resolve_rule`` takes
+    table : RuleTable, or anything ``resolve_rule`` takes (a table checked as it checks one)
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
     Raises
@@ -115,7 +115,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
     if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
         raise TypeError(f"shape={shown(shape)} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
-    table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
+    table = resolve_rule(table).table  # a dict checked as shard_model_by_table's; RULES["fsdp"]'s pairs have no .get
     if names is None:
         return P(), None
     comma, names = forgotten_comma(names, shape), tuple(names) if is_sequence(names) else (names,)  # "embed": one
