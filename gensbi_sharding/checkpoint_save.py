@@ -112,7 +112,8 @@ class CheckpointWriter:
         return self._due(step)
 
     def _due(self, step: Any) -> bool:  # the public methods' body, each checked for a trace once (a step's one call)
-        return self.every > 0 and _checked_step(step) % self.every == 0
+        step = _checked_step(step)  # with every=0 too
+        return self.every > 0 and step % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
         """Call ``save`` if ``due(step)``; return whether it saved.

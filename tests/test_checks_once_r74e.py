@@ -2,9 +2,11 @@
 
 - ``CheckpointWriter.maybe_save`` looks for a JAX trace once per step: it called ``due`` and ``save``, each looking
   again (three looks on a saving step, two on the others; REVIEW73D #10).
-- ``partition_spec_for`` given a rule table as a dict checks it as ``resolve_rule`` (and ``shard_model_by_table``)
-  does: a value naming no mesh axis (an int) was taken until a variable read it, then refused in PartitionSpec's
-  words ("PartitionSpec entry 3 names no mesh axis"), naming neither the table entry nor a name read it at all.
+- ``partition_spec_for`` given a rule table as a dict checks its keys and values as ``resolve_rule`` (and
+  ``shard_model_by_table``) does: a value naming no mesh axis (an int) was taken until a variable read it, then refused
+  in PartitionSpec's words ("PartitionSpec entry 3 names no mesh axis"), naming neither the table entry nor the fix;
+  a key no logical axis ({5: 'data'}) was never refused. A mesh axis the mesh lacks, or one named twice, stays a
+  fallback (P(), why), as plans warn and test_sharding pins.
 In-process, 8 simulated CPU devices (conftest); a tiny Linear.
 """
 
@@ -49,3 +51,5 @@ def test_partition_spec_for_a_good_dict_table_is_unchanged():
         P("data", "model"), None)
     spec, why = gs.partition_spec_for(("embed",), (8,), {"embed": "tensor"}, mesh)  # absent: replicated, as plans
     assert spec == P() and "absent from the mesh" in why
+    spec, why = gs.partition_spec_for(("embed",), (8,), {"embed": ("data", "data")}, mesh)
+    assert spec == P() and "maps to mesh axis 'data' twice" in why
