@@ -109,7 +109,10 @@ class CheckpointWriter:
         step : int (or a 0-d integer array, as ``save`` takes); else ``ValueError``, whatever ``every``
         """
         refuse_traced("CheckpointWriter.due", _AFTER_STEP)
-        step = _checked_step(step)
+        return self._due(step)
+
+    def _due(self, step: Any) -> bool:  # the public methods' body, each checked for a trace once (a step's one call)
+        step = _checked_step(step)  # with every=0 too
         return self.every > 0 and step % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
@@ -125,8 +128,8 @@ class CheckpointWriter:
             As ``save`` when due; else a closed writer, a bad ``step``, ``state``, ``key`` or ``info``, at every step.
         """
         refuse_traced("CheckpointWriter.maybe_save", _AFTER_STEP)
-        if self.due(step):
-            return self.save(step, state, key, info=info)
+        if self._due(step):
+            return self._save(step, state, key, info)
         self._checked_arguments(state, key, info)
         return False
 
@@ -167,14 +170,16 @@ class CheckpointWriter:
             written; the latest finite checkpoint named.
         """
         refuse_traced("CheckpointWriter.save", _AFTER_STEP)
+        return self._save(step, state, key, info)
+
+    def _save(self, step: Any, state: Any, key: jax.Array, info: Mapping[str, Any] | None) -> bool:
         step = _checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
         info = self._checked_arguments(state, key, info)
         if step == self.last_saved:
             return False
-        # The steps as on disk now, once the save under way is done: Orbax's cached list kept a step folder moved
-        # aside since (refused as "already saved", which ``steps`` no longer listed). Its StepAlreadyExistsError would
-        # come after the checks, naming no fix.
+        # The steps on disk once the save under way is done: Orbax's cached list kept a folder moved aside since
+        # (refused as "already saved", which ``steps`` no longer listed; its StepAlreadyExistsError named no fix).
         self._named(self._manager.wait_until_finished)  # the previous save's failure, on every process, named here
         self._manager.reload()
         steps = list(self._manager.all_steps())
@@ -203,17 +208,15 @@ class CheckpointWriter:
         var = lambda v: isinstance(v, nnx.Variable)  # noqa: E731
         optimizer = flat_by_path(jax.tree.map(lambda v: v if isinstance(v, nnx.OptState) else None, tree, is_leaf=var))
         plain = flat_by_path(jax.tree.map(lambda v: None if var(v) else v, tree, is_leaf=var))
-        bad = non_finite(named, {*optimizer, *(name for name in plain if "opt_state" in name.split("/"))})
-        if bad:
+        if bad := non_finite(named, {*optimizer, *(name for name in plain if "opt_state" in name.split("/"))}):
             latest = self.latest()
             raise FloatingPointError(
                 f"the train state at step {step} is not finite ({len(bad)} array(s) hold NaN or inf, "
                 f"e.g. {', '.join(bad[:3])}); it was not saved and displaces no checkpoint. "
                 + (f"Last finite checkpoint: {latest}" if latest else "No earlier checkpoint was saved"))
         # Zero-size arrays (Orbax refuses them) and values holding none (MaskedNode): ``restore`` takes its target's.
-        flat = {f"state/{name}": leaf for name, leaf in named.items()
-                if getattr(leaf, "size", 1) != 0 and jax.tree.leaves(leaf)}
-        flat["rng"] = key
+        flat = {**{f"state/{name}": leaf for name, leaf in named.items()
+                   if getattr(leaf, "size", 1) != 0 and jax.tree.leaves(leaf)}, "rng": key}
         impls = {name: str(jax.random.key_impl(leaf)) for name, leaf in flat.items() if is_prng_key(leaf)}
         flat.update({name: jax.random.key_data(flat[name]) for name in impls})
         meta = {"format": _FORMAT, "step": step, "key_impls": impls, "info": info}
@@ -234,8 +237,7 @@ class CheckpointWriter:
             raise TypeError(f"state={shown(state)} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
                             f"{non_node_part(state)}")
         if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            # jax.random.PRNGKey's raw uint32 key data: wrapping it keeps the stream the caller's draws are on; only
-            # a last axis of the default implementation's key size is one (wrap_key_data refuses other uint32 arrays)
+            # jax.random.PRNGKey's raw key data: wrapping keeps the caller's stream; only the default key size wraps
             size = jax.random.key_data(jax.random.key(0)).shape[-1]
             raw = getattr(key, "dtype", None) == np.uint32 and tuple(np.shape(key))[-1:] == (size,)
             raise TypeError(f"key={shown(key)} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
@@ -256,8 +258,7 @@ class CheckpointWriter:
 
     def latest(self) -> Path | None:
         """Find the newest complete step folder after pending writes: ``directory / str(step)``, or None."""
-        steps = self.steps()
-        return self.directory / str(steps[-1]) if steps else None
+        return self.directory / str(steps[-1]) if (steps := self.steps()) else None
 
     def close(self) -> None:
         """Wait for pending writes and release the Orbax manager (also on leaving a ``with`` block); idempotent.

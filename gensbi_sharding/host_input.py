@@ -224,8 +224,7 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
         return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
                 for leaf in jax.tree.leaves(host_arrays)]
     spec_leaves, spec_def = jax.tree.flatten(partition, is_leaf=lambda x: isinstance(x, P))
-    bad = [s for s in spec_leaves if not isinstance(s, P)]
-    if bad:
+    if bad := [s for s in spec_leaves if not isinstance(s, P)]:
         raise ValueError(f"partition leaves must be PartitionSpecs, got {shown(bad[0])}; or pass a "
                          f"DataPartitionType, one of {[k.value for k in DataPartitionType]}")
     try:  # a spec for a subtree is every leaf's
@@ -266,8 +265,7 @@ def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh,
     for dim, names in enumerate(map(mesh_axes_of, spec)):
         if not names:
             continue
-        missing = [a for a in names if a not in mesh.shape]
-        if missing:
+        if missing := [a for a in names if a not in mesh.shape]:
             raise ValueError(f"PartitionSpec {spec} for leaf {name} names mesh axis {missing[0]!r}, "
                              f"absent from the mesh {tuple(mesh.axis_names)}")
         held = NamedSharding(mesh, P(names)).addressable_devices_indices_map((math.prod(mesh.shape[a] for a in names),))

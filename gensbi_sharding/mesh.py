@@ -60,8 +60,7 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
                          f"{len(devices)} device{'s' * (len(devices) != 1)}: choose among {divisors}")
     if not devices:
         raise ValueError("make_mesh got an empty device list; pass devices=None for all devices")
-    bad = [d for d in devices if not isinstance(d, jax.Device)]
-    if bad:
+    if bad := [d for d in devices if not isinstance(d, jax.Device)]:
         raise ValueError(f"devices must be jax.Device objects (or ids, through resolve_mesh), got {shown(bad[0])}")
     ids = [d.id for d in devices]
     twice = next((i for i in ids if ids.count(i) > 1), None)
@@ -207,8 +206,7 @@ def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
     by_id = {d.id: d for d in jax.devices()}
     devices = [d.item() if np.ndim(d) == 0 and np.issubdtype(getattr(d, "dtype", object), np.integer) else d
                for d in devices]  # jnp.arange(4)'s ids are 0-d jax arrays: "devices must be ... (or ids)" refused them
-    unknown = [d for d in devices if is_int(d) and d not in by_id]
-    if unknown:  # the fix: the ids it names that exist
+    if unknown := [d for d in devices if is_int(d) and d not in by_id]:  # the fix: the ids it names that exist
         known = list(dict.fromkeys(d for d in devices if not (is_int(d) and d not in by_id)))  # each once
         n = model_axis if is_int(model_axis) and model_axis > 0 else 1  # [0, 1, 2] is refused for model_axis=2
         known = known[:len(known) - len(known) % n] or sorted(by_id)

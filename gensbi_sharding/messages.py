@@ -16,7 +16,8 @@ def clipped(text: object, limit: int = 240) -> str:
     for i, char in enumerate(line):
         follows = line[i + 1] if i + 1 < len(line) else " "
         if quote:  # a ' closes only before a non-word character: "it's" inside 'a name' does not close it
-            closes = char == quote and _unescaped(line, i)  # repr's 'a \'b\' c' closes only at the end
+            # after an even number of backslashes: repr's 'a \'b\' c' closes only at the end
+            closes = char == quote and (i - len(line[:i].rstrip("\\"))) % 2 == 0
             quote = None if closes and (quote == '"' or not (follows.isalnum() or follows == "_")) else quote
         elif char in "\"'" and _opens(line, i):
             quote = char
@@ -42,8 +43,3 @@ def _opens(line: str, i: int) -> bool:
     while start > 0 and i - start < 2 and line[start - 1] in "bBrRuUfF":
         start -= 1
     return any(at == 0 or not (line[at - 1].isalnum() or line[at - 1] == "_") for at in range(start, i + 1))
-
-
-def _unescaped(line: str, i: int) -> bool:
-    """Whether ``line[i]`` follows an even number of backslashes: a quote that ends its string, not ``\\'`` inside."""
-    return (i - len(line[:i].rstrip("\\"))) % 2 == 0

@@ -155,8 +155,9 @@ def _plain(value: Any) -> Any:  # a table value with a non-list sequence (ListCo
     return list(value) if is_sequence(value) and not isinstance(value, (list, tuple)) else value
 
 
-def check_table(table: Mapping) -> None:
-    """``ValueError`` naming the entry unless keys are logical axes (others: unsplit only), values mesh axes or None."""
+def check_table(table: Mapping, repeats: bool = True) -> None:
+    """``ValueError`` naming the entry unless keys are logical axes (others: unsplit only), values mesh axes or None
+    (``repeats``: each once; ``partition_spec_for`` replicates the variables of an entry naming one twice)."""
     for key, value in table.items():
         names = [] if value is None else list(value) if is_sequence(value) else [value]
         if key not in LOGICAL_AXES and (names or not isinstance(key, str)):
@@ -173,7 +174,7 @@ def check_table(table: Mapping) -> None:
         if not all(isinstance(v, str) and v for v in names):  # "" (Hydra's rule.embed=) is no axis: None is unsplit
             raise ValueError(f"rule table entry {{{key!r}: {shown(value)}}}: a value must be a mesh axis name "
                              f"(e.g. 'data' or 'model'), a list of them, or None")
-        if (twice := next((v for v in names if names.count(v) > 1), None)) is not None:  # on any mesh: one split each
+        if repeats and (twice := next((v for v in names if names.count(v) > 1), None)) is not None:  # one split each
             once = tuple(dict.fromkeys(names))
             raise ValueError(f"rule table entry {{{key!r}: {value!r}}} names mesh axis {twice!r} twice; list "
                              f"each once: {{{key!r}: {once[0] if len(once) == 1 else once!r}}}")

@@ -194,7 +194,7 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
             else:
                 raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
-                spec, reason = partition_spec_for(raw, value.shape, rule.table, mesh)
+                spec, reason = partition_spec_for(raw, value.shape, rule, mesh)
                 if reason and isinstance(var, nnx.OptState) and not forgotten_comma(raw, value.shape) and (
                         len(names) != len(value.shape) or math.prod(value.shape) == 1):  # Adam's moments of a
                     reason = f"{UNLIKE_PARAMETER}; {reason}"  # kernel ("embed") carry its (copied) annotation

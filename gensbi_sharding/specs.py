@@ -12,7 +12,7 @@ from jax.sharding import AbstractMesh, Mesh, PartitionSpec as P
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, is_int, listing, prefixes_holding,
                                    shape_of, value_of)
-from gensbi_sharding.rules import (ABSENT_AXIS, LOGICAL_AXES, Rule, RuleTable, is_sequence, mapped_onto,
+from gensbi_sharding.rules import (ABSENT_AXIS, LOGICAL_AXES, Rule, check_table, RuleTable, is_sequence, mapped_onto,
                                    resolve_rule, typo_of)
 
 __all__ = ["partition_spec_for", "check_mesh", "check_plan_fits", "forgotten_comma", "mesh_axes_of", "spec_misfit"]
@@ -103,7 +103,7 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     names : sequence of str or None, or str, or None
         Logical axis per dimension (``logical_axes_of``; a bare str: one entry); None: not annotated (``P()``).
     shape : sequence of int >= 0, or a 1-d integer array (``np.array(x.shape)``)
-    table : RuleTable, or anything ``resolve_rule`` takes
+    table : RuleTable, or anything ``resolve_rule`` takes (a table checked as it checks one)
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
     Raises
@@ -115,7 +115,10 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
     if not (is_sequence(shape) and all(is_int(n) and n >= 0 for n in shape)):  # shape=8: TypeError "no len()"
         raise TypeError(f"shape={shown(shape)} must be a sequence of sizes (int >= 0), e.g. (8,) or value.shape")
-    table = table if isinstance(table, Mapping) else resolve_rule(table).table  # RULES["fsdp"]'s pairs have no .get
+    if isinstance(table, Mapping):  # checked as shard_model_by_table's (a mesh axis twice: a fallback, below)
+        check_table(table, repeats=False)
+    else:  # RULES["fsdp"]'s pairs have no .get
+        table = resolve_rule(table).table
     if names is None:
         return P(), None
     comma, names = forgotten_comma(names, shape), tuple(names) if is_sequence(names) else (names,)  # "embed": one
