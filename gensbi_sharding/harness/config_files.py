@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.override_grammar import CommandLine
 
-__all__ = ["config_file_problem", "file_version", "resumed_search_path", "unsearched_file"]
+__all__ = ["config_file_problem", "file_version", "resumed_search_path", "unsearched_file", "yaml_error_in"]
 
 #: Where a config folder's files lie: the primary configs, ``<group>/<option>.yaml``, ``<group>/<sub>/<option>.yaml``
 #: (not deeper: ``--config-dir .`` would walk every run's ``.hydra/``).
@@ -151,14 +151,29 @@ def config_file_problem(command: CommandLine) -> str | None:
                     "setting as key: value, without the '- '")
         if bad := next((v for name, v in unknown.items() if f"In '{name}'" in str(err)), None):
             return _unknown_key(*bad)  # Hydra's is multi-line "ConfigKeyError ... Key 'speed' not in 'TrainConfig'"
-        while err is not None and not isinstance(err, yaml.MarkedYAMLError):
-            err = err.__cause__ or err.__context__
+        err = yaml_error_in(err)
         mark = getattr(err, "problem_mark", None)
         if mark is not None and str(Path(mark.name).resolve()) in broken:
             reason = str(err.problem or err.context)
             return (f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: YAML cannot read it ({reason}); "
                     + _fix(reason, mark))
     return None
+
+
+def yaml_error_in(err: BaseException | None) -> BaseException | None:
+    """The YAML error ``err`` holds in its chain of causes (``__cause__``, else ``__context__``), else None.
+
+    The walk ends at an exception seen already: a chain may loop (an error raised ``from`` one whose context it is),
+    and an unbounded walk then hung the refusal (seen under coverage's tracing in the test suite)."""
+    import yaml
+
+    seen: set[int] = set()
+    while err is not None and not isinstance(err, yaml.MarkedYAMLError):
+        if id(err) in seen:
+            return None
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return err
 
 
 def _unknown_key(path: Path, section: str, key: str, value: Any, reason: str | None, nested: bool = False) -> str:
