@@ -70,3 +70,15 @@ def test_the_note_alone(tmp_path):
     assert "no longer" not in (note := sweep_gone_note(sweep, True)) and f"; but {sweep} was deleted or moved" in note
     (sweep / ".run.lock").touch()
     assert holds_lock(sweep) and sweep_gone_note(sweep, True) == ""
+
+
+def test_a_run_refused_before_its_claim_is_not_said_to_have_lost_its_folder(tmp_path):
+    # launch.py distributed=auto on a machine with no cluster: refused at [1/7], before run_steps claims the folder
+    # (the Hydra callback leaves that claim to process 0, known only once JAX has joined). Its folder holds Hydra's
+    # .hydra/ and launch.log, no .run.lock: was "error after 9.5 s; but <folder> was deleted or moved while the run
+    # went on (its .run.lock is gone) ...", though nothing had touched it.
+    from gensbi_sharding.harness.folder_gone import gone_note
+
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / "launch.log").write_text("[1/7] devices: cpu_count=8 (from default), distributed=auto\n")
+    assert gone_note(tmp_path, {"status": "error", "error": "distributed=auto found no cluster", "wall_s": 9.5}) == ""

@@ -31,12 +31,18 @@ def gone_note(out: Any, metrics: dict) -> str:
     str
         E.g. "; but /runs/a was deleted or moved while the run went on (its .run.lock is gone): ...", or "".
     """
+    from gensbi_sharding.harness.console import job_log_name
     from gensbi_sharding.harness.folder_lock import FolderLock
     from gensbi_sharding.harness.run_folder import is_writer
 
     out = Path(out)
     if metrics.get("wall_s") is None or not is_writer() or (out / FolderLock.LOCK).exists():
         return ""  # never claimed, another process's folder (process 0 writes it), or still the folder claimed
+    # The job's log, opened by Hydra as the job started (never again by its path): the folder the job started in is
+    # there, so it was never claimed, not made anew. A run refused before its claim (distributed=auto with no cluster
+    # at [1/7], a folder run() refused) had its wall_s too, and ended "...; but <folder> was deleted or moved".
+    if (out / job_log_name()).exists():
+        return ""
     held = ("holds only what was written after it was made anew" if out.is_dir() else "no longer exists")
     return (f"; but {out} was deleted or moved while the run went on (its {FolderLock.LOCK} is gone) and {held}: "
             "its launch.log, .hydra/ record and what was written before then are not there (a moved folder holds "
