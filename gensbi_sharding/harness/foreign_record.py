@@ -4,7 +4,10 @@
 run wrote, unless a mark says a run used it; ``.hydra/`` is one (a run stopped as Hydra recorded its config). Another
 Hydra app's output folder has one too, with its own plots beside: a run there overwrote its ``losses.png`` and
 ``train_losses.npz`` without a word. Its ``config.yaml`` tells it apart: a run of this harness records ``mesh``,
-``rule`` and ``train``.
+``rule`` and ``train`` (with ``train.steps``). Any one of them marks a record as ours: one holding only part of them (a
+record cut down, an earlier layout) was refused as another app's, and the folder of a run killed before its first
+checkpoint with it, whose record the next launch sets aside; another app's ``train: true``
+(a flag, as the Lightning-Hydra template has) is none.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ from pathlib import Path
 
 __all__ = ["another_apps_record"]
 
-#: The config groups every run of this harness records in ``.hydra/config.yaml``.
-OUR_GROUPS = ("mesh", "rule", "train")
+#: Config groups only this harness records in ``.hydra/config.yaml``; its ``train`` section holds ``steps``.
+OUR_GROUPS = ("mesh", "rule")
 
 
 def another_apps_record(record: Path) -> bool:
-    """Whether ``record``, a folder's ``.hydra/``, holds a ``config.yaml`` of another Hydra app (one lacking any of
-    ``OUR_GROUPS``); False where it is this harness's, or unreadable, or not there (a run stopped as Hydra wrote it).
+    """Whether ``record``, a folder's ``.hydra/``, holds a ``config.yaml`` of another Hydra app (one with none of
+    ``OUR_GROUPS`` nor a ``train`` section holding ``steps``); False where it is this harness's, or unreadable, or not
+    there (a run stopped as Hydra wrote it).
 
     Parameters
     ----------
@@ -36,4 +40,7 @@ def another_apps_record(record: Path) -> bool:
         config = yaml.safe_load((Path(record) / "config.yaml").read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
-    return isinstance(config, dict) and not all(group in config for group in OUR_GROUPS)
+    if not isinstance(config, dict):
+        return False
+    train = config.get("train")
+    return not (any(group in config for group in OUR_GROUPS) or isinstance(train, dict) and "steps" in train)

@@ -8,6 +8,7 @@ Who may write into a folder: ``harness.run_folder`` (``harness.folder_lock``).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -64,7 +65,8 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
 
     The file gets the mode the umask gives an ordinary file (``0o666 & ~umask``). ``exclusive``: a hard link
     instead of the rename, so a file another process created at ``path`` meanwhile is kept and
-    ``FileExistsError`` raised (a check before writing cannot see a file made while the data was computed).
+    ``FileExistsError`` raised (a check before writing cannot see a file made while the data was computed); on a file
+    system without hard links (vfat, some FUSE or SMB mounts), the name taken by an exclusive create, then the rename.
     """
     path = Path(path)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
@@ -82,8 +84,7 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
             f.flush()
             os.fsync(f.fileno())
         if exclusive:
-            os.link(tmp, path)
-            tmp.unlink()
+            _link_exclusive(tmp, path)
         else:
             os.replace(tmp, path)
     except BaseException as err:
@@ -92,6 +93,31 @@ def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> P
             raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     return path
+
+
+#: What ``os.link`` raises on a file system without hard links (vfat: EPERM; FUSE, SMB: ENOTSUP, ENOSYS, EXDEV).
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS}
+
+
+def _link_exclusive(tmp: Path, path: Path) -> None:
+    """Put the written ``tmp`` at ``path`` unless a file is there: ``FileExistsError`` then, and ``tmp`` kept (the
+    caller removes it). A hard link where the file system makes one; else ``path`` taken by an exclusive create (an
+    empty file only this call made) and ``tmp`` renamed over it, still never a half-written file at ``path``.
+    """
+    try:
+        os.link(tmp, path)
+    except OSError as err:
+        if err.errno not in _NO_HARD_LINKS:
+            raise
+        # WHY not a copy into the new file: a kill mid-copy would leave it cut off; the rename is whole or nothing
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            path.unlink(missing_ok=True)  # the empty file this call made: never left in place of the data
+            raise
+        return
+    tmp.unlink()
 
 
 #: The statuses a run (``run``) or a benchmark's job (``benchmarks/sequential.py``: stopped) writes into metrics.json.

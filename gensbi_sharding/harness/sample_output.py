@@ -238,11 +238,17 @@ def output_problem(out: Path, given: str | None, size: int = 0) -> str | None:
 
 
 def _checkpoint_folder(out: Path) -> Path | None:
-    """The folder above ``out`` that is a run's ``checkpoints/`` folder (beside its ``metrics.json`` or ``.hydra``)
-    or one of its steps (Orbax's ``_CHECKPOINT_METADATA`` in it), the nearest first; None where none is."""
-    for folder in out.absolute().parents:
-        if (folder / "_CHECKPOINT_METADATA").exists() or folder.name == "checkpoints" and any(
-                (folder.parent / name).exists() for name in ("metrics.json", ".hydra")):
+    """The folder above ``out`` that is a run's ``checkpoints/`` folder (beside its ``metrics.json``, ``.run.lock`` or
+    ``.hydra`` record) or one of its steps (Orbax's ``_CHECKPOINT_METADATA`` in it), the nearest first, also where a
+    link leads there; None where none is. Another Hydra app's ``checkpoints/`` (its ``.hydra`` record not ours:
+    ``foreign_record``) is none: our runs' ``train.keep`` never deletes in it."""
+    from gensbi_sharding.harness.foreign_record import another_apps_record
+
+    real = Path(os.path.realpath(out.parent))  # a link to a run's checkpoints/ is looked through
+    for folder in dict.fromkeys([*out.absolute().parents, real, *real.parents]):
+        if (folder / "_CHECKPOINT_METADATA").exists() or folder.name == "checkpoints" and (
+                any((folder.parent / name).exists() for name in ("metrics.json", ".run.lock"))
+                or (folder.parent / ".hydra").is_dir() and not another_apps_record(folder.parent / ".hydra")):
             return folder
     return None
 

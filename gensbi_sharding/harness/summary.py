@@ -30,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.best_job import best_line
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
+from gensbi_sharding.harness.folder_gone import holds_lock, sweep_gone_note
 from gensbi_sharding.harness.outputs import read_record, write_atomic
 from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.processes import hears_process_0, several_processes
@@ -170,6 +171,9 @@ class SweepSummary(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._started = time.monotonic()
+        # folder_claim's callback, listed first, claimed the folder just now: its lock file, gone at the end, says the
+        # folder was deleted or moved meanwhile (a callback that never saw the claim says nothing of it)
+        self._claimed = holds_lock(Path(config.hydra.sweep.dir).absolute())
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # process 0 prints and writes it (not each process, on a shared disk)
@@ -198,7 +202,8 @@ class SweepSummary(Callback):
         wall_s = None if started is None else time.monotonic() - started
         print(f"\nSweep summary ({jobs}), as in {summary.md_path.name}:\n{summary.text}\n{summary.legend}\n"
               + best_said(summary.rows)
-              + sweep_end_line(statuses, wall_s, sweep_dir, summary.png_path is not None), flush=True)
+              + sweep_end_line(statuses, wall_s, sweep_dir, summary.png_path is not None)
+              + sweep_gone_note(sweep_dir, getattr(self, "_claimed", False)), flush=True)
 
 
 def best_said(rows: list[dict]) -> str:
