@@ -19,7 +19,7 @@ def test_a_setup_step_stop_says_the_time_from_the_process_start(tmp_path, monkey
         raise SystemExit(code)
 
     monkeypatch.setattr(stop_watchdog.os, "_exit", exit_)
-    folder = SimpleNamespace(record=lambda m: recorded.update(m), release=lambda: None, owner=False)
+    folder = SimpleNamespace(record=lambda m: recorded.update(m), release=lambda: None, owner=False, claimed=True)
     recorded = {}
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"), pytest.raises(SystemExit):
         stop_watchdog.end_preempted_run(15, metrics={"config": {}}, out=tmp_path, start=0.0, folder=folder,
