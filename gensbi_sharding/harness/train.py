@@ -32,7 +32,7 @@ from jax.sharding import Mesh
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from gensbi_sharding import mesh_context
+from gensbi_sharding import compiled_report, mesh_context
 from gensbi_sharding.harness.progress import progress_bar, window_rate
 from gensbi_sharding.harness.schedule import SCHEDULES
 from gensbi_sharding.harness.step_check import check_step_keeps_state
@@ -61,6 +61,9 @@ class TrainResult:
     stopped_early: bool = False
     val_history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
     speed_includes_warmup: bool = False  # one step run: its time holds the first dispatch's warm-up (train_speed)
+    # XLA's compiled step per device (compiled_report's total_bytes: arguments + outputs + temporaries - donated), the
+    # dry run's step_memory_bytes_per_device; None where the backend gives no memory analysis
+    step_memory_bytes_per_device: int | None = None
 
 
 def host_values(arrays: list) -> np.ndarray:
@@ -140,6 +143,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         check_step_keeps_state(state, lowered.out_info[0])  # else the second step fails on XLA's types
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
+        # The program the loop runs, read, not compiled again: a sweep ranks its jobs by it as a dry run's
+        step_memory = (compiled_report(compiled)["memory"] or {}).get("total_bytes")
         losses, windows = [], []
         bar = progress_bar(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                            dynamic_ncols=True, leave=False)
@@ -203,4 +208,5 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                        val_loss=stopper.best_loss if history else None, compile_s=compile_s,
                        median_step_s=median, samples_per_s=batch_size / median if median > 0 else float("nan"),
                        steps=len(losses), speed_includes_warmup=warm, best_step=stopper.best_step,
-                       stopped_early=stop and len(losses) < steps, val_history=history)
+                       stopped_early=stop and len(losses) < steps, val_history=history,
+                       step_memory_bytes_per_device=step_memory)
