@@ -4,6 +4,7 @@ readable value (``harness.summary`` writes them)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,8 +133,14 @@ def ranked_heading(title: str, rows: Any) -> str:
     return f"ranked by {title} (smallest first{'; jobs whose model axis is idle last' * idle}):\n"
 
 
+# XLA's compiled train step per device (arguments + outputs + temporaries - donated buffers): the memory a job needs,
+# the dry-run table's first column of the same name; the state columns after it are the part of it a device keeps.
+_STEP_MEMORY = Column("step_memory_bytes_per_device", "memory/device",
+                      lambda m: format_bytes(m.get("step_memory_bytes_per_device")),
+                      _integer("step_memory_bytes_per_device"))
+
 TRAIN_COLUMNS: tuple[Column, ...] = (
-    _MESH,
+    _MESH, dataclasses.replace(_STEP_MEMORY, optional=True),  # a sweep recorded before r74 has none: no blank column
     Column("param_bytes_per_device", "params/device", lambda m: format_bytes(m.get("param_bytes_per_device")),
            _integer("param_bytes_per_device")),
     Column("opt_bytes_per_device", "optimizer/device", lambda m: format_bytes(m.get("opt_bytes_per_device")),
@@ -157,16 +164,19 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
         str(r.get("observation")) for r in m.get("c2st_observations") or [] if isinstance(r, Mapping))),
     Column("c2st_weights", "", lambda m: "", _plain("c2st_weights")),
     Column("c2st_step", "", lambda m: "", _integer("c2st_step")),
+    # CSV-only: the train step's compile (metrics.json's; near 0 where an earlier job of the process compiled it)
+    Column("compile_s", "", lambda m: "", _fixed("compile_s", 3)),
     Column("wall_s", "", lambda m: "", _fixed("wall_s", 2)),  # this attempt's, as metrics.json has it
     Column("wall_s_all_attempts", "wall", wall_cell, lambda m: _fixed("s", 2)({"s": all_attempts_wall(m)})),
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
-#: rows of several sweeps compare (not only the swept keys: task, model, seed and budget of the others too).
+#: rows of several sweeps compare (not only the swept keys: task, model, seed, budget and batch of the others too;
+#: step time, samples/s and memory/device depend on the batch).
 #: A job started from a checkpoint (train.resume) names it and its step: its step time, samples/s and losses are of
 #: the steps after it alone (unsaid, the row would read as a fresh run's of train.steps steps).
 PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
-    "data.name", "model.name", "seed", "data.num_simulations", "train.steps")) + (
+    "data.name", "model.name", "seed", "data.num_simulations", "data.batch_size", "train.steps")) + (
     Column("final_step", "", lambda m: "", _integer("final_step")),
     Column("resumed_from_step", "", lambda m: "", _integer("resumed_from_step")),
     Column("resumed_from", "", lambda m: "", _plain("resumed_from")))
@@ -183,9 +193,7 @@ def provenance_columns(keys: Sequence[str], rows: Sequence[Mapping[str, Any]]) -
 
 
 DRY_RUN_COLUMNS: tuple[Column, ...] = (
-    _MESH,
-    Column("step_memory_bytes_per_device", "memory/device",
-           lambda m: format_bytes(m.get("step_memory_bytes_per_device")), _integer("step_memory_bytes_per_device")),
+    _MESH, _STEP_MEMORY,
     # Held beside the step by a training run (early stopping's copy of the best weights): not in XLA's figure.
     Column("best_weights_bytes_per_device", "+ best weights",
            lambda m: format_bytes(m.get("best_weights_bytes_per_device")), _integer("best_weights_bytes_per_device")),

@@ -4,7 +4,8 @@ Was: a training sweep's table gave ``params/device``, ``optimizer/device`` and `
 are, so a user choosing "the fastest rule at a memory budget" read the state bytes as the step's memory (the step's,
 batch and temporaries included, is what a dry-run sweep gives: 3.3 MB per device against 0.4 MB of state for fsdp on
 8x1), could not tell whether compile was in ``step``, nor at which batch the speeds were measured; a dry-run sweep's
-``memory/device`` did not say it was XLA's compiled step, nor the units (decimal: 1 KB = 1000 B).
+``memory/device`` did not say it was XLA's compiled step, nor the units (decimal: 1 KB = 1000 B). A training sweep
+now has that ``memory/device`` too (``train.train`` records its compiled step's), said so here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gensbi_sharding.harness.units import is_int
+from gensbi_sharding.harness.units import is_int, is_number
 
 __all__ = ["legend"]
 
@@ -51,8 +52,14 @@ def legend(rows: Sequence[Mapping[str, Any]], dry: bool) -> str:
                 "temporaries - donated buffers: the training state and a batch's shard), + best weights the copy "
                 "early stopping keeps beside it; collectives/step/device the bytes a device sends in one step; "
                 f"compile the step's compile time; nothing trained or timed; {units}")
-    return (f"measured: params/device and optimizer/device are the training state a device holds, not the step's "
-            f"peak (its batch and temporaries: a dry-run sweep, the same command with dry_run=true, gives that as "
-            f"memory/device); step is the median time per step{batch}, compile, validation and (where the run can) "
-            "the first step's warm-up left out ('(warm-up incl.)' where not), samples/s the global batch over it; "
-            f"wall the whole job, compile and scoring included; {units}")
+    if not any(is_number(row.get("metrics", {}).get("step_memory_bytes_per_device")) for row in rows):
+        memory = ("not the step's peak (its batch and temporaries: a dry-run sweep, the same command with "
+                  "dry_run=true, gives that as memory/device)")  # a sweep recorded before r74: no such column
+    else:
+        memory = ("not the step's peak: memory/device is that, XLA's compiled train step on one device (the state, a "
+                  "batch's shard and temporaries; not the sampler's, nor the best weights early stopping keeps beside "
+                  "it), as a dry-run sweep (dry_run=true) gives it")
+    return (f"measured: params/device and optimizer/device are the training state a device holds, {memory}; step is "
+            f"the median time per step{batch}, compile, validation and (where the run can) the first step's warm-up "
+            "left out ('(warm-up incl.)' where not), samples/s the global batch over it; wall the whole job, compile "
+            f"and scoring included; the CSV adds compile_s and data.batch_size; {units}")

@@ -15,129 +15,35 @@ The step is a pure function of the split NNX state's arrays (graph traversal hap
 once, not per step, and no ``nnx.Variable`` is flattened or rebuilt per step), jitted
 with the state's own shardings as input and output shardings and the state buffers donated. Everything it needs but
 the batch (parameters, optimizer state with its step counter, EMA, the base RNG key) is placed
-before the loop, so nothing but the new batch crosses to the devices per step.
+before the loop, so nothing but the new batch crosses to the devices per step. The optimiser and the step functions
+are ``harness.step_functions``'s (re-exported here); this module runs the loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
 import numpy as np
-import optax
-from flax import nnx
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from gensbi_sharding import mesh_context
+from gensbi_sharding import compiled_report, mesh_context
 from gensbi_sharding.harness.progress import progress_bar, window_rate
-from gensbi_sharding.harness.schedule import SCHEDULES, learning_rate_schedule
+from gensbi_sharding.harness.schedule import SCHEDULES
 from gensbi_sharding.harness.step_check import check_step_keeps_state
 from gensbi_sharding.harness.train_speed import steady_step_s
-from gensbi_sharding.harness.step_programs import flow_matching_loss, jitted_steps, say_again, types_of
+from gensbi_sharding.harness.step_functions import StepFunctions, make_optimizer, make_step_functions
+from gensbi_sharding.harness.step_programs import flow_matching_loss
 from gensbi_sharding.harness.step_timer import StepTimer
 from gensbi_sharding.harness.validation import EarlyStopping, record_validation, validates_at, validation_loss
 
 __all__ = ["flow_matching_loss", "make_optimizer", "StepFunctions", "make_step_functions", "train",
            "TrainResult", "SCHEDULES"]
-
-def make_optimizer(*, learning_rate: float, weight_decay: float, steps: int, schedule: str = "cosine",
-                   warmup_steps: int = 0, counted: bool = False) -> optax.GradientTransformation:
-    """AdamW under a linear warm-up to ``learning_rate``, then cosine decay to 0 at ``steps`` (or constant);
-    ``counted``: a state that counts steps whatever the schedule (``learning_rate_schedule``). The same settings
-    give the same (stateless) object, so two runs' optimizers, and their split graphs, compare equal: the key under
-    which ``make_step_functions`` shares a jitted step (settings that cannot be hashed, an array: a new object).
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``schedule`` or a warm-up not shorter than ``steps``.
-    """
-    settings = dict(learning_rate=learning_rate, weight_decay=weight_decay, steps=steps, schedule=schedule,
-                    warmup_steps=warmup_steps, counted=counted)
-    try:
-        hash(tuple(settings.values()))
-    except TypeError:  # an array setting, which optax takes: an optimizer of its own
-        return _adamw.__wrapped__(**settings)
-    return _adamw(**settings)
-
-
-@functools.lru_cache(maxsize=32, typed=True)
-def _adamw(*, learning_rate: Any, weight_decay: Any, steps: int, schedule: str, warmup_steps: int,
-           counted: bool) -> optax.GradientTransformation:
-    return optax.adamw(learning_rate_schedule(learning_rate=learning_rate, steps=steps, schedule=schedule,
-                                              warmup_steps=warmup_steps, counted=counted), weight_decay=weight_decay)
-
-
-@dataclasses.dataclass
-class StepFunctions:
-    """The jitted train and loss functions over the split state ``(model, optimizer[, ema])``.
-
-    ``eval_loss`` scores the weights that are sampled: the EMA when there is one.
-    ``weights(state)`` is that part of the state (to keep a copy of the best);
-    ``with_weights(state, weights)`` puts such a copy back. ``train_arrays`` is ``train_step`` over the state's
-    arrays (``arrays(state)``), which ``train`` runs: no ``nnx.Variable`` is flattened or rebuilt per step;
-    ``variables(arrays)`` makes them the split state again.
-    """
-
-    graphdef: Any
-    train_step: Callable[[Any, dict, jax.Array], tuple[Any, jax.Array]]
-    eval_loss: Callable[..., tuple[jax.Array, jax.Array]]  # (state, batch, key) -> (mean loss, rows counted)
-    has_ema: bool = False
-    train_arrays: Callable[[dict, dict, jax.Array], tuple[dict, jax.Array]] | None = None
-    state_def: Any = None  # the split state's tree structure, Variables included
-
-    @staticmethod
-    def arrays(state: Any) -> Any:
-        """The split state's arrays, nested as its variables (``nnx.to_pure_dict``); arrays as they are."""
-        return nnx.to_pure_dict(state) if isinstance(state, nnx.State) else state
-
-    def variables(self, state: Any) -> Any:
-        """The split ``nnx.State`` of ``state``'s arrays (which may hold variables: the same leaves, in one order)."""
-        return jax.tree.unflatten(self.state_def, jax.tree.leaves(state))
-
-    def weights(self, state: Any) -> Any:
-        return state[2] if self.has_ema else state[0]
-
-    def with_weights(self, state: Any, weights: Any) -> Any:
-        state = jax.tree.map(lambda leaf: leaf, state)  # a new container; the leaves are shared
-        state[2 if self.has_ema else 0] = weights
-        return state
-
-
-def make_step_functions(model: nnx.Module, optimizer: nnx.Optimizer, mesh: Mesh | None,
-                        ema: Any = None, warn_again: bool = True) -> tuple[StepFunctions, Any]:
-    """Split ``(model, optimizer[, ema])`` and jit their step, keeping every placement fixed.
-
-    Returns new step functions and the split state. Their jitted functions are those of an earlier call with an equal
-    split graph (the modules and their settings, of the same types: ``0.5`` and ``np.float32(0.5)`` trace apart; the
-    optimizer: ``make_optimizer``'s), mesh and state placements (``step_programs.jitted_steps``, the last 8 kept),
-    so a run of the same shapes in this process (a sweep's next job) reuses the programs JAX traced, lowered and
-    compiled for them (JAX keys them on the arguments' shapes, dtypes and shardings too), and warns again what their
-    tracing warned; a graph that cannot be hashed gets a pair of its own. A function the step calls, replaced in this
-    process later (a monkeypatched method), is traced again only after ``jax.clear_caches()``. ``warn_again=False``:
-    for a caller that runs no step, only merges the state.
-    """
-    nodes = (model, optimizer) if ema is None else (model, optimizer, ema)
-    graphdef, state = nnx.split(nodes)
-    placed = mesh is not None
-    shardings, treedef = jax.tree.flatten(jax.tree.map(lambda leaf: leaf.sharding, state)) if placed else ([], None)
-    key = (graphdef, mesh, tuple(shardings), treedef)
-    try:
-        hash(key)
-    except TypeError:  # a static attribute that cannot be hashed: no key, a pair of its own (its types not read)
-        train_step, eval_loss, said, train_arrays = jitted_steps.__wrapped__(*key)
-    else:
-        train_step, eval_loss, said, train_arrays = jitted_steps(*key, types_of(graphdef))
-    if warn_again:
-        say_again(said)  # what tracing them warned, said in this run too (none yet for new programs)
-    functions = StepFunctions(graphdef, train_step, eval_loss, ema is not None, train_arrays, jax.tree.structure(state))
-    return functions, state
 
 
 @dataclasses.dataclass
@@ -155,6 +61,9 @@ class TrainResult:
     stopped_early: bool = False
     val_history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
     speed_includes_warmup: bool = False  # one step run: its time holds the first dispatch's warm-up (train_speed)
+    # XLA's compiled step per device (compiled_report's total_bytes: arguments + outputs + temporaries - donated), the
+    # dry run's step_memory_bytes_per_device; None where the backend gives no memory analysis
+    step_memory_bytes_per_device: int | None = None
 
 
 def host_values(arrays: list) -> np.ndarray:
@@ -234,6 +143,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         check_step_keeps_state(state, lowered.out_info[0])  # else the second step fails on XLA's types
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
+        # The program the loop runs, read, not compiled again: a sweep ranks its jobs by it as a dry run's
+        step_memory = (compiled_report(compiled)["memory"] or {}).get("total_bytes")
         losses, windows = [], []
         bar = progress_bar(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                            dynamic_ncols=True, leave=False)
@@ -297,4 +208,5 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                        val_loss=stopper.best_loss if history else None, compile_s=compile_s,
                        median_step_s=median, samples_per_s=batch_size / median if median > 0 else float("nan"),
                        steps=len(losses), speed_includes_warmup=warm, best_step=stopper.best_step,
-                       stopped_early=stop and len(losses) < steps, val_history=history)
+                       stopped_early=stop and len(losses) < steps, val_history=history,
+                       step_memory_bytes_per_device=step_memory)
