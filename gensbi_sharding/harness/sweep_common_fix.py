@@ -72,8 +72,19 @@ def common_fix(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Sequence
         return ""
     differ = ", ".join(said(fix) for fix in offered)
     for fix in offered:
-        if not still_refused([with_fix(job, fix) for job in jobs]):
+        # a job refused under the fix for another setting only (the next check, reached now) does not make the value
+        # wrong: "run them in sweeps of their own" would send the user away from the one value that fixes this one
+        left = list(still_refused([with_fix(job, fix) for job in jobs]))
+        if not any(_about(entry, keys[0]) for entry in left):
+            other = f"; with it, {len(left)} job(s) are still refused for other settings, each named" if left else ""
             return (f"one value for every job (their own fixes differ: {differ}; a setting the sweep does not vary "
-                    f"takes one value): set {said(fix)}")
+                    f"takes one value): set {said(fix)}{other}")
     return (f"no one of the jobs' own fixes ({differ}) fixes every job (a setting the sweep does not vary takes one "
             "value): run the jobs that need different values in sweeps of their own")
+
+
+def _about(entry: object, keys: Sequence[str]) -> bool:
+    """Whether a job still refused (``refused_jobs``' (number, overrides, refusal)) is refused over one of ``keys``: its
+    refusal names the setting; an answer holding no refusal counts as one."""
+    problem = entry[-1] if isinstance(entry, tuple) else None
+    return problem is None or any(key in str(problem) for key in keys)
