@@ -23,8 +23,8 @@ def test_a_value_that_leaves_only_other_settings_refused_is_named():
     refused = [(0, JOBS[0], _refusal(896)), (1, JOBS[1], _refusal(900))]
     assert common_fix(refused, JOBS, still_refused) == (
         "one value for every job (their own fixes differ: data.batch_size=896, data.batch_size=900; a setting the "
-        "sweep does not vary takes one value): set data.batch_size=896; with it, 2 job(s) are still refused for "
-        "other settings, each named")
+        "sweep does not vary takes one value): set data.batch_size=896; with it, 2 job(s) are refused for other "
+        "settings (run it to see them)")
 
 
 def test_a_value_some_job_still_refuses_is_not_named():

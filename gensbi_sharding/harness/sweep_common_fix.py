@@ -53,9 +53,10 @@ def common_fix(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Sequence
     Returns
     -------
     str
-        ``"one value for every job (their own fixes differ: ...): set data.batch_size=896"``; where none of the
-        fixes offered fixes every job, the line says so; ``""`` where the refused jobs offer at most one fix of keys
-        not swept (that fix is the message's own), or where the fixes name a swept key (``sweep_drop``'s line).
+        ``"one value for every job (their own fixes differ: ...): set data.batch_size=896"`` (saying how many jobs
+        it leaves refused over other settings only, if any); where none of the fixes offered fixes every job, the
+        line says so; ``""`` where the refused jobs offer at most one fix of keys not swept (that fix is the
+        message's own), or where the fixes name a swept key (``sweep_drop``'s line).
     """
     swept = set(swept_keys([job_configuration(job) for job in jobs]))
     offered: list[tuple[str, ...]] = []
@@ -76,7 +77,7 @@ def common_fix(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Sequence
         # wrong: "run them in sweeps of their own" would send the user away from the one value that fixes this one
         left = list(still_refused([with_fix(job, fix) for job in jobs]))
         if not any(_about(entry, keys[0]) for entry in left):
-            other = f"; with it, {len(left)} job(s) are still refused for other settings, each named" if left else ""
+            other = f"; with it, {len(left)} job(s) are refused for other settings (run it to see them)" if left else ""
             return (f"one value for every job (their own fixes differ: {differ}; a setting the sweep does not vary "
                     f"takes one value): set {said(fix)}{other}")
     return (f"no one of the jobs' own fixes ({differ}) fixes every job (a setting the sweep does not vary takes one "
