@@ -72,10 +72,12 @@ def straight_to_console(fd: int = 2) -> Iterator[None]:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     piped = os.dup(fd)
-    os.dup2(before, fd)
-    try:
+    try:  # a failed dup2 too: the copy is closed, not leaked
+        os.dup2(before, fd)
         yield
     finally:
+        for stream in (sys.stdout, sys.stderr):  # Python's text written in the block, a line not ended too, goes
+            stream.flush()  # where the block sent it, not through the pipe after it
         os.dup2(piped, fd)
         os.close(piped)
 

@@ -53,9 +53,10 @@ def common_fix(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Sequence
     Returns
     -------
     str
-        ``"one value for every job (their own fixes differ: ...): set data.batch_size=896"``; where none of the
-        fixes offered fixes every job, the line says so; ``""`` where the refused jobs offer at most one fix of keys
-        not swept (that fix is the message's own), or where the fixes name a swept key (``sweep_drop``'s line).
+        ``"one value for every job (their own fixes differ: ...): set data.batch_size=896"`` (saying how many jobs
+        it leaves refused over other settings only, if any); where none of the fixes offered fixes every job, the
+        line says so; ``""`` where the refused jobs offer at most one fix of keys not swept (that fix is the
+        message's own), or where the fixes name a swept key (``sweep_drop``'s line).
     """
     swept = set(swept_keys([job_configuration(job) for job in jobs]))
     offered: list[tuple[str, ...]] = []
@@ -72,8 +73,19 @@ def common_fix(refused: Sequence[tuple[int, Sequence[str], str]], jobs: Sequence
         return ""
     differ = ", ".join(said(fix) for fix in offered)
     for fix in offered:
-        if not still_refused([with_fix(job, fix) for job in jobs]):
+        # a job refused under the fix for another setting only (the next check, reached now) does not make the value
+        # wrong: "run them in sweeps of their own" would send the user away from the one value that fixes this one
+        left = list(still_refused([with_fix(job, fix) for job in jobs]))
+        if not any(_about(entry, keys[0]) for entry in left):
+            other = f"; with it, {len(left)} job(s) are refused for other settings (run it to see them)" if left else ""
             return (f"one value for every job (their own fixes differ: {differ}; a setting the sweep does not vary "
-                    f"takes one value): set {said(fix)}")
+                    f"takes one value): set {said(fix)}{other}")
     return (f"no one of the jobs' own fixes ({differ}) fixes every job (a setting the sweep does not vary takes one "
             "value): run the jobs that need different values in sweeps of their own")
+
+
+def _about(entry: object, keys: Sequence[str]) -> bool:
+    """Whether a job still refused (``refused_jobs``' (number, overrides, refusal)) is refused over one of ``keys``: its
+    refusal names the setting; an answer holding no refusal counts as one."""
+    problem = entry[-1] if isinstance(entry, tuple) else None
+    return problem is None or any(key in str(problem) for key in keys)
