@@ -34,3 +34,16 @@ def test_a_value_some_job_still_refuses_is_not_named():
 
     refused = [(1, JOBS[1], _refusal(900)), (0, JOBS[0], _refusal(896))]
     assert common_fix(refused, JOBS, still_refused).endswith("takes one value): set data.batch_size=896")
+
+
+def test_at_most_three_fixes_are_tried_and_the_rest_named_untried():
+    # Was: every offered fix checked the whole sweep again: 8 values on 48 jobs kept the refusal for minutes
+    from gensbi_sharding.harness.sweep_common_fix import TRIED_AT_MOST
+
+    jobs = [[f"mesh.model_axis={n}"] for n in range(5)]
+    refused = [(n, jobs[n], Refusal("ConfigError: data.batch_size=1024 cannot be used", f"data.batch_size={900 - n}"))
+               for n in range(5)]
+    tried = []
+    line = common_fix(refused, jobs, lambda js: tried.append(js[0][-1]) or [(0, js[0], "data.batch_size no")])
+    assert TRIED_AT_MOST == 3 and tried == ["data.batch_size=900", "data.batch_size=899", "data.batch_size=898"]
+    assert "takes one value; 2 more not tried: try them in the command): run the jobs" in line, line

@@ -134,7 +134,9 @@ def write_summary(sweep_dir: Path, declared: Sequence[str] = (), all_jobs: Seque
     except Exception as err:  # a plot must never cost the table
         log.warning("sweep plot not written: %s: %s", type(err).__name__, err)
     # what the numbers measured (state or step, compile in or out, batch, units): the console's, not the .md's table
-    return Summary(keys, rows, text, csv_path, md_path, png_path, legend(known, dry))
+    # (the batch sizes of the jobs that measured a step: a failed job's would name a batch no number was measured at)
+    return Summary(keys, rows, text, csv_path, md_path, png_path,
+                   legend([r for r in known if r["metrics"].get("status") == "ok"] or known, dry))
 
 
 def refresh_sweep_summary(job_dir: Path) -> Summary | None:

@@ -1,4 +1,4 @@
-"""What a sweep table's numbers measured, said under it (``sweep_summary.md`` and the console).
+"""What a sweep table's numbers measured, said under it on the console (``sweep_summary.md`` stays a plain table).
 
 Was: a training sweep's table gave ``params/device``, ``optimizer/device`` and ``step`` with no word of what they
 are, so a user choosing "the fastest rule at a memory budget" read the state bytes as the step's memory (the step's,
