@@ -103,13 +103,15 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
     names : sequence of str or None, or str, or None
         Logical axis per dimension (``logical_axes_of``; a bare str: one entry); None: not annotated (``P()``).
     shape : sequence of int >= 0, or a 1-d integer array (``np.array(x.shape)``)
-    table : RuleTable, or anything ``resolve_rule`` takes (a table checked as it checks one)
+    table : RuleTable, or anything ``resolve_rule`` takes (its keys and values checked as ``resolve_rule`` checks
+        them; a mesh axis named twice falls back)
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
     Raises
     ------
     TypeError, ValueError
-        A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` ``resolve_rule`` rejects.
+        A ``mesh`` no Mesh or a ``shape`` no sequence of int sizes; a ``table`` whose keys or values
+        ``resolve_rule`` rejects.
     """
     check_mesh(mesh, abstract=True, optional=False)
     shape = shape.tolist() if getattr(shape, "ndim", 0) == 1 and hasattr(shape, "tolist") else shape  # np.array(...)
