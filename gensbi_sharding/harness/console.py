@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, native_output_to_log
+from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, job_log_name, native_output_to_log
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
@@ -69,14 +69,6 @@ class _ProcessTag(logging.Filter):
             record.msg = tag + record.getMessage().replace("\n", "\n" + tag)
             record.args, record.process_tagged = None, True
         return True
-
-
-def job_log_name() -> str:
-    """The name of the file this job logs to in its folder: ``launch.log``, a ``distributed=local`` process's own
-    ``process_<i>.log`` (Hydra's job name, which the parent sets), "launch.log" outside Hydra."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return f"{HydraConfig.get().job.name}.log" if HydraConfig.initialized() else "launch.log"
 
 
 def set_process(index: int, count: int) -> None:
