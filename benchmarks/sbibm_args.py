@@ -9,8 +9,8 @@ from argparse import SUPPRESS
 from pathlib import Path
 
 from cli_args import HelpFormatter, Refused, command_line, new_parser, one_of, positive_int, not_a_script
+from gensbi_sharding.harness.checkout_folders import config_folder_problem
 from gensbi_sharding.harness.folder_lock import run_folder_holding, runs_under, write_denied
-from gensbi_sharding.harness.paste_command import config_folder_problem
 from sbibm_method import TASK_SETTINGS, margin_arg, region_arg, rounds_arg
 from sbibm_tables import BUDGETS, TASKS
 not_a_script(__name__, __file__)  # run as a script: name the one to run

@@ -28,7 +28,7 @@ def test_every_folder_a_refusal_names_as_an_override_is_one_the_shell_and_hydra_
     from gensbi_sharding.harness import outputs
     from gensbi_sharding.harness.console_lines import completed_jobs_lead
     from gensbi_sharding.harness.folder_lock import folder_problem
-    from gensbi_sharding.harness.resume_command import dropped_runs
+    from gensbi_sharding.harness.sweep_rerun import dropped_runs
 
     sweep = tmp_path / "my sweep (2)"
     sweep.mkdir()

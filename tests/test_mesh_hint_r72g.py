@@ -9,7 +9,7 @@ non-int of type 'numpy.bool'``. And ``launch.py 'mesh={data:1000000,model:2}'`` 
 import numpy as np
 import pytest
 
-from gensbi_sharding.harness.override_dicts import mesh_sizes_hint
+from gensbi_sharding.harness.mesh_sizes import mesh_sizes_hint
 
 
 @pytest.mark.parametrize("value", [{"data": 3, "model": 2}, {"data": 3}, {"data": 3, "model": None}])

@@ -45,7 +45,7 @@ def test_the_same_sweep_grown_still_gets_its_never_started_job(tmp_path):
 def test_a_quoted_value_is_the_same_job_as_the_bare_one(tmp_path, typed):
     # Was: `-m data=two_moons,slcp train.resume=auto` after `-m 'data="two_moons",slcp'` was refused ("job 0 of this
     # sweep (data=two_moons) would continue folder .../0, which ran data="two_moons""): the same task, quoted.
-    from gensbi_sharding.harness.sweep_hints import moved_jobs_problem
+    from gensbi_sharding.harness.sweep_rerun import moved_jobs_problem
     from gensbi_sharding.harness.sweep_plan import job_configuration
 
     finished_sweep(tmp_path, [[typed], ["data=slcp"]])
@@ -267,7 +267,8 @@ def test_a_sweep_over_folders_that_failed_on_the_value_it_changes_continues_them
     # corrected (was: "job 0 of this sweep (train.learning_rate=0.003) would continue folder .../0, which ran
     # train.learning_rate=1e+30 ...: rerun the sweep with its values in the order it first ran", the values that failed).
 
-    from gensbi_sharding.harness.sweep_plan import another_sweep, moved_jobs_problem
+    from gensbi_sharding.harness.sweep_plan import another_sweep
+    from gensbi_sharding.harness.sweep_rerun import moved_jobs_problem
 
     runs = finished_sweep(tmp_path, [["train.learning_rate=1e+30"], ["train.learning_rate=1e+31"]])
     for run, rate in zip(runs, ("1e+30", "1e+31")):

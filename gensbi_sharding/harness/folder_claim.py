@@ -29,9 +29,10 @@ from gensbi_sharding.harness.launch_record import keep_record
 from gensbi_sharding.harness.outputs import read_record
 from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
-from gensbi_sharding.harness.sweep_hints import (config_flags, moved_jobs_problem, search_path_of,
-                                                 shared_folder_problem, unfinished_jobs_hint)
+from gensbi_sharding.harness.sweep_hints import (config_flags, search_path_of, shared_folder_problem,
+                                                 unfinished_jobs_hint)
 from gensbi_sharding.harness.sweep_plan import another_sweep, command_overrides, every_job, job_folders, moved_folders
+from gensbi_sharding.harness.sweep_rerun import moved_jobs_problem
 from gensbi_sharding.harness.sweep_subdirs import (colliding_subdirs_problem, foreign_runs_problem,
                                                    misread_folder_problem, nested_sweep_problem, unused_folder_problem)
 

@@ -8,11 +8,11 @@ import re
 import shlex
 from pathlib import Path
 
+from gensbi_sharding.harness.checkout_folders import config_folder_problem
 from gensbi_sharding.harness.foreign_record import another_apps_record
 from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
-from gensbi_sharding.harness.paste_command import config_folder_problem
 from gensbi_sharding.write_probe import array_path_fault, array_path_renamed, write_denied  # tests patch write_denied
 
 __all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",

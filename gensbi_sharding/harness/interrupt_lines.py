@@ -15,6 +15,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.not_started import mark_not_started
+
 __all__ = ["JOB_OVERRIDES_ENV", "job_overrides", "again_command", "stop_advice", "record_stamp", "job_ended",
            "interrupted_line"]
 
@@ -168,7 +170,6 @@ def interrupted_line(run_dir: Any, *, owner: bool | None, stamp: int | None, dry
         ``"interrupted: the job's metrics.json records it (status interrupted)"`` where this attempt wrote it; else
         what the folder kept and the command that starts the job again, or continues this process.
     """
-    from gensbi_sharding.harness.sweep_continue import mark_not_started
     from gensbi_sharding.harness.sweep_hints import continue_command
 
     metrics = Path(run_dir) / "metrics.json"

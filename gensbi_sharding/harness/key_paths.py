@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 
 from gensbi_sharding.harness.hints import closest_name
+from gensbi_sharding.harness.mesh_sizes import mesh_sizes_hint
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["unknown_part", "nearest_setting", "setting_path_problem", "hydra_key_problem", "hydra_list_problem",
@@ -50,11 +51,9 @@ def nearest_setting(part: str, below: Sequence[str], keys: Sequence[str]) -> str
 
 def data_axis_hint(part: str, value: str, command) -> str | None:
     """For ``mesh.data_axis=3`` (a data axis size, which no setting takes): the mesh that size means, as
-    ``override_dicts.mesh_sizes_hint`` names it (with a ``mesh.model_axis``/``mesh.model`` typed too), each
+    ``mesh_sizes.mesh_sizes_hint`` names it (with a ``mesh.model_axis``/``mesh.model`` typed too), each
     suggestion one the mesh checks accept; None for another key. (Not "set mesh.model_axis=3", which 8 devices
     refuse, and which would not make a data axis of 3 anyway); "" for a size that is none (``0``, ``abc``)."""
-    from gensbi_sharding.harness.override_dicts import mesh_sizes_hint
-
     def size(text):
         return int(text) if str(text).isdigit() else None
     if not part.startswith("data"):

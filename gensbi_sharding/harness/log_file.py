@@ -14,7 +14,8 @@ import os
 import sys
 from collections.abc import Iterator
 
-from gensbi_sharding.harness.console import NATIVE, ConsoleFilter, ConsoleFormatter, late_read_error, tagged
+from gensbi_sharding.harness.console_filter import ConsoleFilter, ConsoleFormatter, late_read_error, tagged
+from gensbi_sharding.harness.native_console import NATIVE
 from gensbi_sharding.harness.outputs import room_fix
 
 __all__ = ["JobLogFile", "Console", "late_writes_to_log", "drop_late_callbacks", "errors_on_console", "console_fits"]

@@ -18,7 +18,7 @@ from gensbi_sharding.harness.native_pump import end_and_wait, pump
 from gensbi_sharding.messages import clipped
 
 __all__ = ["NOISY_NATIVE_LINES", "GLOO_LINE", "NATIVE_LOG_LINE", "QUIET_NATIVE_WARNINGS", "NATIVE", "PIPED_TERMINALS",
-           "native_output_to_log", "straight_to_console"]
+           "job_log_name", "native_output_to_log", "straight_to_console"]
 
 NOISY_NATIVE_LINES = (b"[Gloo]",)  # starts of lines C++ libraries print that belong in launch.log only
 # Gloo's threads write their lines in pieces that interleave ("[Gloo] Rank [Gloo] Rank 7 is connected ...\n", then
@@ -35,6 +35,14 @@ QUIET_NATIVE_WARNINGS = (b"SIGTERM caught",)
 NATIVE = "gensbi_sharding.native"  # those lines, logged: launch.log only, even with verbose=true
 PIPED_TERMINALS: dict[int, bool] = {}  # descriptor -> whether it was a terminal before native_output_to_log piped it
 _BEFORE_PIPE: dict[int, int] = {}  # descriptor -> a copy of what it pointed at before native_output_to_log piped it
+
+
+def job_log_name() -> str:
+    """The name of the file this job logs to in its folder: ``launch.log``, a ``distributed=local`` process's own
+    ``process_<i>.log`` (Hydra's job name, which the parent sets), "launch.log" outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return f"{HydraConfig.get().job.name}.log" if HydraConfig.initialized() else "launch.log"
 
 
 @contextlib.contextmanager
@@ -122,8 +130,6 @@ def _lines_of(fd: int, prefixes: tuple[bytes, ...], sink: logging.Logger, warned
                         and not any(quiet in bare for quiet in QUIET_NATIVE_WARNINGS)):
                     warned.append(True)  # once per run: the message without its C++ header, cut short
                     said = NATIVE_LOG_LINE.sub(b"", bare, count=1).decode(errors="replace").strip()
-                    from gensbi_sharding.harness.console import job_log_name  # (console imports this module)
-
                     logging.getLogger("gensbi_sharding").warning(  # + its cause where the run said it (the hint)
                         "XLA warned (all its lines are in %s): %s%s", job_log_name(), clipped(said, 100),
                         note_for(bare))

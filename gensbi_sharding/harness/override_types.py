@@ -25,7 +25,8 @@ from gensbi_sharding.harness.command_defaults import command_default
 from gensbi_sharding.harness.config import ActivationConfig, Config, MeshAxesField, assignment_reason, type_hints
 from gensbi_sharding.harness.config_files import resumed_search_path, unsearched_file
 from gensbi_sharding.harness.hints import closest_name, override_literal
-from gensbi_sharding.harness.groups import chosen_default, option_value_problem
+from gensbi_sharding.harness.groups import chosen_default
+from gensbi_sharding.harness.group_values import option_value_problem
 from gensbi_sharding.harness.model_choice import chosen_models
 from gensbi_sharding.harness.model_files import model_file_problem
 from gensbi_sharding.harness.override_prefixes import prefix_problem

@@ -15,8 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "config_folder_problem", "checkout_folder_problem",
-           "pasted"]
+__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "pasted"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
 #: The Python running the harness, shell-quoted: what a script it writes runs (a bare ``python`` there, without the
@@ -67,40 +66,6 @@ def command_for(script: str = "launch.py", folder: str | os.PathLike | None = No
     except ValueError:  # another drive (Windows): only the absolute path reaches it
         pass
     return f"python {shlex.quote(path)}"
-
-
-def config_folder_problem(folder: Path, named: str, key: str) -> str | None:
-    """Why ``folder`` (absolute), an output folder, cannot lie in a checkout's ``conf/`` (this one's, or another's:
-    a ``conf/config.yaml`` beside a ``launch.py``); None where it does not.
-
-    Hydra reads every folder there as a config group: a run written into ``conf`` (or ``conf/rule``) left its
-    ``.hydra/`` files listed as options by ``launch.py --help`` (``.hydra: config, hydra, overrides``), its outputs
-    beside the presets. ``named``: the override as typed (``hydra.run.dir=...``); ``key``: its key.
-    """
-    if (folder / "launch.py").is_file() and (folder / "conf" / "config.yaml").is_file():  # the checkout itself
-        return checkout_folder_problem(folder, named, key)
-    real = Path(os.path.realpath(folder))
-    conf = next((p for p in (real, *real.parents) if p == CHECKOUT / "conf" or p.name == "conf"
-                 and (p / "config.yaml").is_file() and (p.parent / "launch.py").is_file()), None)
-    if conf is None:
-        return None
-    top = "multirun" if key == "hydra.sweep.dir" else "outputs"
-    return (f"{named} lies inside the harness's config folder {conf}, whose every folder Hydra reads as a config "
-            f"group: outputs never go there; choose a folder outside it, e.g. {key}={top}/{folder.name}")
-
-
-def checkout_folder_problem(folder: Path, named: str, key: str) -> str:
-    """The refusal of a checkout's own folder (``launch.py`` and ``conf/config.yaml`` there) as an output folder:
-    its run's ``.hydra/`` and ``metrics.json`` (a sweep's ``multirun.yaml``) would make the checkout a run's (a
-    sweep's) folder, inside which every later default run under ``outputs/`` (sweep under ``multirun/``) is refused."""
-    from gensbi_sharding.harness.override_grammar import hydra_override  # Hydra's parser: loaded for a refusal only
-
-    sweep = key == "hydra.sweep.dir"
-    what, top, files = ("sweep", "multirun", "its multirun.yaml and job folders") if sweep else (
-        "run", "outputs", "its outputs")
-    instead = hydra_override(key, folder / top / ("new_sweep" if sweep else "new_run"))
-    return (f"{named} is a checkout of the harness (launch.py, conf/): a {what} never writes {files} among its "
-            f"files, where every later {what} under {top}/ would lie inside it; choose a new folder, e.g. {instead}")
 
 
 def pasted(overrides: Sequence[str]) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["AUTO", "RESUMABLE", "BY_JOB", "named_resume", "resume_override", "folder_resume", "auto_problem",
-           "resumed_here", "dropped_runs", "launch_dir", "requeued_step", "resumed_metrics"]
+           "resumed_here", "launch_dir", "requeued_step", "resumed_metrics"]
 
 AUTO = "train.resume=auto"
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder (``fresh_folder.ensure_fresh``).
@@ -201,46 +201,6 @@ def resumed_here(command: str, run_dir: Any) -> str:
     if not holds_checkpoint(run_dir) or not any(w.startswith("train.resume=") for w in words):
         return command
     return " ".join(shlex.quote(AUTO if w.startswith("train.resume=") else w) for w in words)
-
-
-def dropped_runs(sweep_dir: Any, all_jobs: Sequence[Sequence[str]]) -> str | None:
-    """The refusal of ``-m ... train.resume=auto hydra.sweep.dir=<a sweep over runs to continue>``; None otherwise.
-
-    Refused, since it would run only the jobs whose folders hold a checkpoint, rewrite ``multirun.yaml`` and end
-    "sweep done: 1 ok, 0 failed", the job still to continue its run dropped from the sweep and its summary.
-
-    Parameters
-    ----------
-    sweep_dir : path-like
-        The sweep folder, holding the earlier sweep's ``multirun.yaml``.
-    all_jobs : sequence of sequence of str
-        This command's jobs (``sweep_plan.sweep_jobs``).
-
-    Returns
-    -------
-    str or None
-        Naming each unfinished job's own command (``sweep_hints.unfinished_jobs_hint``).
-    """
-    from omegaconf import OmegaConf
-
-    from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed: a path with a space quoted
-    from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
-    from gensbi_sharding.harness.sweep_plan import every_job, job_folders
-
-    saved = read_record(Path(sweep_dir) / "multirun.yaml")
-    if not OmegaConf.is_dict(saved) or any(named_resume(job) for job in all_jobs):
-        return None
-    before = every_job(saved)
-    named = sorted({named_resume(job) for job in before} - {None})
-    if not named:
-        return None
-    jobs = sorted(m.parent for m in Path(sweep_dir).glob("*/metrics.json"))
-    hint = unfinished_jobs_hint(jobs, RESUMABLE, before, sweep_dir, folders=job_folders(saved, before))
-    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)} holds a sweep whose jobs continue other runs "
-            f"({', '.join(named)}), which "
-            "train.resume=auto for the whole sweep would drop: a job without a checkpoint of its own would start "
-            "from step 0" + (hint or "; choose another hydra.sweep.dir"))
 
 
 def resumed_metrics(metrics: Path, resume: Any) -> dict:

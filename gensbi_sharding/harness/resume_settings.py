@@ -13,6 +13,7 @@ from typing import Any
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.stopped_step import stopped_at_step
 from gensbi_sharding.harness.units import is_int
 from gensbi_sharding.harness.x64_words import x64_lead, x64_on
 
@@ -88,8 +89,6 @@ def _saver_x64(record: dict, step: int) -> tuple[object, str]:
     ``step``, else the newest that trained at all, else the top level's. Not the top level's alone, which an
     attempt refused before training rewrites with its own setting, so the same refused ``train.resume=auto`` would
     pass."""
-    from gensbi_sharding.harness.stop_record import stopped_at_step
-
     earlier = record.get("previous_attempts")
     attempts = [(record, ""), *reversed([(a, f"previous_attempts[{i}].") for i, a in enumerate(
         earlier if isinstance(earlier, list) else []) if isinstance(a, dict)])]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
+from gensbi_sharding.harness.stopped_step import stopped_at_step
 
 __all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error", "failure_outcome",
            "record_failure_outcome", "output_refused_error", "at_once_error", "stopped_at_step", "exception_text"]
@@ -239,9 +240,3 @@ def _saved_checkpoint(out: Path, before: list[int], err: BaseException) -> Path 
     if not steps or steps[-1] in before or isinstance(err, FloatingPointError):
         return None
     return Path(out) / "checkpoints" / str(steps[-1])
-
-
-def stopped_at_step(metrics: dict[str, Any]) -> int | None:
-    """The step a preempted or Ctrl-C'd attempt stopped (and saved) at: ``stopped_at_step``, or in a folder of an
-    earlier version ``preempted_at_step``, which it wrote for a Ctrl-C too (its ``status`` said "interrupted")."""
-    return metrics.get("stopped_at_step", metrics.get("preempted_at_step"))

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import PYTHON, command_for, user_folder
-# moved_jobs_problem: named here too, beside the hints (its home is sweep_plan, which reads each job's folder)
-from gensbi_sharding.harness.sweep_plan import (another_sweep, folder_of, job_configuration, moved_jobs_problem,
-                                                never_started, unstarted_words)
+from gensbi_sharding.harness.sweep_plan import (another_sweep, folder_of, job_configuration, never_started,
+                                                unstarted_words)
 from gensbi_sharding.harness.sweep_retyped import retyped_job
 
-__all__ = ["unfinished_jobs_hint", "shared_folder_problem", "moved_jobs_problem", "job_command", "continue_command",
+__all__ = ["unfinished_jobs_hint", "shared_folder_problem", "job_command", "continue_command",
            "CONTINUE_ENV", "INLINE_COMMANDS", "CONTINUE_SCRIPT",
            "hydra_job_overrides", "with_search_path", "config_flags", "search_path_of", "SEARCH_PATH"]
 

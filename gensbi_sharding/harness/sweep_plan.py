@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.job_values import folder_of, job_configuration
 # moved_folders: named here too, beside moved_job and another_sweep (its home reads each job folder's outcome)
 from gensbi_sharding.harness.sweep_retyped import (changed_keys, failed_on, moved_folders, swept_keys, typed_values,
                                                      values_words)
 
 __all__ = ["sweep_jobs", "command_overrides", "every_job", "job_folders", "folder_of", "job_order", "never_started",
-           "job_configuration", "declared_resume", "moved_job", "moved_jobs_problem", "unstarted_words",
+           "job_configuration", "declared_resume", "moved_job", "unstarted_words",
            "another_sweep", "moved_folders"]
 
 #: Hydra's default ``hydra.sweep.subdir``: job ``i`` in folder ``i``.
@@ -101,12 +102,6 @@ def job_folders(config: Any, jobs: Sequence[Sequence[str]]) -> list[str] | None:
     except Exception:  # a subdir no job resolves (refused before the sweep ran): the folders are unknown
         return None
     return None if folders is None else [str(folder).strip("/") for folder in folders]
-
-
-def folder_of(number: int, folders: Sequence[str] | None) -> str:
-    """Job ``number``'s folder name: from ``folders`` (``job_folders``) where known, else Hydra's default, its
-    number."""
-    return folders[number] if folders is not None and number < len(folders) else str(number)
 
 
 def declared_resume(all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | None, job: str,
@@ -204,56 +199,6 @@ def unstarted_words(never: Sequence[tuple[int, Any]], sweep_dir: Any, folders: S
     stopped = sum((Path(sweep_dir) / folder_of(number, folders) / "checkpoints").is_dir() for number, _ in never)
     return ", ".join(f"{count} {words}" for count, words in ((len(never) - stopped, "never started"),
                                                              (stopped, "stopped without a record")) if count)
-
-
-def job_configuration(overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of a job's overrides, without those that say how it ran (resume, hydra).
-
-    Parameters
-    ----------
-    overrides : sequence of str
-        Hydra overrides, e.g. a job's ``.hydra/overrides.yaml`` or one entry of ``sweep_jobs``.
-
-    Returns
-    -------
-    dict of str to str
-        Values as Hydra normalises them, so two spellings of one job compare equal.
-    """
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import ValueType
-
-    def value(o) -> str:  # a quoted value as its text: data="two_moons" is data=two_moons, as Hydra assigns it
-        plain = o.value_type == ValueType.ELEMENT and isinstance(o.value(), str)
-        return o.value() if plain else o.get_value_element_as_str()
-
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    return {o.key_or_group.lstrip("+~"): value(o) for o in parsed
-            if not o.key_or_group.startswith(("train.resume", "hydra."))}
-
-
-def moved_jobs_problem(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
-                       folders: Sequence[str] | None = None) -> str | None:
-    """The refusal of ``-m ... train.resume=auto`` whose job folders now stand for other swept values; None if none.
-
-    Job ``i`` continues its folder (``folders``, ``job_folders``; default: folder ``i``): a sweep rerun with its
-    values reordered or changed would continue each job from another job's checkpoint (another learning rate,
-    rule ...) without a word. Only the keys the sweep varies are compared; a job continued alone with, say, more
-    ``train.steps`` still matches. A sweep over runs to continue rerun without them: ``resume_command.dropped_runs``.
-    """
-    from gensbi_sharding.harness.resume_command import dropped_runs
-
-    if (dropped := dropped_runs(sweep_dir, all_jobs)) is not None:
-        return dropped
-    moved = moved_job(sweep_dir, all_jobs, folders)
-    if moved is None:
-        return None
-    number, want, folder, ran = moved
-    from gensbi_sharding.harness.override_grammar import hydra_override  # as typed: a path with a space, quoted
-
-    return (f"{hydra_override('hydra.sweep.dir', sweep_dir)}: job {number} of this sweep ({want}) would continue "
-            f"folder {folder}, "
-            f"which ran {ran}: train.resume=auto continues each job in the folder of its number; rerun the sweep "
-            "with its values in the order it first ran, or choose another hydra.sweep.dir")
 
 
 def moved_job(sweep_dir: Any, all_jobs: Sequence[Sequence[str]], folders: Sequence[str] | None = None,

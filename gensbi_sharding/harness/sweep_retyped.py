@@ -15,6 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gensbi_sharding.harness.failed_weights import error_cause
+from gensbi_sharding.harness.job_values import folder_of, job_configuration
+
 __all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retyped_job", "values_words",
            "moved_folders", "typed_values"]
 
@@ -31,7 +34,6 @@ def typed_values(overrides: Sequence[str]) -> dict[str, str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from gensbi_sharding.harness.override_grammar import parse
-    from gensbi_sharding.harness.sweep_plan import job_configuration
 
     shown = {}  # data="two_moons" bare (it reads back as the same string), '1e30' quoted
     for o in OverridesParser.create().parse_overrides([str(o) for o in overrides]):
@@ -58,7 +60,6 @@ def changed_keys(job_dir: Any, want: Mapping[str, str], swept: Sequence[str], al
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_plan import job_configuration
 
     record = Path(job_dir) / ".hydra"
     overrides, hydra = read_record(record / "overrides.yaml"), read_record(record / "hydra.yaml")
@@ -106,7 +107,6 @@ def _error(job_dir: Any) -> tuple[str | None, str, str]:
     """Job ``job_dir``'s status, its error's cause and ``weights_failure.error_cause``'s note; (None, "", "") when
     its metrics.json is missing or cannot be read."""
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.weights_failure import error_cause
 
     try:  # its cause, not the commands it names to continue (each repeats every override: nothing to change there)
         metrics = read_metrics(Path(job_dir) / "metrics.json")
@@ -201,7 +201,6 @@ def moved_folders(sweep_dir: Any, all_jobs: Sequence[Sequence[str]],
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_plan import folder_of
 
     found = {}
     for number in range(len(all_jobs)):
@@ -236,7 +235,6 @@ def _completed_alone(job_dir: Path, number: int, all_jobs: Sequence[Sequence[str
 @lru_cache(maxsize=4)
 def _wanted(all_jobs: tuple[tuple[str, ...], ...]) -> tuple[list[dict[str, str]], list[str]]:
     """Each job's configuration and the keys the sweep varies, read once per sweep (not once per folder)."""
-    from gensbi_sharding.harness.sweep_plan import job_configuration
 
     wanted = [job_configuration(job) for job in all_jobs]
     return wanted, swept_keys(wanted)

@@ -192,7 +192,7 @@ def nested_sweep_problem(sweep_dir: Any) -> str | None:
     A sweep in ``<sweep>/3`` would take the folder that sweep's job 3 writes, and the advice continuing that sweep
     with a fourth job would name a folder refused as a sweep's. Only the first part below that sweep matters
     (``<sweep>/ablation`` can be no job's folder of ``subdir: ${hydra.job.num}``); a checkout's own folder is refused
-    by ``paste_command.checkout_folder_problem``.
+    by ``checkout_folders.checkout_folder_problem``.
 
     Parameters
     ----------

@@ -10,17 +10,14 @@ further in the run's folder (a larger ``train.steps``), or a new run in a new fo
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
+from gensbi_sharding.harness.failed_weights import FAILED_WEIGHTS, error_cause
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.units import is_int
 
 __all__ = ["SamplingError", "weights_failure_hint", "further_steps", "FAILED_WEIGHTS", "error_cause"]
-
-#: What ``weights_failure_hint`` says of the checkpoint (``sweep_hints`` reads a job's error up to it: its cause).
-FAILED_WEIGHTS = "holds the weights that failed"
 
 
 class SamplingError(RuntimeError):
@@ -157,22 +154,3 @@ def weights_failure_hint(out: Path, step: int, err: SamplingError) -> str:
         return (f"{lead}would sample again: train them further in this folder with: {further}{note}; or train afresh "
                 f"through the prior's bijection in a new folder: {fresh}")
     return f"{lead}would sample again: retrain in a new folder, with a lower train.learning_rate added to: {fresh}"
-
-
-def error_cause(error: str) -> tuple[str, str]:
-    """A failed job's recorded ``error`` up to the commands it names, and the note a refused sweep gives that job.
-
-    Parameters
-    ----------
-    error : str
-        The job's ``metrics.json`` error.
-
-    Returns
-    -------
-    (str, str)
-        The cause (before "continue with:" or ``FAILED_WEIGHTS``); for a failure of its weights, a note that its
-        command would fail alike and where the commands that get past it are, else "".
-    """
-    cause = re.split(f"continue with:|{FAILED_WEIGHTS}", error)[0]
-    return cause, (" (its weights failed its evaluation, and would again: its metrics.json's error names the commands "
-                   "that get past it)" if FAILED_WEIGHTS in error else "")
