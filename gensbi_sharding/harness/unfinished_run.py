@@ -14,7 +14,7 @@ from typing import Any
 from gensbi_sharding.harness.continue_field import continue_of
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["unfinished_note", "recorded_command"]
+__all__ = ["unfinished_note", "recorded_command", "recorded_overrides"]
 
 
 def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str | None:
@@ -77,22 +77,34 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
 
 
 def recorded_command(run: Path) -> str | None:
-    """The command that continues the run in ``run`` as Hydra recorded it there (``.hydra/overrides.yaml``, its
-    config flags and search path from ``hydra.yaml``): a killed run, which wrote no record of its end, names none
-    itself; None where Hydra's record is missing or unreadable (then the overrides to add are said instead)."""
+    """The command that continues the run in ``run`` as Hydra recorded it there (``recorded_overrides``): a killed
+    run, which wrote no record of its end, names none itself; None where Hydra's record is missing or unreadable
+    (then the overrides to add are said instead)."""
+    from gensbi_sharding.harness.sweep_hints import job_command
+
+    if (record := recorded_overrides(run)) is None:
+        return None
+    # A sweep's job: hydra.mode=RUN added, as a stopped sweep job's own command has it
+    return job_command([*record[0], *record[1]], run, multirun=(run.parent / "multirun.yaml").is_file())
+
+
+def recorded_overrides(run: Any) -> tuple[list[str], list[str]] | None:
+    """Hydra's record of the command that ran in the folder ``run``: its config flags and search path (``hydra.yaml``;
+    [] where that is missing) and its overrides (``.hydra/overrides.yaml``); None where the overrides are missing or
+    unreadable. The one reading of it: ``recorded_command`` and ``further_hint``'s command of a folder's own settings.
+    """
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_hints import config_flags, job_command, search_path_of
+    from gensbi_sharding.harness.sweep_hints import config_flags, search_path_of
 
-    saved = read_record(run / ".hydra" / "overrides.yaml")
+    saved = read_record(Path(run) / ".hydra" / "overrides.yaml")
     if not OmegaConf.is_list(saved):
         return None
-    hydra = getattr(read_record(run / ".hydra" / "hydra.yaml"), "hydra", None)
+    hydra = getattr(read_record(Path(run) / ".hydra" / "hydra.yaml"), "hydra", None)
     flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
         if OmegaConf.is_dict(hydra) else []
-    # A sweep's job: hydra.mode=RUN added, as a stopped sweep job's own command has it
-    return job_command([*flags, *map(str, saved)], run, multirun=(run.parent / "multirun.yaml").is_file())
+    return flags, list(map(str, saved))
 
 
 def _stopped_early(cfg: Any, info: dict | None) -> bool:
