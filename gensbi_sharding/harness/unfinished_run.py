@@ -14,7 +14,7 @@ from typing import Any
 from gensbi_sharding.harness.continue_field import continue_of
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["unfinished_note", "recorded_command", "recorded_overrides"]
+__all__ = ["unfinished_note", "recorded_command", "recorded_overrides", "training_run"]
 
 
 def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str | None:
@@ -41,7 +41,6 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
         folder is not a run's.
     """
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.sampled_checkpoint import training_run
 
     run = step_dir.parent.parent if step_dir.parent.name == "checkpoints" else None
     steps = (cfg.get("train") or {}).get("steps")  # a checkpoint CheckpointWriter saved with a config of its own
@@ -105,6 +104,28 @@ def recorded_overrides(run: Any) -> tuple[list[str], list[str]] | None:
     flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
         if OmegaConf.is_dict(hydra) else []
     return flags, list(map(str, saved))
+
+
+def training_run(folder: Path) -> str | None:
+    """Who holds ``folder``'s run lock (a run still writing there), None if no one does (a run stopped, failed or
+    killed: ``unfinished_note``, ``best_job``'s stopped jobs, ``sampled_checkpoint``'s wait for a run).
+
+    Parameters
+    ----------
+    folder : Path
+        A run's folder.
+    """
+    from filelock import FileLock, Timeout
+
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    if not (folder / FolderLock.LOCK).is_file():
+        return None
+    try:
+        with FileLock(folder / FolderLock.LOCK, timeout=0, is_singleton=True):
+            return None
+    except Timeout:
+        return FolderLock(folder).holder()
 
 
 def _stopped_early(cfg: Any, info: dict | None) -> bool:
