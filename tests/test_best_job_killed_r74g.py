@@ -37,4 +37,5 @@ def test_a_killed_job_is_named_with_the_command_hydra_recorded(tmp_path):
 def test_a_job_without_hydras_record_is_left_as_before(tmp_path):
     sweep = _sweep(tmp_path)
     (sweep / "1" / ".hydra" / "overrides.yaml").unlink()  # no command to offer: nothing said of it
-    assert best_note([sweep / "0", sweep / "1"]) == f"the lowest C2ST, 0.912: {sweep / '0'} (jobs with a checkpoint: 0, 1)"
+    assert best_note([sweep / "0", sweep / "1"]) == (f"the lowest C2ST, 0.912: {sweep / '0'} (jobs with a checkpoint: "
+                                                     "0, 1)")
