@@ -109,9 +109,10 @@ def best_note(jobs: list[Path], named=str) -> str:
 
 def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
     """What ``best_note`` adds where some of ``jobs`` stopped before finishing (a Ctrl-C, a preemption, a failure
-    after a checkpoint, a kill that left no record): that the job named is only ranked among the finished ones (a new run from its weights, not
-    the stopped job's continuation), and the command that continues each stopped job in its own folder; "" where none
-    stopped. A user resuming a stopped sweep was pointed at the best finished job with no word of the stopped one."""
+    after a checkpoint, a kill that left no record): that the job named is only ranked among the finished ones (a new
+    run from its weights, not the stopped job's continuation), and the command that continues each stopped job in its
+    own folder; "" where none stopped. A user resuming a stopped sweep was pointed at the best finished job with no
+    word of the stopped one."""
     from gensbi_sharding.harness.continue_field import continue_of
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.unfinished_run import recorded_command, training_run
