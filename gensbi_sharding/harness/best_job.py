@@ -119,12 +119,13 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
 
     stopped = []
     for job in jobs:
+        if training_run(job) is not None:  # training: not stopped (a stopped job continued too, whose metrics.json
+            continue  # is the earlier attempt's until this one ends)
         try:
             record = read_metrics(job / "metrics.json")
         except (OSError, ValueError):  # no record, or a damaged one: killed where no one writes there (SIGKILL, out
-            # of memory), whose checkpoints hold its work, continued by the command Hydra recorded (one still training
-            # is not said: it is not stopped)
-            if training_run(job) is None and (command := recorded_command(job)):
+            # of memory), whose checkpoints hold its work, continued by the command Hydra recorded
+            if command := recorded_command(job):
                 stopped.append(f"job {job.name} left no record of its end (killed?): to continue it in its own "
                                f"folder: {command}")
             continue

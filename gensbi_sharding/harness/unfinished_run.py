@@ -58,21 +58,24 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
     try:
         record = read_metrics(run / "metrics.json")
     except (OSError, ValueError):  # no record (a run still training or killed) or a damaged one
-        if (writer := training_run(run)) is not None:
-            return f"{run}'s run is still training ({writer}); its newest checkpoint is {trained}: sample it again " \
-                   "when it ends"
+        record = None
+    if record is not None and (record.get("status") == "ok" or record.get("stopped_early")):
+        return None  # finished, or early stopping ended its training (only its evaluation cut short)
+    # Someone writes there: a run still training, or a stopped one continued (train.resume=auto), whose metrics.json
+    # is the earlier attempt's until this one ends: not "stopped (status preempted)" with a command already running
+    if (writer := training_run(run)) is not None:
+        return f"{run}'s run is still training ({writer}); its newest checkpoint is {trained}: sample it again " \
+               "when it ends"
+    if record is None:
         # No one writes there: the run was killed where it could not record its end (SIGKILL, the OOM killer, a lost
         # machine); its newest checkpoint under train.steps is all that says how far it got.
         missing = "no metrics.json" if not (run / "metrics.json").exists() else "a damaged metrics.json"
         fix = f"to finish it: {command}, then sample again" if (command := recorded_command(run)) else own
         return f"{run} left no record of its end ({missing}: killed by SIGKILL, out of memory, a lost machine?); " \
                f"its newest checkpoint is {trained}; {fix}"
-    status = record.get("status")
-    if status == "ok" or record.get("stopped_early"):  # early stopping ended training: only the evaluation was cut
-        return None
     resume = continue_of(record)
     fix = f"to finish it: {resume}, then sample again" if resume else own
-    return f"{run} stopped (status {status}) {trained}; {fix}"
+    return f"{run} stopped (status {record.get('status')}) {trained}; {fix}"
 
 
 def recorded_command(run: Path) -> str | None:
