@@ -57,3 +57,14 @@ def test_a_sweep_refusal_does_not_call_a_continued_job_stopped(tmp_path, held):
     assert "; job 1 stopped before finishing (status preempted at step 40)" in best_note(jobs)
     held(sweep / "1")
     assert best_note(jobs) == f"the lowest C2ST, 0.912: {sweep / '0'} (jobs with a checkpoint: 0, 1)"
+
+
+def test_a_record_whose_writer_set_no_command_is_not_given_one_from_its_text():
+    # The text fallback is for records of versions before continue_with: a writer's null (a dry run's stop, an
+    # at-once stop with no checkpoint) is its word, even where an error it quotes holds "continue with: ..."
+    from gensbi_sharding.harness.continue_field import continue_of
+
+    quoted = f"RuntimeError: worker said: continue with: {COMMAND}"
+    assert continue_of({"status": "error", "error": quoted, "continue_with": None}) == ""
+    assert continue_of({"status": "error", "error": quoted}) == COMMAND  # an older version's record
+    assert continue_of(STOPPED) == COMMAND
