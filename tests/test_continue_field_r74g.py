@@ -67,3 +67,29 @@ def test_a_killed_process_gets_its_command_though_process_0_s_error_holds_other_
     assert metrics["error"].endswith(f"; process 0 reported: {lost}; it saved no checkpoint: run it again with: "
                                      f"{command}"), metrics["error"]
     assert metrics[CONTINUE_FIELD] == command and continue_of(metrics) == command
+
+
+@pytest.mark.slow  # starts processes
+def test_processes_stopped_at_the_run_bound_record_a_command_with_it_raised(tmp_path, monkeypatch):
+    # Was: process 0's continue_with repeated distributed.run_timeout_s=1, which stopped them: sample.py's "to finish
+    # it: <command>" stopped at 1 s again, though the console said to raise it (e.g. distributed.run_timeout_s=2).
+    from gensbi_sharding.harness import local_cluster
+
+    out = tmp_path / "run"
+    out.mkdir()
+    as_hydra_job(monkeypatch, out, ["distributed=local", "distributed.run_timeout_s=1"])
+    command = ("python launch.py distributed=local distributed.run_timeout_s={} train.resume=auto hydra.run.dir="
+               + str(out))
+    record = {"status": "preempted", "error": f"preempted by SIGTERM at step 11; continue with: {command.format(1)}",
+              CONTINUE_FIELD: command.format(1)}
+    stopped = (f"import json, signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: (json.dump("
+               f"{record!r}, open({str(out / 'metrics.json')!r}, 'w')), sys.exit(75))); "
+               "time.sleep(30)")  # as process 0 stops: its record, exit 75
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(local_cluster.subprocess, "Popen", lambda command, env, pass_fds, stderr: real_popen(
+        [sys.executable, "-c", stopped], stderr=stderr))
+    metrics = local_cluster.run_local_processes(OmegaConf.create(CFG), out)
+    assert metrics["status"] == "preempted" and metrics["process_exit_codes"] == [75, 75]
+    assert metrics[CONTINUE_FIELD] == command.format(2)
+    assert metrics["error"] == (f"stopped at distributed.run_timeout_s=1 s: preempted by SIGTERM at step 11; continue "
+                                f"with: {command.format(2)}; raise distributed.run_timeout_s for the rest")

@@ -181,7 +181,11 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         metrics["stop_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
         if timed_out:
             bound = cfg.distributed.run_timeout_s
-            metrics["error"] = (f"stopped at distributed.run_timeout_s={bound} s: {metrics.get('error')}; raise "
+            said = metrics.get("error")
+            if command := metrics.get(CONTINUE_FIELD):  # process 0's repeats the bound: raised as the console says
+                raised = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={2 * bound}", command)
+                metrics[CONTINUE_FIELD], said = raised, str(said).replace(command, raised)
+            metrics["error"] = (f"stopped at distributed.run_timeout_s={bound} s: {said}; raise "
                                 "distributed.run_timeout_s for the rest")
             # On the console too: the processes' "continue with" repeats the bound that stopped them.
             log.warning("when you continue, raise distributed.run_timeout_s (e.g. distributed.run_timeout_s=%d): "
