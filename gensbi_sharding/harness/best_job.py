@@ -109,17 +109,25 @@ def best_note(jobs: list[Path], named=str) -> str:
 
 def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
     """What ``best_note`` adds where some of ``jobs`` stopped before finishing (a Ctrl-C, a preemption, a failure
-    after a checkpoint): that the job named is only ranked among the finished ones (a new run from its weights, not
-    the stopped job's continuation), and the command that continues each stopped job in its own folder; "" where none
-    stopped. A user resuming a stopped sweep was pointed at the best finished job with no word of the stopped one."""
+    after a checkpoint, a kill that left no record): that the job named is only ranked among the finished ones (a new
+    run from its weights, not the stopped job's continuation), and the command that continues each stopped job in its
+    own folder; "" where none stopped. A user resuming a stopped sweep was pointed at the best finished job with no
+    word of the stopped one."""
     from gensbi_sharding.harness.continue_field import continue_of
     from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.unfinished_run import recorded_command, training_run
 
     stopped = []
     for job in jobs:
+        if training_run(job) is not None:  # training: not stopped (a stopped job continued too, whose metrics.json
+            continue  # is the earlier attempt's until this one ends)
         try:
             record = read_metrics(job / "metrics.json")
-        except (OSError, ValueError):  # no record (killed, or still training) or a damaged one: not said here
+        except (OSError, ValueError):  # no record, or a damaged one: killed where no one writes there (SIGKILL, out
+            # of memory), whose checkpoints hold its work, continued by the command Hydra recorded
+            if command := recorded_command(job):
+                stopped.append(f"job {job.name} left no record of its end (killed?): to continue it in its own "
+                               f"folder: {command}")
             continue
         if record.get("status") != "ok" and (command := continue_of(record)):
             step = record.get("stopped_at_step")

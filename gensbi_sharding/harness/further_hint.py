@@ -139,25 +139,20 @@ def _own_command(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
     flags (``hydra.yaml``; none recorded: ``overrides``'), where the settings of the two differ (``train.steps``,
     ``train.resume``, ``hydra.*`` aside); else None. The record's flags: with ``overrides``', a run of ``model=small``
     from ``hydra.searchpath=[file://my_conf]`` would be offered a command without it, which Hydra refuses pasted."""
-    from omegaconf import OmegaConf
+    from gensbi_sharding.harness.sweep_hints import job_command
+    from gensbi_sharding.harness.unfinished_run import recorded_overrides
 
-    from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_hints import config_flags, job_command, search_path_of
-
-    saved = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
     if overrides is None:
         return None
-    if not OmegaConf.is_list(saved):  # no record: the config its checkpoint saved, so the seed too
+    if (record := recorded_overrides(run_dir)) is None:  # no record: the config its checkpoint saved, so the seed too
         from gensbi_sharding.harness.checkpoint_settings import continue_settings
 
         lacked, fixed = continue_settings(run_dir, overrides)  # one read of its checkpoint for both
         if lacked is not None:  # not "rerun with train.resume=auto"
             return lacked
         return None if fixed is None or fixed == list(overrides) else job_command(fixed, run_dir, multirun=multirun)
-    hydra = getattr(read_record(Path(run_dir) / ".hydra" / "hydra.yaml"), "hydra", None)
-    flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
-        if OmegaConf.is_dict(hydra) else []
-    flags, saved = flags or [o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))], list(map(str, saved))
+    flags, saved = record
+    flags = flags or [o for o in overrides if o.startswith((SEARCH_PATH, "--config-"))]
 
     def settings(words: Sequence[str]) -> list[str]:
         return sorted(o for o in words if not o.startswith(("train.resume=", "train.steps=", "hydra.", "--config-")))

@@ -32,9 +32,10 @@ from omegaconf import DictConfig, OmegaConf
 from gensbi_sharding.harness.child_logging import logging_overrides
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import CONSOLE_TERMINAL_ENV, is_terminal
+from gensbi_sharding.harness.continue_field import CONTINUE_FIELD, continue_of
 from gensbi_sharding.harness.child_errors import common_refusal, refusals
 from gensbi_sharding.harness.child_wait import DEATH_GRACE_S, STARTUP_DEATHS, STOPPED, failure_line, wait_children
-from gensbi_sharding.harness.interrupt_lines import JOB_OVERRIDES_ENV, stop_advice
+from gensbi_sharding.harness.interrupt_lines import JOB_OVERRIDES_ENV, again_command, stop_advice
 from gensbi_sharding.harness.local_children import (ChildOutput, continue_hint, file_stamp, free_port,
                                                     model_group_problem, watch_parent, without_device_count)
 from gensbi_sharding.harness.override_grammar import hydra_value
@@ -180,7 +181,11 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         metrics["stop_signal"] = signalled[0] if signalled and not timed_out else None  # none to hand on
         if timed_out:
             bound = cfg.distributed.run_timeout_s
-            metrics["error"] = (f"stopped at distributed.run_timeout_s={bound} s: {metrics.get('error')}; raise "
+            said = metrics.get("error")
+            if command := metrics.get(CONTINUE_FIELD):  # process 0's repeats the bound: raised as the console says
+                raised = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={2 * bound}", command)
+                metrics[CONTINUE_FIELD], said = raised, str(said).replace(command, raised)
+            metrics["error"] = (f"stopped at distributed.run_timeout_s={bound} s: {said}; raise "
                                 "distributed.run_timeout_s for the rest")
             # On the console too: the processes' "continue with" repeats the bound that stopped them.
             log.warning("when you continue, raise distributed.run_timeout_s (e.g. distributed.run_timeout_s=%d): "
@@ -194,11 +199,14 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         stop = ("interrupted by Ctrl-C (SIGINT)" if interrupted else f"stopped at distributed.run_timeout_s={bound} s"
                 if timed_out else f"preempted by {signal.Signals(signalled[0]).name}")  # the signal, by name
         hint = continue_hint(out) or f"; {stop_advice(out, dry_run)}"  # a dry run's: run it again
+        command = None if dry_run else continue_command(out)  # the one the hint words, as a value (continue_field)
         if timed_out:  # the command with a bound they can start within (it repeated the one that stopped them)
-            hint = re.sub(r"distributed\.run_timeout_s=\S+", f"distributed.run_timeout_s={max(2 * bound, 120)}", hint)
+            hint, command = (text and re.sub(r"distributed\.run_timeout_s=\S+",
+                                             f"distributed.run_timeout_s={max(2 * bound, 120)}", text)
+                             for text in (hint, command))
         metrics.update(status="interrupted" if interrupted else "preempted", stop_signal=None if timed_out else
                        signalled[0], error=f"{stop} while the processes were starting up, before training (nothing "
-                       f"trained: no checkpoint to save){hint}")
+                       f"trained: no checkpoint to save){hint}", **{CONTINUE_FIELD: command})
         log.warning("%s", metrics["error"])  # as a one-process run says its stop
     elif written and metrics.get("status") == "ok" and not timed_out:
         # Process 0 recorded the job complete (its metrics.json is the last thing a run writes): a death after it, in
@@ -210,15 +218,20 @@ def run_local_processes(cfg: DictConfig, out: Path, watch: Any = None) -> dict[s
         reported = metrics.get("error")  # process 0's own error, when it recorded one
         found = refusals(out, codes, reported)  # refusals: said by this parent only (child_errors.child_refusal)
         if (refusal := common_refusal(found, codes)) is not None:  # said once, as a one-process job says it
-            metrics.update(status="error", error=refusal)
+            metrics.update(status="error", error=refusal, **{CONTINUE_FIELD: None})  # a refusal continues nothing
             return metrics
         # One killed from outside: the command that reruns or continues it, unless process 0's error names it (one
         # too where process 0 reported "Gloo AllGather failed: ... Connection closed by peer" and nothing was saved)
-        killed = first_dead is not None and codes[first_dead] < 0 and "with: " not in (reported or "")
+        # (its continue_with; a dry run's, none: the command that runs it again, if its error holds it). Was: any
+        # "with: " in its error, so XLA's "... failed with: Connection reset by peer" left the kill without a command.
+        offered = continue_of(metrics) or dry_run and again_command(out) in (reported or "")
+        killed = first_dead is not None and codes[first_dead] < 0 and not offered
+        if added := killed or not reported:  # the hint's command (continue_hint's), as a value of its own
+            metrics[CONTINUE_FIELD] = None if dry_run else continue_command(out)
         metrics.update(status="error", first_failed_process=first_dead,
                        error=failure_line(codes, first_dead, lag, cfg, out)
                        + (f"; process 0 reported: {reported}" if reported else "")
-                       + (continue_hint(out, again=True, dry_run=dry_run) if killed or not reported else "")
+                       + (continue_hint(out, again=True, dry_run=dry_run) if added else "")
                        + "".join(f"; process {rank} refused: {text}" for rank, text in found.items() if rank))
     return metrics
 

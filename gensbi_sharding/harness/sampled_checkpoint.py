@@ -11,10 +11,11 @@ from typing import Any
 
 from gensbi_sharding.harness.continue_field import continue_of
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.unfinished_run import training_run
 from gensbi_sharding.messages import clipped
 
 __all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "lost_step_metadata", "no_checkpoint", "saved_items",
-           "sweep_refusal", "training_run"]
+           "sweep_refusal"]
 
 
 class DamagedCheckpoint(FileNotFoundError):
@@ -157,27 +158,6 @@ def arrays_read(step_dir: Path, *, flags: bool, x_o: Any = None) -> None:
         _read_arrays(step_dir)
     except FileNotFoundError as err:
         raise for_sampler(err, step_dir, flags=flags, x_o=x_o) from None
-
-
-def training_run(folder: Path) -> str | None:
-    """Who holds ``folder``'s run lock (a run still writing there), None if no one does.
-
-    Parameters
-    ----------
-    folder : Path
-        A run's folder.
-    """
-    from filelock import FileLock, Timeout
-
-    from gensbi_sharding.harness.folder_lock import FolderLock
-
-    if not (folder / FolderLock.LOCK).is_file():
-        return None
-    try:
-        with FileLock(folder / FolderLock.LOCK, timeout=0, is_singleton=True):
-            return None
-    except Timeout:
-        return FolderLock(folder).holder()
 
 
 def sweep_refusal(folder: Path) -> FileNotFoundError:

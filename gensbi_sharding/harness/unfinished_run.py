@@ -14,7 +14,7 @@ from typing import Any
 from gensbi_sharding.harness.continue_field import continue_of
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["unfinished_note", "recorded_command"]
+__all__ = ["unfinished_note", "recorded_command", "recorded_overrides", "training_run"]
 
 
 def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str | None:
@@ -41,7 +41,6 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
         folder is not a run's.
     """
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.sampled_checkpoint import training_run
 
     run = step_dir.parent.parent if step_dir.parent.name == "checkpoints" else None
     steps = (cfg.get("train") or {}).get("steps")  # a checkpoint CheckpointWriter saved with a config of its own
@@ -59,40 +58,77 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
     try:
         record = read_metrics(run / "metrics.json")
     except (OSError, ValueError):  # no record (a run still training or killed) or a damaged one
-        if (writer := training_run(run)) is not None:
-            return f"{run}'s run is still training ({writer}); its newest checkpoint is {trained}: sample it again " \
-                   "when it ends"
+        record = None
+    if record is not None and (record.get("status") == "ok" or record.get("stopped_early")):
+        return None  # finished, or early stopping ended its training (only its evaluation cut short)
+    # Someone writes there: a run still training, or a stopped one continued (train.resume=auto), whose metrics.json
+    # is the earlier attempt's until this one ends: not "stopped (status preempted)" with a command already running
+    if (writer := training_run(run)) is not None:
+        return f"{run}'s run is still training ({writer}); its newest checkpoint is {trained}: sample it again " \
+               "when it ends"
+    if record is None:
         # No one writes there: the run was killed where it could not record its end (SIGKILL, the OOM killer, a lost
         # machine); its newest checkpoint under train.steps is all that says how far it got.
         missing = "no metrics.json" if not (run / "metrics.json").exists() else "a damaged metrics.json"
         fix = f"to finish it: {command}, then sample again" if (command := recorded_command(run)) else own
         return f"{run} left no record of its end ({missing}: killed by SIGKILL, out of memory, a lost machine?); " \
                f"its newest checkpoint is {trained}; {fix}"
-    status = record.get("status")
-    if status == "ok" or record.get("stopped_early"):  # early stopping ended training: only the evaluation was cut
-        return None
     resume = continue_of(record)
     fix = f"to finish it: {resume}, then sample again" if resume else own
-    return f"{run} stopped (status {status}) {trained}; {fix}"
+    return f"{run} stopped (status {record.get('status')}) {trained}; {fix}"
 
 
 def recorded_command(run: Path) -> str | None:
-    """The command that continues the run in ``run`` as Hydra recorded it there (``.hydra/overrides.yaml``, its
-    config flags and search path from ``hydra.yaml``): a killed run, which wrote no record of its end, names none
-    itself; None where Hydra's record is missing or unreadable (then the overrides to add are said instead)."""
+    """The command that continues the run in ``run`` as Hydra recorded it there (``recorded_overrides``): a killed
+    run, which wrote no record of its end, names none itself; None where Hydra's record is missing or unreadable
+    (then the overrides to add are said instead)."""
+    from gensbi_sharding.harness.sweep_hints import job_command
+
+    if (record := recorded_overrides(run)) is None:
+        return None
+    # A sweep's job: hydra.mode=RUN added, as a stopped sweep job's own command has it
+    return job_command([*record[0], *record[1]], run, multirun=(run.parent / "multirun.yaml").is_file())
+
+
+def recorded_overrides(run: Any) -> tuple[list[str], list[str]] | None:
+    """Hydra's record of the command that ran in the folder ``run``: its config flags and search path (``hydra.yaml``;
+    [] where that is missing) and its overrides (``.hydra/overrides.yaml``); None where the overrides are missing or
+    unreadable. The one reading of it: ``recorded_command`` and ``further_hint``'s command of a folder's own settings.
+    """
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness.outputs import read_record
-    from gensbi_sharding.harness.sweep_hints import config_flags, job_command, search_path_of
+    from gensbi_sharding.harness.sweep_hints import config_flags, search_path_of
 
-    saved = read_record(run / ".hydra" / "overrides.yaml")
+    saved = read_record(Path(run) / ".hydra" / "overrides.yaml")
     if not OmegaConf.is_list(saved):
         return None
-    hydra = getattr(read_record(run / ".hydra" / "hydra.yaml"), "hydra", None)
+    hydra = getattr(read_record(Path(run) / ".hydra" / "hydra.yaml"), "hydra", None)
     flags = [*config_flags(hydra), *search_path_of(OmegaConf.select(hydra, "overrides.hydra", default=None))] \
         if OmegaConf.is_dict(hydra) else []
-    # A sweep's job: hydra.mode=RUN added, as a stopped sweep job's own command has it
-    return job_command([*flags, *map(str, saved)], run, multirun=(run.parent / "multirun.yaml").is_file())
+    return flags, list(map(str, saved))
+
+
+def training_run(folder: Path) -> str | None:
+    """Who holds ``folder``'s run lock (a run still writing there), None if no one does (a run stopped, failed or
+    killed: ``unfinished_note``, ``best_job``'s stopped jobs, ``sampled_checkpoint``'s wait for a run).
+
+    Parameters
+    ----------
+    folder : Path
+        A run's folder.
+    """
+    from filelock import FileLock, Timeout
+
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
+    if not (folder / FolderLock.LOCK).is_file():
+        return None
+    try:
+        with FileLock(folder / FolderLock.LOCK, timeout=0, is_singleton=True):
+            return None
+    except Timeout:
+        return FolderLock(folder).holder()
 
 
 def _stopped_early(cfg: Any, info: dict | None) -> bool:
