@@ -204,6 +204,21 @@ def saved_two_moons_run(run_dir: Path, **config) -> Path:
     return saved_checkpoint(run_dir, saved, {NORMALIZATION: stats}).parents[1]
 
 
+def sweep_of_runs(tmp_path: Path, run: Path, records) -> Path:
+    """``tmp_path/sweep``, a sweep folder whose job ``k`` is a copy of ``run``'s folder with ``records[k]`` as its
+    metrics.json (None: none, as a killed job leaves), and the ``multirun.yaml`` that marks a sweep."""
+    import json
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    for k, record in enumerate(records):
+        shutil.copytree(run, sweep / str(k))
+        if record is not None:
+            (sweep / str(k) / "metrics.json").write_text(json.dumps(record))
+    (sweep / "multirun.yaml").write_text("")
+    return sweep
+
+
 def registered(request, kind: str, name: str, factory):
     """Register ``factory`` as ``name`` as a user does (``register_model`` or ``register_data``, by ``kind``); the
     registration is removed (``registry.unregister``) when the test ends, so no other test sees it."""

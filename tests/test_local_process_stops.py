@@ -234,6 +234,11 @@ def test_the_run_bound_reached_while_the_local_processes_start_up_is_named_with_
         "trained: no checkpoint to save); continue with: python launch.py distributed=local "
         f"distributed.run_timeout_s=120 train.resume=auto hydra.run.dir={out}")
     assert metrics["process_exit_codes"] == [-signal.SIGTERM] * 2
+    # the record carries the command as its own field too, its bound raised as the error words it (session 74)
+    from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
+
+    assert metrics[CONTINUE_FIELD] == ("python launch.py distributed=local distributed.run_timeout_s=120 "
+                                       f"train.resume=auto hydra.run.dir={out}")
 
 
 @pytest.mark.slow

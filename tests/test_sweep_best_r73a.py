@@ -4,14 +4,12 @@ Was: "sample one job's, e.g. <sweep>/0 (jobs with a checkpoint: 0, 1, 2)" whatev
 mlp/flux1/simformer to sample the best was pointed at the MLP (found trying the harness as a new user, session 73).
 """
 
-import json
-import shutil
 
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from faults_helpers import saved_two_moons_run
+from faults_helpers import saved_two_moons_run, sweep_of_runs
 from gensbi_sharding.harness.best_job import best_jobs
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.own_observation import sample_posterior
@@ -22,17 +20,6 @@ from gensbi_sharding.harness.resume import resume_step_dir
 def one_run(tmp_path_factory):
     """A two_moons run's folder holding one checkpoint (written by the library; the arrays are no model's)."""
     return saved_two_moons_run(tmp_path_factory.mktemp("run"))
-
-
-def _sweep(tmp_path, one_run, records):
-    """A sweep folder whose job ``k`` holds ``one_run``'s checkpoint and ``records[k]`` as its metrics.json."""
-    sweep = tmp_path / "sweep"
-    for k, record in enumerate(records):
-        shutil.copytree(one_run, sweep / str(k))
-        if record is not None:
-            (sweep / str(k) / "metrics.json").write_text(json.dumps(record))
-    (sweep / "multirun.yaml").write_text("")
-    return sweep
 
 
 def _ok(**fields):
@@ -48,7 +35,7 @@ def _refusals(sweep):
 
 
 def test_the_lowest_c2st_is_named_with_its_score(tmp_path, one_run):
-    sweep = _sweep(tmp_path, one_run, [_ok(c2st=0.952), _ok(c2st=0.9123), _ok(c2st=0.944)])
+    sweep = sweep_of_runs(tmp_path, one_run, [_ok(c2st=0.952), _ok(c2st=0.9123), _ok(c2st=0.944)])
     sampled, resumed = _refusals(sweep)
     assert sampled == (f"{sweep} is a sweep's folder, one run per job: sample one job's, the lowest C2ST, 0.912: "
                        f"{sweep / '1'} (jobs with a checkpoint: 0, 1, 2)")
@@ -58,7 +45,7 @@ def test_the_lowest_c2st_is_named_with_its_score(tmp_path, one_run):
 
 def test_jobs_tied_at_the_lowest_c2st_are_all_named(tmp_path, one_run):
     # the rules of one model train the same function: a rules sweep's jobs read one C2ST
-    sweep = _sweep(tmp_path, one_run, [_ok(c2st=0.96), _ok(c2st=0.9521), _ok(c2st=0.9519), _ok(c2st=0.952)])
+    sweep = sweep_of_runs(tmp_path, one_run, [_ok(c2st=0.96), _ok(c2st=0.9521), _ok(c2st=0.9519), _ok(c2st=0.952)])
     sampled, _ = _refusals(sweep)
     # the lowest unrounded named first (0.9519), the others by score (REVIEW73C's U4: was job 1, at 0.9521)
     assert sampled.endswith(f"the lowest C2ST, 0.952: {sweep / '2'} (3, 1 read the same; "
@@ -67,12 +54,12 @@ def test_jobs_tied_at_the_lowest_c2st_are_all_named(tmp_path, one_run):
 
 def test_failed_and_unrecorded_jobs_are_not_ranked(tmp_path, one_run):
     # job 0 failed after a score was kept, job 2 has no record: job 1 is the best that completed
-    sweep = _sweep(tmp_path, one_run, [{"status": "error", "data": "two_moons", "c2st": 0.5}, _ok(c2st=0.8), None])
+    sweep = sweep_of_runs(tmp_path, one_run, [{"status": "error", "data": "two_moons", "c2st": 0.5}, _ok(c2st=0.8), None])
     assert best_jobs(sorted(sweep.iterdir())[:3]) == ("C2ST", 0.8, [sweep / "1"])
 
 
 def test_without_c2st_the_best_val_loss_of_one_task(tmp_path, one_run):
-    sweep = _sweep(tmp_path, one_run, [_ok(best_val_loss=1.2), _ok(best_val_loss=0.75)])
+    sweep = sweep_of_runs(tmp_path, one_run, [_ok(best_val_loss=1.2), _ok(best_val_loss=0.75)])
     sampled, _ = _refusals(sweep)
     assert sampled.endswith(f"the lowest best val loss, 0.7500: {sweep / '1'} (jobs with a checkpoint: 0, 1)")
 
@@ -80,7 +67,7 @@ def test_without_c2st_the_best_val_loss_of_one_task(tmp_path, one_run):
 @pytest.mark.parametrize("score", ["c2st", "best_val_loss"])
 def test_jobs_of_different_tasks_are_not_ranked(tmp_path, one_run, score):
     # a sweep over tasks has no best model: each task its own (job 0 named as before)
-    sweep = _sweep(tmp_path, one_run, [_ok(**{score: 0.9}), {**_ok(**{score: 0.75}), "data": "slcp"}])
+    sweep = sweep_of_runs(tmp_path, one_run, [_ok(**{score: 0.9}), {**_ok(**{score: 0.75}), "data": "slcp"}])
     sampled, _ = _refusals(sweep)
     assert sampled.endswith(f"sample one job's, e.g. {sweep / '0'} (jobs with a checkpoint: 0, 1)")
 

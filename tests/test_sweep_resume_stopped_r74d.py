@@ -8,14 +8,12 @@ starts a new run from that run's checkpoint; ``train.resume=auto`` in the run's 
 word of job 1 (FIX74 #4).
 """
 
-import json
-import shutil
 
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from faults_helpers import saved_two_moons_run
+from faults_helpers import saved_two_moons_run, sweep_of_runs
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.own_observation import sample_posterior
 from gensbi_sharding.harness.resume import resume_step_dir
@@ -28,20 +26,11 @@ def one_run(tmp_path_factory):
     return saved_two_moons_run(tmp_path_factory.mktemp("run"))
 
 
-def _sweep(tmp_path, one_run, records):
-    sweep = tmp_path / "sweep"
-    for k, record in enumerate(records):
-        shutil.copytree(one_run, sweep / str(k))
-        (sweep / str(k) / "metrics.json").write_text(json.dumps(record))
-    (sweep / "multirun.yaml").write_text("")
-    return sweep
-
-
 @pytest.mark.slow  # copies a saved checkpoint per job, and sample.py's refusal loads its reader
 def test_a_stopped_job_is_named_with_its_continue_command_beside_the_best_finished_one(tmp_path, one_run):
     stopped = {"status": "interrupted", "data": "two_moons", "stopped_at_step": 40, "continue_with": CONTINUE,
                "error": "interrupted by Ctrl-C (SIGINT) at step 40; worded any way"}
-    sweep = _sweep(tmp_path, one_run, [{"status": "ok", "data": "two_moons", "c2st": 0.912}, stopped])
+    sweep = sweep_of_runs(tmp_path, one_run, [{"status": "ok", "data": "two_moons", "c2st": 0.912}, stopped])
     with pytest.raises(ConfigError) as resumed:
         resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep)}}))
     assert str(resumed.value) == (
@@ -58,7 +47,7 @@ def test_a_stopped_job_is_named_with_its_continue_command_beside_the_best_finish
 @pytest.mark.slow
 def test_with_no_finished_job_the_named_one_is_said_to_be_the_first(tmp_path, one_run):
     stopped = {"status": "preempted", "data": "two_moons", "error": f"preempted by SIGTERM; continue with: {CONTINUE}"}
-    sweep = _sweep(tmp_path, one_run, [stopped])
+    sweep = sweep_of_runs(tmp_path, one_run, [stopped])
     with pytest.raises(ConfigError) as resumed:
         resume_step_dir(OmegaConf.create({"train": {"resume": str(sweep)}}))
     assert str(resumed.value).endswith(
