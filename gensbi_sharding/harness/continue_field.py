@@ -26,9 +26,10 @@ def continue_of(record: dict[str, Any]) -> str:
     Returns
     -------
     str
-        Its ``CONTINUE_FIELD`` ("" where that is null); where the record has no such field, the command its error words after "continue with: ": a
-        record of a version before the field (folders already on disk: test_own_observation and
-        test_sample_unfinished_r73a pin it), or a ``distributed=local`` parent's line added to process 0's record.
+        Its ``CONTINUE_FIELD`` ("" where that is null); where the record has no such field, the command its error
+        words after "continue with: ": a record of a version before the field (folders already on disk:
+        test_own_observation and test_sample_unfinished_r73a pin it), or a ``distributed=local`` parent's line added
+        to process 0's record.
     """
     if CONTINUE_FIELD in record:  # its writer's word, null included (none continues it): the text is not read
         return str(record[CONTINUE_FIELD] or "")

@@ -104,7 +104,7 @@ def _held(record: Path, key: str, wanted: str) -> str | None:
 
 
 def _error(job_dir: Any) -> tuple[str | None, str, str]:
-    """Job ``job_dir``'s status, its error's cause and ``weights_failure.error_cause``'s note; (None, "", "") when
+    """Job ``job_dir``'s status, its error's cause and ``failed_weights.error_cause``'s note; (None, "", "") when
     its metrics.json is missing or cannot be read."""
     from gensbi_sharding.harness.outputs import read_metrics
 
@@ -112,7 +112,7 @@ def _error(job_dir: Any) -> tuple[str | None, str, str]:
         metrics = read_metrics(Path(job_dir) / "metrics.json")
     except FileExistsError:
         return None, "", ""
-    return (metrics.get("status"), *error_cause(str(metrics.get("error") or "")))
+    return (metrics.get("status"), *error_cause(metrics))
 
 
 def _names(cause: str, key: str) -> bool:
@@ -132,7 +132,7 @@ def _key(override: str) -> str:
 
 def named_overrides(job_dir: Any, overrides: Sequence[str]) -> str:
     """" (its error names eval.num_samples=20000: change it in that command first)" when ``job_dir`` failed naming one
-    of its ``overrides`` (its command as it ran would fail it alike); ``weights_failure.error_cause``'s note;
+    of its ``overrides`` (its command as it ran would fail it alike); ``failed_weights.error_cause``'s note;
     else ""."""
     _, cause, note = _error(job_dir)
     named = [o for o in overrides if "=" in o and _names(cause, _key(o))]
