@@ -23,12 +23,12 @@ __all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retype
 
 
 def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
-    """The keys whose value differs between a sweep's jobs (``sweep_plan.job_configuration`` of each)."""
+    """The keys whose value differs between a sweep's jobs (``job_values.job_configuration`` of each)."""
     return [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
 
 
 def typed_values(overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of a job's overrides (as ``sweep_plan.job_configuration`` keeps them) written as Hydra's grammar
+    """``{key: value}`` of a job's overrides (as ``job_values.job_configuration`` keeps them) written as Hydra's grammar
     reads them: a quoted string keeps its quotes, so the string '1e30' is not shown as the float 1e30 (else both
     look alike: "ran x=1e30 where this sweep's job is x=1e+30")."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
