@@ -95,7 +95,7 @@ try:
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.summary import sweep_end_written
     from gensbi_sharding.harness.summary_stop import summary_stop_lines
-    from gensbi_sharding.harness.sweep_continue import current_job_dir, mark_not_started
+    from gensbi_sharding.harness.not_started import current_job_dir, mark_not_started
     from gensbi_sharding.harness.sweep_stop import stopped_between_jobs
     from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
     from gensbi_sharding.harness.sweep_verdict import next_job_verdict

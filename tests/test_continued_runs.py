@@ -584,7 +584,7 @@ def test_a_sweep_whose_job_was_continued_alone_on_another_rule_names_its_unfinis
     # hydra.run.dir=sp/0 (completed); then the sweep's own command with train.resume=auto, for job 1. Was: "job 0 of
     # this sweep (rule=replicated) would continue folder sp/0, which ran rule=tensor: ... rerun the sweep with its
     # values in the order it first ran" (they were), and no command for job 1, which never started.
-    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.resume_command import RESUMABLE
     from gensbi_sharding.harness.sweep_hints import unfinished_jobs_hint
     from gensbi_sharding.harness.sweep_rerun import moved_jobs_problem
 

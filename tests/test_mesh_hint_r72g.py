@@ -1,4 +1,4 @@
-"""``override_dicts.mesh_sizes_hint`` (the advice after ``mesh={data:D,model:M}``): NumPy sizes and huge sizes.
+"""``mesh_sizes.mesh_sizes_hint`` (the advice after ``mesh={data:D,model:M}``): NumPy sizes and huge sizes.
 
 Found reviewing AUDIT72's one integer check (``units.is_int`` now takes NumPy integers here): ``{"data": np.int64(3),
 "model": 2}`` passed the check, then ``'s' * (n != 1)`` (a NumPy bool) raised ``TypeError: can't multiply sequence by

@@ -108,7 +108,7 @@ def test_a_sweep_stopped_in_its_last_unfinished_job_prints_its_command_once(tmp_
     from omegaconf import OmegaConf
 
     from gensbi_sharding.harness import outputs, sweep_continue
-    from gensbi_sharding.harness.run_folder import RESUMABLE
+    from gensbi_sharding.harness.resume_command import RESUMABLE
 
     task = ["experiment=quick", "rule=replicated,fsdp"]
     OmegaConf.save({"hydra": {"overrides": {"task": task, "hydra": [f"hydra.sweep.dir={tmp_path}"]}}},

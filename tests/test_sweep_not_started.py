@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gensbi_sharding.harness.sweep_continue import mark_not_started
+from gensbi_sharding.harness.not_started import mark_not_started
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Sequence
 
+from gensbi_sharding.harness.log_file import JobLogFile
+
 __all__ = ["logging_overrides", "keep_process_log", "last_resort_kept", "LOG_FORMAT"]
 
 #: The format of ``conf/hydra/job_logging/gensbi.yaml``'s file handler: what the parent's reads of a log expect.
@@ -64,8 +66,6 @@ def keep_process_log(path: Path) -> logging.Handler | None:
     handlers = [h for logger in (root, logging.getLogger("gensbi_sharding")) for h in logger.handlers]
     if any(os.path.abspath(getattr(h, "baseFilename", "")) == target for h in handlers):
         return None
-    from gensbi_sharding.harness.log_file import JobLogFile
-
     _last_resort_on_root()  # what printed such records on stderr until now
     handler = JobLogFile(target)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))

@@ -65,7 +65,8 @@ def model_builder(cfg: DictConfig, *, dim_theta: int, dim_x: int, partition_axis
                            **hparams)
 
 
-#: The keywords ``pipeline.simulate`` calls every data set's factory with (docs/gensbi_models.md), and what each is.
+#: The keywords ``pipeline.build_pipeline`` calls every data set's factory with (docs/gensbi_models.md), and what
+#: each is.
 DATA_KEYWORDS = {
     "num_simulations": "data.num_simulations, over all shards",
     "val_fraction": "data.val_fraction",

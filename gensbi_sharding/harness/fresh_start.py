@@ -16,7 +16,7 @@ __all__ = ["fresh_start_words", "ran_before"]
 
 #: The files an attempt that reached its folder's claim leaves (``metrics.json``; ``checkpoints/``; its files set
 #: aside by the next attempt as ``<name>.attempt<N><suffix>``; its ``jax_enable_x64`` record, set aside alike).
-#: Not Hydra's own record: Hydra writes it for a job it then never starts (``sweep_continue.mark_not_started``).
+#: Not Hydra's own record: Hydra writes it for a job it then never starts (``not_started.mark_not_started``).
 _TRACES = ("metrics.json", "checkpoints", "*.attempt*", ".hydra/x64.attempt*")
 
 

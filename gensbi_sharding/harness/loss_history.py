@@ -1,5 +1,5 @@
-"""A run's loss history: its logging windows' means (``loss_windows``', named here too), and a resumed run's losses
-joined to the earlier run's.
+"""A run's loss history: its logging windows' means (``loss_windows.windows``, named here too: ``run_steps`` reads it
+here), and a resumed run's losses joined to the earlier run's.
 
 ``write_losses`` writes the whole history to ``train_losses.npz`` and plots it to ``losses.png``.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gensbi_sharding.harness.loss_windows import window_means, windows
+from gensbi_sharding.harness.loss_windows import windows
 from gensbi_sharding.harness.units import is_number
 
-__all__ = ["window_means", "windows", "LossHistory", "joined_loss_history", "write_losses"]
+__all__ = ["windows", "LossHistory", "joined_loss_history", "write_losses"]
 
 
 @dataclasses.dataclass

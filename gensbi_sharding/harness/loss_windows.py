@@ -1,6 +1,6 @@
 """A run's train losses per logging window, as the progress bar reports them: ``window_means``, ``windows``.
 
-Below ``loss_history`` (which names them too) and ``plots`` (which draws them): ``plots`` read them from
+Below ``loss_history`` (which names ``windows`` too) and ``plots`` (which draws them): ``plots`` read them from
 ``loss_history``, which imports ``plots`` to draw its history (an import cycle).
 """
 

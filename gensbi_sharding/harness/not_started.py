@@ -1,9 +1,9 @@
 """A sweep's job that Hydra made a folder for but never started: ``current_job_dir`` finds that folder,
 ``mark_not_started`` says so in its ``launch.log``.
 
-Below ``sweep_continue`` (which re-exports both: launch.py's Ctrl-C between jobs) and ``interrupt_lines`` (a Ctrl-C
-as the job started), so that ``interrupt_lines`` no longer imports ``sweep_continue``, which imports it back. Pure
-Python: no JAX.
+Read by launch.py (a Ctrl-C between jobs) and ``interrupt_lines`` (a Ctrl-C as the job started); out of
+``sweep_continue``, their home before, so that ``interrupt_lines`` no longer imports ``sweep_continue``, which imports
+it. Pure Python: no JAX.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ AUTO = "train.resume=auto"
 #: Statuses of a run that ``train.resume=auto`` may continue in its own folder (``fresh_folder.ensure_fresh``).
 RESUMABLE = ("preempted", "interrupted", "error")
 #: Why a sweep naming runs to continue is continued job by job: ``-m ... train.resume=auto`` starts afresh each job
-#: without a checkpoint of its own (``dropped_runs`` refuses it: it would run only the jobs with one).
+#: without a checkpoint of its own (``sweep_rerun.dropped_runs`` refuses it: it would run only the jobs with one).
 BY_JOB = "each job continues the run its train.resume names, which no one command for the sweep can"
 
 
@@ -163,7 +163,7 @@ def auto_problem(run_dir: Any, config: Any) -> str | None:
     Parameters
     ----------
     run_dir : path-like
-        The folder claimed (a sweep's folder holds no record: None; ``dropped_runs`` checks sweeps).
+        The folder claimed (a sweep's folder holds no record: None; ``sweep_rerun.dropped_runs`` checks sweeps).
     config : DictConfig
         The command's config (``train.resume``).
 

@@ -16,19 +16,20 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.config_checks import dry_run_resume_problem
+from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
 from gensbi_sharding.harness.earlier_attempts import set_aside
-from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh  # noqa: F401 (RESUMABLE: its name here too)
+from gensbi_sharding.harness.fresh_folder import ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem
 from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV, folder_owner, told_by_process_0
 from gensbi_sharding.harness.launch_record import record_python_run, record_x64, settle_record
-from gensbi_sharding.harness.run_record import write_record
+from gensbi_sharding.harness.run_record import kept_checkpoints_command, write_record
 from gensbi_sharding.harness.python_words import in_python_words
-from gensbi_sharding.harness.stop_record import stopped_at_step  # noqa: F401 (its name here before it moved)
+from gensbi_sharding.harness.stopped_step import stopped_at_step
 from gensbi_sharding.harness.sweep_hints import hydra_job_overrides
 from gensbi_sharding.harness.told_refusal import told_refusal
 from gensbi_sharding.harness.x64_words import x64_on
 
-__all__ = ["output_dir", "RunFolder", "claim_together", "is_writer", "stopped_at_step"]
+__all__ = ["output_dir", "RunFolder", "claim_together", "is_writer"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -134,7 +135,9 @@ class RunFolder:
                                training_figures_from_attempt=trained[-1])
         if (problem := write_record(self.out, metrics, traceback_text)) is not None:  # the run's own error stays
             log.error("%s", problem)
-            metrics.update({"status": "error", "error": problem} if metrics.get("status") == "ok" else {})
+            if metrics.get("status") == "ok":  # the command the problem words, as a value (sample.py reads that)
+                command = kept_checkpoints_command(self.out)
+                metrics.update(status="error", error=problem, **({CONTINUE_FIELD: command} if command else {}))
         settle_record(self.out, continued=metrics.get("resumed_from_step") is not None or bool(metrics.get("steps")))
 
 

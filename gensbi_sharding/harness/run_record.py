@@ -13,7 +13,7 @@ from pathlib import Path
 from gensbi_sharding.harness import outputs
 from gensbi_sharding.harness.sweep_hints import continue_command
 
-__all__ = ["write_record"]
+__all__ = ["write_record", "kept_checkpoints_command"]
 
 
 def write_record(folder: Path, metrics: dict, traceback_text: str | None = None) -> str | None:
@@ -29,12 +29,28 @@ def write_record(folder: Path, metrics: dict, traceback_text: str | None = None)
             unwritten.remove("error.txt")
         outputs.write_json(Path(folder) / "metrics.json", metrics)
     except OSError as err:
-        # Its checkpoints kept: continued in this folder, named ("the same command plus train.resume=auto" would, in
-        # the default outputs/<date>/<time>, run in a new folder, where train.resume=auto starts from step 0).
-        then = (f", then continue it with {continue_command(folder)} (its checkpoints are kept)"
-                if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else " before continuing the run")
+        then = (f", then continue it with {command} (its checkpoints are kept)"
+                if (command := kept_checkpoints_command(folder)) else " before continuing the run")
         said = ("on this console only" if unwritten[0] == "error.txt" or not traceback_text
                 else "on this console, its traceback in error.txt")
         return (f"this run's record ({', '.join(unwritten)}) could not be written in {folder} ({err.strerror or err})"
                 f": its outcome is {said}; {outputs.room_fix(err)}{then}")
     return None
+
+
+def kept_checkpoints_command(folder: Path) -> str | None:
+    """The command that continues the run in ``folder`` from its kept checkpoints (None where it has none): what
+    ``write_record``'s line offers where the disk refused the record, and the run's ``continue_with`` then.
+
+    Parameters
+    ----------
+    folder : path-like
+        The run's folder.
+
+    Returns
+    -------
+    str or None
+    """
+    # Continued in this folder, named ("the same command plus train.resume=auto" would, in the default
+    # outputs/<date>/<time>, run in a new folder, where train.resume=auto starts from step 0).
+    return continue_command(folder) if any(p.name.isdigit() for p in Path(folder).glob("checkpoints/*")) else None

@@ -1,7 +1,7 @@
 """The command that launched the run a checkpoint came from, as a refused resume names it.
 
 A refused resume names the settings that differ from the checkpoint's, and the saving run's own command line (Hydra's
-record of it), which sets a preset's several values at once. From ``hints``, which re-exports both. Pure Python: no JAX.
+record of it), which sets a preset's several values at once. Out of ``hints``, its home before. Pure Python: no JAX.
 """
 
 from __future__ import annotations

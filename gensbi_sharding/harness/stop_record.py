@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
-from gensbi_sharding.harness.stopped_step import stopped_at_step
 
 __all__ = ["record_interrupt", "record_resume_point", "failure_resume_hint", "failure_error", "failure_outcome",
-           "record_failure_outcome", "output_refused_error", "at_once_error", "stopped_at_step", "exception_text"]
+           "record_failure_outcome", "output_refused_error", "at_once_error", "exception_text"]
 
 log = logging.getLogger("gensbi_sharding")
 

@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
-from gensbi_sharding.harness.not_started import current_job_dir, mark_not_started
 from gensbi_sharding.harness.resume_command import BY_JOB, RESUMABLE, named_resume
 from gensbi_sharding.harness.sweep_hints import config_flags, hydra_job_overrides, search_path_of, unfinished_jobs_hint
 
-__all__ = ["whole_sweep_hint", "dry_run_sweep", "dry_run_sweep_again", "sweep_again", "mark_not_started",
-           "current_job_dir"]
+__all__ = ["whole_sweep_hint", "dry_run_sweep", "dry_run_sweep_again", "sweep_again"]
 
 
 def whole_sweep_hint(run_dir: Any, argv: Sequence[str], *, started: bool = True) -> str:

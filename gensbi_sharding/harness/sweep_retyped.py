@@ -23,12 +23,12 @@ __all__ = ["swept_keys", "changed_keys", "failed_on", "named_overrides", "retype
 
 
 def swept_keys(wanted: Sequence[Mapping[str, str]]) -> list[str]:
-    """The keys whose value differs between a sweep's jobs (``sweep_plan.job_configuration`` of each)."""
+    """The keys whose value differs between a sweep's jobs (``job_values.job_configuration`` of each)."""
     return [k for k in (wanted[0] if wanted else {}) if len({w.get(k) for w in wanted}) > 1]
 
 
 def typed_values(overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of a job's overrides (as ``sweep_plan.job_configuration`` keeps them) written as Hydra's grammar
+    """``{key: value}`` of a job's overrides (as ``job_values.job_configuration`` keeps them) written as Hydra's grammar
     reads them: a quoted string keeps its quotes, so the string '1e30' is not shown as the float 1e30 (else both
     look alike: "ran x=1e30 where this sweep's job is x=1e+30")."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -104,7 +104,7 @@ def _held(record: Path, key: str, wanted: str) -> str | None:
 
 
 def _error(job_dir: Any) -> tuple[str | None, str, str]:
-    """Job ``job_dir``'s status, its error's cause and ``weights_failure.error_cause``'s note; (None, "", "") when
+    """Job ``job_dir``'s status, its error's cause and ``failed_weights.error_cause``'s note; (None, "", "") when
     its metrics.json is missing or cannot be read."""
     from gensbi_sharding.harness.outputs import read_metrics
 
@@ -112,7 +112,7 @@ def _error(job_dir: Any) -> tuple[str | None, str, str]:
         metrics = read_metrics(Path(job_dir) / "metrics.json")
     except FileExistsError:
         return None, "", ""
-    return (metrics.get("status"), *error_cause(str(metrics.get("error") or "")))
+    return (metrics.get("status"), *error_cause(metrics))
 
 
 def _names(cause: str, key: str) -> bool:
@@ -132,7 +132,7 @@ def _key(override: str) -> str:
 
 def named_overrides(job_dir: Any, overrides: Sequence[str]) -> str:
     """" (its error names eval.num_samples=20000: change it in that command first)" when ``job_dir`` failed naming one
-    of its ``overrides`` (its command as it ran would fail it alike); ``weights_failure.error_cause``'s note;
+    of its ``overrides`` (its command as it ran would fail it alike); ``failed_weights.error_cause``'s note;
     else ""."""
     _, cause, note = _error(job_dir)
     named = [o for o in overrides if "=" in o and _names(cause, _key(o))]

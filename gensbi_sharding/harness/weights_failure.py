@@ -13,11 +13,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from gensbi_sharding.harness.failed_weights import FAILED_WEIGHTS, error_cause
+from gensbi_sharding.harness.failed_weights import FAILED_WEIGHTS
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.units import is_int
 
-__all__ = ["SamplingError", "weights_failure_hint", "further_steps", "FAILED_WEIGHTS", "error_cause"]
+__all__ = ["SamplingError", "weights_failure_hint", "further_steps", "FAILED_WEIGHTS"]
 
 
 class SamplingError(RuntimeError):
