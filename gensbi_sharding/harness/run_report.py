@@ -134,8 +134,13 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
                 f"{format_bytes(metrics.get('collective_bytes_per_step'))} of collectives per step per device; "
                 f"outputs in {out}")
     c2st = format_c2st(metrics.get("c2st"), c2st_spread(metrics))
+    rows = metrics.get("c2st_observations") or []
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
-        c2st += f" over {(n := len(metrics.get('c2st_observations') or []))} observation{'s' * (n != 1)}"
+        c2st += f" over {len(rows)} observation{'s' * (len(rows) != 1)}"
+    elif c2st and "±" in c2st and rows and isinstance(rows[0], dict) and rows[0].get("c2st_scores"):
+        # One observation: the ± is the classifier's spread over folds, as its [6/7] line says; "C2ST 0.891 ±
+        # 0.024" alone read as the posterior's uncertainty (another C2ST seed moves it by as much: findings r75c)
+        c2st += f" over {len(rows[0]['c2st_scores'])} folds"
     acceptance = metrics.get("support_acceptance")
     if c2st and is_number(acceptance) and acceptance < 1:  # data.theta_transform=none: the rest were rejected
         c2st += f" ({acceptance:.0%} of draws inside the prior kept, the rest rejected)"
