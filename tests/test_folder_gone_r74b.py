@@ -9,19 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from gensbi_sharding.harness.folder_gone import gone_note
+from gensbi_sharding.harness.folder_gone import CLAIMED, gone_note
 
 METRICS = {"status": "ok", "wall_s": 12.0, "c2st": 0.6, "samples_per_s": 1000.0}
 
 
 def test_a_claimed_folder_without_its_lock_file_is_said_to_be_made_anew(tmp_path):
     (out := tmp_path / "run").mkdir()  # made anew by the outputs: no .run.lock
+    CLAIMED.add(out)  # as FolderLock.acquire records its claim
     note = gone_note(out, METRICS)
     assert note.startswith(f"; but {out} was deleted or moved while the run went on (its .run.lock is gone)")
     assert "holds only what was written after it was made anew" in note and "launch.log, .hydra/" in note
 
 
 def test_a_claimed_folder_gone_is_said_to_no_longer_exist(tmp_path):
+    CLAIMED.add(tmp_path / "gone")
     note = gone_note(tmp_path / "gone", {**METRICS, "status": "interrupted"})
     assert f"{tmp_path / 'gone'} was deleted or moved" in note and "no longer exists" in note
 
@@ -44,6 +46,7 @@ def test_launch_says_it_on_its_last_line(tmp_path, monkeypatch, caplog):
     def run_whose_folder_moves(cfg):
         (out := Path(cfg.output_dir)).mkdir(parents=True, exist_ok=True)
         (out / ".run.lock").touch()  # as claimed
+        CLAIMED.add(out.absolute())
         shutil.move(out, tmp_path / "better_name")
         (out / "checkpoints").mkdir(parents=True)  # made anew by the next save
         return {"status": "ok", "wall_s": 3.0, "c2st": 0.6}

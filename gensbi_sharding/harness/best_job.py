@@ -115,6 +115,7 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
     word of the stopped one."""
     from gensbi_sharding.harness.continue_field import continue_of
     from gensbi_sharding.harness.outputs import read_metrics
+    from gensbi_sharding.harness.plots import status_word
     from gensbi_sharding.harness.unfinished_run import recorded_command, training_run
 
     stopped = []
@@ -131,9 +132,14 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
             continue
         if record.get("status") != "ok" and (command := continue_of(record)):
             step = record.get("stopped_at_step")
-            stopped.append(f"job {job.name} stopped before finishing (status {record.get('status')}"
-                           f"{'' if step is None else f' at step {step}'}): to continue it in its own folder: "
-                           f"{command}")
+            at = "" if step is None else f" at step {step}"
+            # in the sweep table's word (plots.status_word): a failed job is "failed", not "stopped (status error)"
+            if status_word(record.get("status")) == "failed":
+                stopped.append(f"job {job.name} failed{at} (its error in {job / 'metrics.json'}): once that is "
+                               f"fixed, to continue it in its own folder: {command}")
+                continue
+            stopped.append(f"job {job.name} stopped before finishing (status {record.get('status')}{at}): to "
+                           f"continue it in its own folder: {command}")
     if not stopped:
         return ""
     chosen = ("that job is the best of the finished ones, named by the sweep's own scores" if best is not None else

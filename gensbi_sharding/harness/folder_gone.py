@@ -13,7 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["gone_note", "holds_lock", "sweep_gone_note"]
+__all__ = ["CLAIMED", "gone_note", "holds_lock", "sweep_gone_note", "sweep_lost"]
+
+#: The folders this process claimed (``folder_lock.FolderLock.acquire`` adds each, absolute, once it holds the lock):
+#: a folder never claimed here (a run refused before its claim) was never made anew, whatever its files say.
+CLAIMED: set[Path] = set()
+_LOST: list[Path] = []  # the sweep folders whose loss ``sweep_gone_note`` said, in this process
 
 
 def gone_note(out: Any, metrics: dict) -> str:
@@ -24,7 +29,7 @@ def gone_note(out: Any, metrics: dict) -> str:
     out : path-like
         The run's folder, as it was claimed.
     metrics : dict
-        The run's metrics; one refused before it started (no ``wall_s``) claimed no folder.
+        The run's metrics (kept for the callers; the claim is what ``CLAIMED`` records).
 
     Returns
     -------
@@ -32,15 +37,20 @@ def gone_note(out: Any, metrics: dict) -> str:
         E.g. "; but /runs/a was deleted or moved while the run went on (its .run.lock is gone): ...", or "".
     """
     from gensbi_sharding.harness.console import job_log_name
-    from gensbi_sharding.harness.folder_lock import FolderLock
+    from gensbi_sharding.harness.folder_lock import FolderLock, physical
     from gensbi_sharding.harness.run_folder import is_writer
 
-    out = Path(out)
-    if metrics.get("wall_s") is None or not is_writer() or (out / FolderLock.LOCK).exists():
-        return ""  # never claimed, another process's folder (process 0 writes it), or still the folder claimed
+    out = Path(out).absolute()
+    # A run refused before its claim (distributed=auto with no cluster at [1/7], a folder run() refused) had its wall_s
+    # and no lock file: it ended "...; but <folder> was deleted or moved" though nothing had touched the folder. Its
+    # job log told it apart only where Hydra writes one (not under hydra/job_logging=stdout or =disabled, which write
+    # no log file): the claim itself, recorded as it is taken, is asked instead.
+    if out not in CLAIMED and physical(out) not in CLAIMED:
+        return ""
+    if not is_writer() or (out / FolderLock.LOCK).exists():
+        return ""  # another process's folder (process 0 writes it), or still the folder claimed
     # The job's log, opened by Hydra as the job started (never again by its path): the folder the job started in is
-    # there, so it was never claimed, not made anew. A run refused before its claim (distributed=auto with no cluster
-    # at [1/7], a folder run() refused) had its wall_s too, and ended "...; but <folder> was deleted or moved".
+    # there, not made anew.
     if (out / job_log_name()).exists():
         return ""
     held = ("holds only what was written after it was made anew" if out.is_dir() else "no longer exists")
@@ -89,6 +99,21 @@ def sweep_gone_note(sweep_dir: Any, claimed: bool) -> str:
     """
     if not claimed or holds_lock(sweep_dir):
         return ""
+    _LOST.append(Path(sweep_dir))  # its exit code says it too (``sweep_lost``)
     return (f"; but {sweep_dir} was deleted or moved while the sweep went on (its .run.lock is gone) and holds only "
             "what was written after it was made anew: a job counted not run may have run, its folder (and the "
             "sweep's multirun.yaml) in the folder moved, if it was moved")
+
+
+def sweep_lost() -> bool:
+    """Whether a sweep of this process lost its folder (``sweep_gone_note`` said so), for launch.py's exit code (1).
+
+    Every other sweep with a job counted not run exits non-zero (a job refused its folder: 1; preempted: 75; Ctrl-C:
+    130); one whose folder was moved mid-sweep ended "sweep stopped: ... 1 not run" with exit 0, so a script or a
+    scheduler read it as complete while its summary lacked the jobs that went with the folder.
+
+    Returns
+    -------
+    bool
+    """
+    return bool(_LOST)

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 from gensbi_sharding.harness.checkout_folders import config_folder_problem
+from gensbi_sharding.harness.folder_gone import CLAIMED
 from gensbi_sharding.harness.foreign_record import another_apps_record
 from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
                                                  write_owner_note)
@@ -72,6 +73,7 @@ class FolderLock:
                                        "hydra.sweep.dir)")
             refused.holder = holder
             raise refused from None
+        CLAIMED.add(self.folder)  # folder_gone.gone_note speaks only of a folder this process claimed
         if self._lock.lock_counter == 1:
             write_owner_note(self.folder)
 
@@ -203,9 +205,12 @@ def run_folder_holding(path: Path) -> Path | None:
 
 
 def _is_run_folder(path: Path) -> bool:
-    """Whether ``path`` is a run's folder (Hydra's ``.hydra`` record, and the run's log, metrics or checkpoints)."""
-    return (path / ".hydra").is_dir() and any((path / mark).exists() for mark in ("metrics.json", "launch.log",
-                                                                                   "checkpoints"))
+    """Whether ``path`` is a run's folder (Hydra's ``.hydra`` record, and the run's log, metrics or checkpoints).
+
+    Another Hydra app's output folder has a ``.hydra`` record and a ``launch.log`` or ``checkpoints/`` too: its record
+    (``another_apps_record``) says it is no run of ours, so a run may write in a folder below it."""
+    return ((path / ".hydra").is_dir() and not another_apps_record(path / ".hydra")
+            and any((path / mark).exists() for mark in ("metrics.json", "launch.log", "checkpoints")))
 
 
 def runs_under(folder: Path, depth: int = 3, most: int = 2000) -> list[str]:

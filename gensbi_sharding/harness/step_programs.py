@@ -1,6 +1,6 @@
 """The programs of a train step and a validation loss over a split NNX state, jitted once per program key.
 
-``harness.train.make_step_functions`` asks for them by the split graph, mesh and state placements; equal keys get the
+``step_functions.make_step_functions`` asks for them by the split graph, mesh and state placements; equal keys get the
 same jitted functions (settings that compare equal but differ in type, ``0.5`` and ``np.float32(0.5)``, are kept
 apart: JAX promotes a Python scalar weakly, a NumPy one strongly, so their programs differ), whose traced, lowered
 and compiled programs JAX keeps by the arguments' shapes, dtypes and shardings: a second run of the same shapes in one

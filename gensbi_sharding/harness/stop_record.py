@@ -167,14 +167,16 @@ def failure_outcome(out: Path, before: list[int], err: BaseException, *,
     from gensbi_sharding.harness.weights_failure import SamplingError, weights_failure_hint
 
     if (refused := output_refused_error(out, before, err, dry_run=dry_run)) is not None:
-        return refused, None if dry_run else continue_command(out)
+        # the command its words end with, as a value: a dry run's runs it again in a new folder
+        return refused, again_command(out) if dry_run else continue_command(out)
     newest, command = _saved_checkpoint(out, before, err), None
     if isinstance(err, SamplingError) and (steps := step_folder_names(Path(out))):  # its command fails again
         hint = weights_failure_hint(out, steps[-1], err)  # an earlier attempt's checkpoint too: the same weights
     elif newest is None:
         disk = any(os.strerror(code) in str(err) for code in DISK_REFUSALS)
-        command = continue_command(out) if disk and not dry_run else None  # a dry run continues nothing
-        hint = f"; once that is fixed, run it again with: {command or again_command(out)}" if disk else ""
+        # a dry run continues nothing: its command runs it again in a new folder, a value as every writer's is
+        command = (again_command(out) if dry_run else continue_command(out)) if disk else None
+        hint = f"; once that is fixed, run it again with: {command}" if disk else ""
     elif f"{newest}," in str(err):  # the save's own error named it kept: not said twice
         command = continue_command(out)
         hint = f"; once that is fixed, continue with: {command}"
