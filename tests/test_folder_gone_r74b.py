@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gensbi_sharding.harness.folder_gone import CLAIMED, gone_note
+from gensbi_sharding.harness.folder_gone import gone_note
+from gensbi_sharding.harness.folder_lock import CLAIMED
 
 METRICS = {"status": "ok", "wall_s": 12.0, "c2st": 0.6, "samples_per_s": 1000.0}
 

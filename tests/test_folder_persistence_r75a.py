@@ -62,7 +62,7 @@ def test_a_folder_this_process_claimed_then_moved_is_said_to_be_gone(tmp_path):
 
 
 def test_a_sweep_that_lost_its_folder_is_told_to_the_exit_code(tmp_path, monkeypatch):
-    monkeypatch.setattr(folder_gone, "_LOST", [])  # this process's earlier sweeps (other tests) left out
+    monkeypatch.setattr(folder_gone, "LOST_SWEEPS", [])  # this process's earlier sweeps (other tests) left out
     (sweep := tmp_path / "sweep").mkdir()
     (sweep / FolderLock.LOCK).touch()
     assert folder_gone.sweep_gone_note(sweep, True) == "" and not folder_gone.sweep_lost()

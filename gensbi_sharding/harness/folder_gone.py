@@ -13,12 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLAIMED", "gone_note", "holds_lock", "sweep_gone_note", "sweep_lost"]
+__all__ = ["LOST_SWEEPS", "gone_note", "holds_lock", "sweep_gone_note", "sweep_lost"]
 
-#: The folders this process claimed (``folder_lock.FolderLock.acquire`` adds each, absolute, once it holds the lock):
-#: a folder never claimed here (a run refused before its claim) was never made anew, whatever its files say.
-CLAIMED: set[Path] = set()
-_LOST: list[Path] = []  # the sweep folders whose loss ``sweep_gone_note`` said, in this process
+LOST_SWEEPS: list[Path] = []  # the sweep folders whose loss ``sweep_gone_note`` said, in this process
 
 
 def gone_note(out: Any, metrics: dict) -> str:
@@ -37,7 +34,7 @@ def gone_note(out: Any, metrics: dict) -> str:
         E.g. "; but /runs/a was deleted or moved while the run went on (its .run.lock is gone): ...", or "".
     """
     from gensbi_sharding.harness.console import job_log_name
-    from gensbi_sharding.harness.folder_lock import FolderLock, physical
+    from gensbi_sharding.harness.folder_lock import CLAIMED, FolderLock, physical
     from gensbi_sharding.harness.run_folder import is_writer
 
     out = Path(out).absolute()
@@ -99,7 +96,7 @@ def sweep_gone_note(sweep_dir: Any, claimed: bool) -> str:
     """
     if not claimed or holds_lock(sweep_dir):
         return ""
-    _LOST.append(Path(sweep_dir))  # its exit code says it too (``sweep_lost``)
+    LOST_SWEEPS.append(Path(sweep_dir))  # its exit code says it too (``sweep_lost``)
     return (f"; but {sweep_dir} was deleted or moved while the sweep went on (its .run.lock is gone) and holds only "
             "what was written after it was made anew: a job counted not run may have run, its folder (and the "
             "sweep's multirun.yaml) in the folder moved, if it was moved")
@@ -116,4 +113,4 @@ def sweep_lost() -> bool:
     -------
     bool
     """
-    return bool(_LOST)
+    return bool(LOST_SWEEPS)

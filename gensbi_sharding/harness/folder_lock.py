@@ -9,15 +9,18 @@ import shlex
 from pathlib import Path
 
 from gensbi_sharding.harness.checkout_folders import config_folder_problem
-from gensbi_sharding.harness.folder_gone import CLAIMED
 from gensbi_sharding.harness.foreign_record import another_apps_record
 from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
 from gensbi_sharding.write_probe import array_path_fault, array_path_renamed, write_denied  # tests patch write_denied
 
-__all__ = ["FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
+__all__ = ["CLAIMED", "FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
            "physical", "runs_under", "write_denied"]
+
+#: The folders this process claimed (``FolderLock.acquire`` adds each once it holds the lock): a folder never claimed
+#: here (a run refused before its claim) was never made anew, whatever its files say (``folder_gone.gone_note``).
+CLAIMED: set[Path] = set()
 
 # What a run (a sweep) writes at the top of its folder, and what marks a folder one has used: a folder without such a
 # mark that holds one of those names is someone else's, whose file the run would overwrite without a word.
