@@ -73,3 +73,31 @@ def test_a_training_runs_metrics_hold_the_dry_runs_collectives_to_the_byte(devic
     assert trained[BYTES] == dry[BYTES] > 0
     assert trained["collectives"] == dry["dry_run"]["collectives"]  # the count and bytes of each kind alike
     assert trained["collectives"]["all-reduce"]["count"] >= 1
+
+
+@pytest.mark.slow
+def test_a_training_sweeps_files_carry_the_collectives_column_and_an_older_sweeps_do_not(tmp_path):
+    import csv
+    import json
+
+    from gensbi_sharding.harness.summary import write_summary
+
+    def sweep(folder, sent):
+        for job, rule in enumerate(("fsdp", "tensor")):
+            (folder / str(job) / ".hydra").mkdir(parents=True)
+            (folder / str(job) / ".hydra" / "overrides.yaml").write_text(f"- rule={rule}\n")
+            (folder / str(job) / "metrics.json").write_text(json.dumps({
+                "status": "ok", "rule": rule, "median_step_s": 0.02, "samples_per_s": 12800.0,
+                "param_bytes_per_device": 104584, "opt_bytes_per_device": 209180, **(
+                    {BYTES: sent[job]} if sent else {}), "config": {"data": {"batch_size": 256}, "dry_run": False}}))
+        return write_summary(folder, ["rule"])
+
+    summary = sweep(tmp_path / "new", [2_138_773, 1_426_453])
+    header = [cell.strip() for cell in summary.md_path.read_text().splitlines()[0].split("|")[1:-1]]
+    assert header[header.index("optimizer/device") + 1] == "collectives/step/device"
+    assert "| 2.1 MB " in summary.md_path.read_text() and "| 1.4 MB " in summary.md_path.read_text()
+    with open(summary.csv_path, newline="") as f:
+        assert [row[BYTES] for row in csv.DictReader(f)] == ["2138773", "1426453"]  # bytes, exact
+    assert "collectives/step/device the bytes a device sends in one step" in summary.legend
+    old = sweep(tmp_path / "old", None)  # recorded before r75: no blank column, no word of one
+    assert "collectives/step/device" not in old.md_path.read_text() and "collectives/step" not in old.legend
