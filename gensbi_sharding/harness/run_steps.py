@@ -188,6 +188,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                    samples_per_s=result.samples_per_s if trained else None, final_val_loss=last_val,
                    speed_includes_warmup=result.speed_includes_warmup if trained else None,  # one step: its warm-up
                    step_memory_bytes_per_device=result.step_memory_bytes_per_device if trained else None,  # dry run's
+                   collective_bytes_per_step=result.collective_bytes_per_step if trained else None,  # dry run's too,
+                   collectives=result.collectives if trained else None,  # as its report's "collectives" name them
                    steps=result.steps, final_step=ts.start_step + result.steps,
                    final_train_loss=train_loss, best_step=result.best_step,
                    stopped_early=result.stopped_early, val_history=result.val_history)

@@ -139,12 +139,19 @@ _STEP_MEMORY = Column("step_memory_bytes_per_device", "memory/device",
                       lambda m: format_bytes(m.get("step_memory_bytes_per_device")),
                       _integer("step_memory_bytes_per_device"))
 
+# What one device sends (the final line's "per step per device"), not the mesh's sum: said, as memory/device is. A
+# training run's is its compiled step's, counted as the dry run counts it: the same figure to the byte for one job.
+_COLLECTIVE_BYTES = Column("collective_bytes_per_step", "collectives/step/device",
+                           lambda m: format_bytes(m.get("collective_bytes_per_step")),
+                           _integer("collective_bytes_per_step"))
+
 TRAIN_COLUMNS: tuple[Column, ...] = (
     _MESH, dataclasses.replace(_STEP_MEMORY, optional=True),  # a sweep recorded before r74 has none: no blank column
     Column("param_bytes_per_device", "params/device", lambda m: format_bytes(m.get("param_bytes_per_device")),
            _integer("param_bytes_per_device")),
     Column("opt_bytes_per_device", "optimizer/device", lambda m: format_bytes(m.get("opt_bytes_per_device")),
            _integer("opt_bytes_per_device")),
+    dataclasses.replace(_COLLECTIVE_BYTES, optional=True),  # recorded since r75: an older sweep's has no blank column
     # CSV-only: the rest of what the plot's memory bar stacks (memory_parts), so its height reads back from the CSV
     *(Column(key, "", lambda m: "", _integer(key)) for key in (
         "ema_bytes_per_device", "best_weights_bytes_per_device", "state_bytes_per_device")),
@@ -197,9 +204,7 @@ DRY_RUN_COLUMNS: tuple[Column, ...] = (
     # Held beside the step by a training run (early stopping's copy of the best weights): not in XLA's figure.
     Column("best_weights_bytes_per_device", "+ best weights",
            lambda m: format_bytes(m.get("best_weights_bytes_per_device")), _integer("best_weights_bytes_per_device")),
-    # What one device sends (the final line's "per step per device"), not the mesh's sum: said, as memory/device is
-    Column("collective_bytes_per_step", "collectives/step/device",
-           lambda m: format_bytes(m.get("collective_bytes_per_step")), _integer("collective_bytes_per_step")),
+    _COLLECTIVE_BYTES,
     Column("compile_s", "compile", lambda m: format_seconds(m.get("compile_s")), _fixed("compile_s", 3)),
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 

@@ -5,7 +5,8 @@ are, so a user choosing "the fastest rule at a memory budget" read the state byt
 batch and temporaries included, is what a dry-run sweep gives: 3.3 MB per device against 0.4 MB of state for fsdp on
 8x1), could not tell whether compile was in ``step``, nor at which batch the speeds were measured; a dry-run sweep's
 ``memory/device`` did not say it was XLA's compiled step, nor the units (decimal: 1 KB = 1000 B). A training sweep
-now has that ``memory/device`` too (``train.train`` records its compiled step's), said so here.
+now has that ``memory/device`` too (``train.train`` records its compiled step's), said so here; and, since r75, the
+dry run's ``collectives/step/device`` (the same step's collectives, counted alike), said so where a row has it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def legend(rows: Sequence[Mapping[str, Any]], dry: bool) -> str:
         memory = ("not the step's peak: memory/device is that, XLA's compiled train step on one device (the state, a "
                   "batch's shard and temporaries; not the sampler's, nor the best weights early stopping keeps beside "
                   "it), as a dry-run sweep (dry_run=true) gives it")
+    if any(is_number(row.get("metrics", {}).get("collective_bytes_per_step")) for row in rows):  # since r75
+        memory += ("; collectives/step/device the bytes a device sends in one step, its compiled step's collectives "
+                   "counted as a dry-run sweep counts them (the same figure for the same job)")
     return (f"measured: params/device and optimizer/device are the training state a device holds, {memory}; step is "
             f"the median time per step{batch}, compile, validation and (where the run can) the first step's warm-up "
             "left out ('(warm-up incl.)' where not), samples/s the global batch over it; wall the whole job, compile "

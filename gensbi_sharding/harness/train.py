@@ -64,6 +64,10 @@ class TrainResult:
     # XLA's compiled step per device (compiled_report's total_bytes: arguments + outputs + temporaries - donated), the
     # dry run's step_memory_bytes_per_device; None where the backend gives no memory analysis
     step_memory_bytes_per_device: int | None = None
+    # The same step's collectives as the dry run counts them (compiled_report: {op: {"count", "bytes"}}, the bytes one
+    # device sends per step) and their sum, the dry run's collective_bytes_per_step; None when nothing was compiled
+    collectives: dict[str, dict[str, int]] | None = None
+    collective_bytes_per_step: int | None = None
 
 
 def host_values(arrays: list) -> np.ndarray:
@@ -144,7 +148,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
         # The program the loop runs, read, not compiled again: a sweep ranks its jobs by it as a dry run's
-        step_memory = (compiled_report(compiled)["memory"] or {}).get("total_bytes")
+        report = compiled_report(compiled)  # one read of the program for its memory and its collectives alike
+        step_memory = (report["memory"] or {}).get("total_bytes")
         losses, windows = [], []
         bar = progress_bar(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                            dynamic_ncols=True, leave=False)
@@ -209,4 +214,5 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
                        median_step_s=median, samples_per_s=batch_size / median if median > 0 else float("nan"),
                        steps=len(losses), speed_includes_warmup=warm, best_step=stopper.best_step,
                        stopped_early=stop and len(losses) < steps, val_history=history,
-                       step_memory_bytes_per_device=step_memory)
+                       step_memory_bytes_per_device=step_memory, collectives=report["collectives"],
+                       collective_bytes_per_step=report["collective_bytes"])
