@@ -94,6 +94,7 @@ try:
     from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line
     from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
     from gensbi_sharding.harness.summary import sweep_end_written
+    from gensbi_sharding.harness.folder_gone import sweep_lost
     from gensbi_sharding.harness.summary_stop import summary_stop_lines
     from gensbi_sharding.harness.not_started import current_job_dir, mark_not_started
     from gensbi_sharding.harness.sweep_stop import stopped_between_jobs
@@ -271,4 +272,4 @@ if __name__ == "__main__":
             # A SIGTERM while the interpreter shuts down (Python gives its handlers back to the default action then,
             # and JAX tears down for half a second) would kill a completed run's process: exit 143 after ok.
             ignore_preemption_signals()
-    sys.exit(1 if failed_jobs else 0)
+    sys.exit(1 if failed_jobs or sweep_lost() else 0)  # a sweep whose folder moved: its jobs there not counted

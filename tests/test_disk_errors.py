@@ -258,7 +258,7 @@ def test_a_file_size_limit_that_is_also_the_hard_limit_is_not_told_to_be_lifted_
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, 65536))
     said = outputs.room_fix(too_large)
     assert said == ("raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f hard raises "
-                    "it to its hard limit, 64 KB)")
+                    "it to its hard limit, 66 KB)")  # 65,536 B in decimal KB (was 1024-byte KB)
     pasted = said.split("; ")[1].split(" raises")[0]  # the command, pasted in a bash of those limits
     done = subprocess.run(["bash", "-c", f"ulimit -Sf 8 && ulimit -Hf 64 && {pasted} && ulimit -Sf"],
                           capture_output=True, text=True, timeout=30)

@@ -17,10 +17,10 @@ BEST = {"weights": "EMA at the best validation step", "step": 8}
 
 def test_the_header_names_the_observations_drawn_and_those_kept():
     assert evaluation_header(128, [1, 2, 3, 4], [], BEST) == (
-        "[6/7] sample + C2ST: 128 posterior draws per observation [1, 2, 3, 4] (weights: EMA at the best validation "
+        "[6/7] sample + C2ST: 128 posterior samples per observation [1, 2, 3, 4] (weights: EMA at the best validation "
         "step 8), scored against the reference")
     assert evaluation_header(128, [1, 2, 3, 4], [1, 2], BEST) == (
-        "[6/7] sample + C2ST: 128 posterior draws per observation [3, 4] (weights: EMA at the best validation step "
+        "[6/7] sample + C2ST: 128 posterior samples per observation [3, 4] (weights: EMA at the best validation step "
         "8), scored against the reference; [1, 2] kept: an earlier attempt scored them from the same weights")
     assert evaluation_header(128, [2, 1], [2, 1], BEST) == (
         "[6/7] sample + C2ST: nothing to draw (weights: EMA at the best validation step 8): [2, 1] kept: an earlier "
@@ -70,7 +70,7 @@ def test_a_job_resumed_after_a_stop_in_its_evaluation_names_what_it_draws(tmp_pa
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         assert run_tiny(tmp_path, *overrides)["status"] == "ok"
     header = [m for m in caplog.messages if m.startswith("[6/7]")]
-    assert header == ["[6/7] sample + C2ST: 128 posterior draws per observation [2] (weights: EMA at the best "
+    assert header == ["[6/7] sample + C2ST: 128 posterior samples per observation [2] (weights: EMA at the best "
                       "validation step 8), scored against the reference; [1] kept: an earlier attempt scored it from "
                       "the same weights"], caplog.messages
     assert drawn == [posterior.noise_seed(0, 2)]

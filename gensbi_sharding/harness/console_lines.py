@@ -37,7 +37,7 @@ def step_header(header: str, dry_run: bool = False) -> str:
 
 def evaluation_header(num_samples: int, observations: Sequence[int], kept: Sequence[int],
                       weights: dict[str, Any]) -> str:
-    """Step 6's header: ``"[6/7] sample + C2ST: 128 posterior draws per observation [3, 4] (weights: EMA at the best
+    """Step 6's header: ``"[6/7] sample + C2ST: 128 posterior samples per observation [3, 4] (weights: EMA at the best
     validation step 8), scored against the reference; [1, 2] kept: an earlier attempt scored them from the same
     weights"``. Was, on a job resumed after a stop during its evaluation, every observation named as drawn.
 
@@ -61,7 +61,7 @@ def evaluation_header(num_samples: int, observations: Sequence[int], kept: Seque
     also = f"{list(kept)} kept: an earlier attempt scored {'them' if len(kept) > 1 else 'it'} from the same weights"
     if not drawn:
         return f"[6/7] sample + C2ST: nothing to draw {which}: {also}"
-    return (f"[6/7] sample + C2ST: {num_samples} posterior draws per observation {drawn} {which}, scored against the "
+    return (f"[6/7] sample + C2ST: {num_samples} posterior samples per observation {drawn} {which}, scored against the "
             f"reference" + f"; {also}" * bool(kept))
 
 

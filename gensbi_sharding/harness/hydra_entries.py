@@ -122,6 +122,7 @@ def _missing(node, parts: list[str], value: typing.Any) -> str | None:
     """The first key of ``parts`` (then of ``value``, a dict set whole) that Hydra's config ``node`` lacks, dotted
     from the first part; None where it holds every one."""
     from omegaconf import DictConfig
+    from omegaconf.errors import InterpolationResolutionError
 
     for i, part in enumerate(parts):
         if node is None and i:  # below a null (hydra/job_logging=none's root): Hydra holds no key there
@@ -130,7 +131,10 @@ def _missing(node, parts: list[str], value: typing.Any) -> str | None:
             return None  # below a value: hydra_key_problem's, or the value's type Hydra's to judge
         if part not in node:
             return ".".join(parts[:i + 1])
-        node = node[part]
+        try:
+            node = node[part]
+        except InterpolationResolutionError:  # e.g. ${hydra.runtime.output_dir}: set only once Hydra runs the job
+            return None  # the key is there; its value is Hydra's to resolve
     if isinstance(value, dict) and isinstance(node, DictConfig):
         return next((".".join([*parts, str(k)]) for k in value if str(k) not in node), None)
     return None

@@ -99,11 +99,11 @@ def room_problem(folder: Path, sizes: Mapping[str, int], subdir: str = ".hydra")
     if limit != resource.RLIM_INFINITY and sizes[largest] > limit:
         err = OSError(errno.EFBIG, os.strerror(errno.EFBIG))
         said = (f"{target / largest} could not be written ({err.strerror}): Hydra's record of the command "
-                f"({names}) holds a {sizes[largest] / 1024:,.0f} KB file, over this process's file-size limit")
+                f"({names}) holds a {sizes[largest] / 1000:,.0f} KB file, over this process's file-size limit")
     elif free < needed:
         err = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         said = (f"{target} could not be written ({err.strerror}): Hydra's record of the command ({names}) and the "
-                f"job's first files need about {needed / 1024:,.0f} KB, more than the {free / 1024:,.0f} KB free on "
+                f"job's first files need about {needed / 1000:,.0f} KB, more than the {free / 1000:,.0f} KB free on "
                 "its disk")
     else:
         return None

@@ -226,13 +226,22 @@ def record_x64(run_dir: Path, on: bool, make: bool = False) -> None:
         The launch's setting (``x64_words.x64_on``).
     make : bool
         Make the record (``.hydra``) where there is none.
+
+    A folder moved as the job starts (its lock file gone with it) is written nothing: the job goes on in the folder
+    made anew, and its last line says the folder moved (``folder_gone.gone_note``), not a FileNotFoundError.
     """
     from gensbi_sharding.harness.outputs import write_atomic
 
     if make:
         (Path(run_dir) / ".hydra").mkdir(exist_ok=True)
+    from gensbi_sharding.harness.folder_lock import FolderLock
+
     if (record := Path(run_dir) / ".hydra").is_dir():
-        write_atomic(record / X64_FILE, f"jax_enable_x64: {str(bool(on)).lower()}\n")
+        try:
+            write_atomic(record / X64_FILE, f"jax_enable_x64: {str(bool(on)).lower()}\n")
+        except FileNotFoundError:  # the folder moved (mv of a sweep's folder as this job starts): its record went
+            if (Path(run_dir) / FolderLock.LOCK).exists():  # with it; the job's last line says so (gone_note)
+                raise
 
 
 def launch_x64(step_dir: Path) -> bool | None:

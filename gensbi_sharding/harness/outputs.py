@@ -51,12 +51,12 @@ def room_fix(err: OSError) -> str:
     if limit == resource.RLIM_INFINITY:  # no limit of the process's: the file system's own largest file
         return "the file is larger than that file system takes: write to a folder on another disk"
     if hard == resource.RLIM_INFINITY:
-        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} KB here; "
+        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit / 1000:,.0f} KB here; "
                 "ulimit -f unlimited lifts it)")
     if limit < hard:  # a user may raise it up to the hard limit, not past it
-        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} KB here; "
-                f"ulimit -f hard raises it to its hard limit, {hard // 1024:,} KB)")
-    return (f"run it from a new shell: this one's file-size limit ({limit // 1024:,} KB) is its hard limit too, which "
+        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit / 1000:,.0f} KB here; "
+                f"ulimit -f hard raises it to its hard limit, {hard / 1000:,.0f} KB)")
+    return (f"run it from a new shell: this one's file-size limit ({limit / 1000:,.0f} KB) is its hard limit too, which "
             "only root raises (bash's ulimit -f <N> sets both); where a new shell has it too, ask the administrator")
 
 

@@ -98,10 +98,12 @@ def plot_losses(path: Path, *, steps: np.ndarray, losses: np.ndarray, window: in
 
 
 def posterior_title(*, task: str, observation: int, rule: str, mesh_shape: Sequence[int] | None,
-                    c2st: float | None, c2st_sd: float | None = None) -> str:
-    """``"two_moons, observation 1 | rule tensor on mesh 4x2 | C2ST 0.612 ± 0.011"``."""
+                    c2st: float | None, c2st_sd: float | None = None, folds: int | None = None) -> str:
+    """``"two_moons, observation 1 | rule tensor on mesh 4x2 | C2ST 0.612 ± 0.011 over 5 folds"``: the ± is the
+    spread over the classifier's ``folds``, named as the run's final line names it (unnamed where ``folds`` is None)."""
     mesh = "x".join(map(str, mesh_shape)) if mesh_shape else "none"
-    score = f" | C2ST {format_c2st(c2st, c2st_sd)}" if is_number(c2st) else ""
+    spread = f" over {folds} folds" if folds and is_number(c2st_sd) else ""
+    score = f" | C2ST {format_c2st(c2st, c2st_sd)}{spread}" if is_number(c2st) else ""
     return f"{task}, observation {observation} | rule {rule} on mesh {mesh}{score}"
 
 

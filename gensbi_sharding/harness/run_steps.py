@@ -234,7 +234,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
             announce=lambda kept: log.info("%s", evaluation_header(cfg.eval.num_samples, observations, kept, w)),
             **sampled_weights(metrics, ema=bool(ema), one_process=jax.process_count() == 1),
             title=lambda k, c, sd: plots.posterior_title(task=cfg.data.name, observation=k, rule=rule_name,
-                                                         mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd)))
+                                                         mesh_shape=metrics["mesh_shape"], c2st=c, c2st_sd=sd,
+                                                         folds=cfg.eval.c2st_folds)))
         run_report.log_c2st_mean(metrics)  # one observation: its own line above said it
     else:  # said, not left out: was, the console went from [5/7] to [7/7] without a word
         log.info("[6/7] sample + C2ST: skipped (eval.enabled=false; c2st null)")
