@@ -458,7 +458,7 @@ def test_a_log_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp
         logger.removeHandler(handler)
     assert capsys.readouterr().err == (
         f"[ERROR] {tmp_path / 'launch.log'} could not be written (File too large): this job's log lines from here are "
-        "on this console only; raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f "
+        "on this console only; raise the file-size limit of the shell that runs it (ulimit -f: 8 blocks of 1,024 B here; ulimit -f "
         "unlimited lifts it)\n")
 
 

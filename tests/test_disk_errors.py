@@ -218,7 +218,8 @@ def test_a_file_over_the_file_size_limit_names_that_limit_not_free_space(tmp_pat
 
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, resource.RLIM_INFINITY))
     too_large = OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(tmp_path / "posterior_samples.npz"))
-    fix = "raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f unlimited lifts it)"
+    fix = ("raise the file-size limit of the shell that runs it (ulimit -f: 8 blocks of 1,024 B here; ulimit -f unlimited "
+           "lifts it)")
     assert outputs.room_fix(too_large) == fix
     continues = f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(tmp_path)!r} set in omegaconf.open_dict(cfg)"
     assert stop_record.failure_error(tmp_path, [], too_large) == (
@@ -253,12 +254,12 @@ def test_a_file_size_limit_that_is_also_the_hard_limit_is_not_told_to_be_lifted_
     too_large = OSError(errno.EFBIG, os.strerror(errno.EFBIG), "posterior_samples.npz")
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, 8192))
     assert outputs.room_fix(too_large) == (
-        "run it from a new shell: this one's file-size limit (8 KB) is its hard limit too, which only root raises "
+        "run it from a new shell: this one's file-size limit (8 blocks of 1,024 B) is its hard limit too, which only root raises "
         "(bash's ulimit -f <N> sets both); where a new shell has it too, ask the administrator")
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8192, 65536))
     said = outputs.room_fix(too_large)
-    assert said == ("raise the file-size limit of the shell that runs it (ulimit -f: 8 KB here; ulimit -f hard raises "
-                    "it to its hard limit, 66 KB)")  # 65,536 B in decimal KB (was 1024-byte KB)
+    assert said == ("raise the file-size limit of the shell that runs it (ulimit -f: 8 blocks of 1,024 B here; ulimit "
+                    "-f hard raises it to its hard limit, 64 blocks)")  # the shell's unit, as ulimit -f prints it
     pasted = said.split("; ")[1].split(" raises")[0]  # the command, pasted in a bash of those limits
     done = subprocess.run(["bash", "-c", f"ulimit -Sf 8 && ulimit -Hf 64 && {pasted} && ulimit -Sf"],
                           capture_output=True, text=True, timeout=30)

@@ -83,7 +83,7 @@ def test_a_file_size_limit_under_hydras_file_is_named_as_that_limit(tmp_path, mo
             (2048, resource.RLIM_INFINITY) if which == resource.RLIMIT_FSIZE else real(which)))
         said = hydra_room.room_problem(tmp_path / "r", sizes)
     assert said.startswith(f"{tmp_path / 'r' / '.hydra' / 'hydra.yaml'} could not be written (File too large): "), said
-    assert said.endswith("raise the file-size limit of the shell that runs it (ulimit -f: 2 KB here; ulimit -f "
+    assert said.endswith("raise the file-size limit of the shell that runs it (ulimit -f: 2 blocks of 1,024 B here; ulimit -f "
                          "unlimited lifts it)"), said
     assert hydra_room.room_problem(tmp_path / "r", sizes) is None  # no limit, room enough
 

@@ -48,16 +48,18 @@ def room_fix(err: OSError) -> str:
     if err.errno != errno.EFBIG:
         return MAKE_ROOM
     limit, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    # Said in the shell's own unit (ulimit -f counts blocks of 1,024 B), so the number reads as `ulimit -f` prints it
     if limit == resource.RLIM_INFINITY:  # no limit of the process's: the file system's own largest file
         return "the file is larger than that file system takes: write to a folder on another disk"
     if hard == resource.RLIM_INFINITY:
-        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit / 1000:,.0f} KB here; "
-                "ulimit -f unlimited lifts it)")
+        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} blocks of "
+                "1,024 B here; ulimit -f unlimited lifts it)")
     if limit < hard:  # a user may raise it up to the hard limit, not past it
-        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit / 1000:,.0f} KB here; "
-                f"ulimit -f hard raises it to its hard limit, {hard / 1000:,.0f} KB)")
-    return (f"run it from a new shell: this one's file-size limit ({limit / 1000:,.0f} KB) is its hard limit too, which "
-            "only root raises (bash's ulimit -f <N> sets both); where a new shell has it too, ask the administrator")
+        return (f"raise the file-size limit of the shell that runs it (ulimit -f: {limit // 1024:,} blocks of "
+                f"1,024 B here; ulimit -f hard raises it to its hard limit, {hard // 1024:,} blocks)")
+    return (f"run it from a new shell: this one's file-size limit ({limit // 1024:,} blocks of 1,024 B) is its hard "
+            "limit too, which only root raises (bash's ulimit -f <N> sets both); where a new shell has it too, ask the "
+            "administrator")
 
 
 def write_atomic(path: Path, data: bytes | str, *, exclusive: bool = False) -> Path:
