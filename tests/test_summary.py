@@ -364,7 +364,8 @@ def test_the_sweep_plots_memory_panel_stacks_the_whole_state_the_ema_too(tmp_pat
         heights[round(bar.get_x(), 3)] = heights.get(round(bar.get_x(), 3), 0) + bar.get_height()
     # MB: the whole state of each job, and the best weights
     assert sorted(round(h, 4) for h in heights.values()) == [3.2605, 4.0756]
-    assert memory.get_title() == "memory per device (MB)" and "EMA" in memory.get_ylabel()
+    # Title changed (was "memory per device (MB)", r75g brief): the table's memory/device is the compiled step, not this
+    assert memory.get_title() == "state per device (MB)" and "EMA" in memory.get_ylabel()
     assert "best weights kept for early stopping (xx)" in memory.get_ylabel()
     assert [bar.get_hatch() for bar in memory.patches] == [None, None, "//", "xx", None, None, "xx"]
 

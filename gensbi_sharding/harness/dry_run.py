@@ -183,7 +183,8 @@ def dry_run_metrics(cfg: DictConfig, mesh: Mesh | None, rule_name: str, table: d
     -------
     dict
         The run's metrics of a dry run: ``dry_run`` (the whole report), ``fallbacks``,
-        ``compile_s``, ``step_memory_bytes_per_device``, ``collective_bytes_per_step``.
+        ``compile_s``, ``step_memory_bytes_per_device``, ``collective_bytes_per_step``, ``collectives`` (count
+        and bytes per kind, ``{op: {"count", "bytes"}}``, as a training run records them; also ``dry_run.collectives``).
     """
     from gensbi_sharding.harness.data import task_dims
     from gensbi_sharding.harness.tasks import TASK_DIMS, TASKS
@@ -227,4 +228,7 @@ def dry_run_metrics(cfg: DictConfig, mesh: Mesh | None, rule_name: str, table: d
     return {"dry_run": report, "fallbacks": report["fallbacks"], "compile_s": report["compile_s"], **report["state"],
             "step_memory_bytes_per_device": memory.get("total_bytes"),
             "sampler_memory_bytes_per_device": (report["sampler"] or {}).get("memory", {}).get("total_bytes"),
-            "collective_bytes_per_step": report["collective_bytes"], "model_axis_idle": idle is not None}
+            "collective_bytes_per_step": report["collective_bytes"], "model_axis_idle": idle is not None,
+            # Top-level too, where a training run's metrics.json has them (was only under dry_run: one record
+            # read at two paths); dry_run.collectives stays for readers of the older path.
+            "collectives": report["collectives"]}

@@ -179,9 +179,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     one (one swept key: one bar per value). A failed job is marked "failed" where its bar
     would be, one that never ran by its status ("not run"); one stopped with a checkpoint (``PARTIAL``)
     gets the bars it measured, faded and dashed, marked with the step it reached (``partial_note``). Train
-    sweeps: memory per device (parameters, with optimizer state stacked lighter, the EMA of
+    sweeps: state per device (parameters, with optimizer state stacked lighter, the EMA of
     the weights hatched and the best weights early stopping keeps cross-hatched: what a device
-    holds), median step time, C2ST with its spread and
+    holds), bytes of collectives per step where a job recorded them, median step time, C2ST with its spread and
     the 0.5 line (no job scored: the best validation loss instead). Dry runs: memory per device of one step (the best
     weights kept beside it cross-hatched) and bytes of collectives per step.
 
@@ -208,8 +208,11 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     else:  # eval.enabled=false (every data set of one's own): was a C2ST panel of "n/a" only, no measure of training
         quality = ("C2ST (0.5 = perfect)", ["c2st"]) if any(is_number(r["metrics"].get("c2st")) for r in rows) \
             else ("best validation loss", ["best_val_loss"])
-        panels = [("memory per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
+        # The state a device keeps, not the compiled step the table's memory/device gives: one name, two figures
+        panels = [("state per device", ["param_bytes_per_device", "opt_bytes_per_device", "ema"], True),
                   ("median step time (ms)", ["median_step_s"], False), (*quality, False)]
+        if any(is_number(r["metrics"].get("collective_bytes_per_step")) for r in rows):  # recorded since r75
+            panels.insert(1, ("collectives per step, per device", ["collective_bytes_per_step"], True))
     panel_width = min(10.0, max(3.8, 0.45 * len(rows) + 1.5))
     longest = 0.07 * max(map(len, "\n".join(groups).split("\n")))
     upright = longest > panel_width / len(groups)  # group names wider than their place (0.07 in a character): upright
@@ -217,7 +220,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], keys: Sequence[str], path: Path, 
     width, slant = 0.8 / len(hues), {"rotation": 90} if upright else {}  # upright where level labels would overlap
 
     def measured(row: dict[str, Any], metric_keys: list[str]) -> list[Any]:
-        # The memory panel stacks the whole state (the EMA too): "memory per device" left it out.
+        # The state panel stacks the whole state (the EMA too): it once left the EMA out.
         return memory_parts(row["metrics"]) if "ema" in metric_keys else [row["metrics"].get(k) for k in metric_keys]
 
     partial_drawn = []  # jobs stopped with a checkpoint whose figures so far are drawn

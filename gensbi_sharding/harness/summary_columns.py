@@ -13,8 +13,8 @@ from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_by
                                             format_seconds, is_number)
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall",
-           "wall_cell", "c2st_cell", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "IDLE_NOTE", "ranked_heading",
-           "key_cell", "differing_settings", "provenance_columns"]
+           "wall_cell", "c2st_cell", "c2st_folds", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "IDLE_NOTE",
+           "ranked_heading", "key_cell", "differing_settings", "provenance_columns"]
 
 
 @dataclass(frozen=True)
@@ -76,12 +76,30 @@ def wall_cell(m: dict[str, Any]) -> str:
     return f"{total} in {attempts} attempts" if total and attempts > 1 else total
 
 
+def c2st_folds(m: dict[str, Any]) -> int | None:
+    """How many folds the C2ST classifier was cross-validated over: the count of the first observation's fold scores,
+    else the job's ``eval.c2st_folds``; None for a job with no C2ST (``eval.enabled=false``) or a record of neither."""
+    if not is_number(m.get("c2st")):
+        return None
+    rows = m.get("c2st_observations") or [None]
+    scores = rows[0].get("c2st_scores") if isinstance(rows[0], Mapping) else None
+    if isinstance(scores, list) and scores:
+        return len(scores)
+    folds = _config("eval.c2st_folds")(m)
+    return int(folds) if folds.isdigit() else None
+
+
 def c2st_cell(m: dict[str, Any]) -> str:
-    """``"0.612 ± 0.011"`` (the spread over folds); scored on several observations, the spread is over
-    them and the cell says so, as the run's final line does: ``"0.909 ± 0.024 over 3 obs."``."""
+    """The C2ST and what its ± is a spread over, as the run's final line says it: one observation's folds,
+    ``"0.612 ± 0.011 over 5 folds"``; several observations, ``"0.909 ± 0.024 over 3 obs."``. Was an unlabelled
+    ``"0.612 ± 0.011"`` beside the next row's spread over observations: the fold spread read as the posterior's
+    uncertainty (another C2ST seed moves the score by as much, findings r75c). A bare ``± x`` where no count is
+    known."""
     text = format_c2st(m.get("c2st"), c2st_spread(m))
     if text and is_number(m.get("c2st_sd_observations")):
         text += f" over {len(m.get('c2st_observations') or [])} obs."
+    elif "±" in text and (folds := c2st_folds(m)) is not None:
+        text += f" over {folds} folds"
     return text
 
 
@@ -165,6 +183,8 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("final_train_loss", "", lambda m: "", _fixed("final_train_loss", 6)),
     Column("c2st", "C2ST", lambda m: c2st_cell(m), _fixed("c2st", 4)),
     Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
+    # Over how many folds that sd is (the cell says it; the CSV held the sd alone, its count in metrics.json only)
+    Column("c2st_folds", "", lambda m: "", lambda m: "" if (n := c2st_folds(m)) is None else str(n)),
     Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
     # Which observations, weights and step each C2ST scored: runs' scores differ by them.
     Column("c2st_observations", "", lambda m: "", lambda m: " ".join(
