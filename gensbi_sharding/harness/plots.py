@@ -2,8 +2,8 @@
 
 ``plot_losses``: train loss per window (as the progress bar shows it) and validation loss
 against the global step, a resumed run joined to the run it continued. ``plot_sweep``: per
-job, memory per device, step time and C2ST (a dry run: memory and bytes of collectives),
-grouped by the swept keys. Both draw on a standalone Agg canvas (pyplot's global state is
+job, state per device, collectives per step where recorded, step time and C2ST (a dry run: memory
+and bytes of collectives), grouped by the swept keys. Both draw on a standalone Agg canvas (pyplot's global state is
 untouched) and are written atomically (``outputs.write_atomic``).
 """
 
@@ -151,7 +151,7 @@ def memory_parts(metrics: dict[str, Any]) -> list[float | None]:
     state, the rest of the state (the EMA of the weights), and the copy of the best weights early
     stopping keeps, which a device holds too.
 
-    The first three add up to ``state_bytes_per_device``, all four to the memory-per-device panel's
+    The first three add up to ``state_bytes_per_device``, all four to the state-per-device panel's
     height; the rest is None when ``metrics`` has no whole-state figure or nothing beyond the first
     two, the best weights None in a folder written before they were counted.
     """
