@@ -211,11 +211,15 @@ def _is_run_folder(path: Path, *, any_app: bool = False) -> bool:
     """Whether ``path`` is a run's folder (Hydra's ``.hydra`` record, and the run's log, metrics or checkpoints).
 
     Another Hydra app's output folder has a ``.hydra`` record and a ``launch.log`` or ``checkpoints/`` too: its record
-    (``another_apps_record``) says it is no run of ours, so a run may write in a folder below it. ``any_app``: its runs
-    count too (``runs_under``: a run never writes around runs, whoever's; its record is not read, which cost 13 ms a
-    folder, 6.5 s for 500)."""
-    return ((path / ".hydra").is_dir() and any((path / mark).exists() for mark in ("metrics.json", "launch.log",
-                                                                                   "checkpoints"))
+    (``another_apps_record``) says it is no run of ours, so a run may write in a folder below it; one holding our
+    ``metrics.json`` is a run's whatever its record says (sbibm.py's and sequential.py's job folders). ``any_app``: its
+    runs count too (``runs_under``: a run never writes around runs, whoever's; its record is not read, which cost
+    13 ms a folder, 6.5 s for 500)."""
+    if not (path / ".hydra").is_dir():
+        return False
+    if (path / "metrics.json").exists():
+        return True
+    return (any((path / mark).exists() for mark in ("launch.log", "checkpoints"))
             and (any_app or not another_apps_record(path / ".hydra")))
 
 
