@@ -34,8 +34,10 @@ __all__ = ["output_dir", "RunFolder", "claim_together", "is_writer"]
 log = logging.getLogger("gensbi_sharding")
 
 #: What an attempt's training steps measured: kept per attempt in ``previous_attempts`` of a continued run. The
-#: speed's flag goes with it: an attempt that only evaluates shows an earlier one-step speed as one, warm-up included.
-TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_loss", "speed_includes_warmup")
+#: speed's flag goes with it: an attempt that only evaluates shows an earlier one-step speed as one, warm-up included;
+#: and the compiled step's memory and collectives, else its sweep row showed attempt 1's speed beside blank ones.
+TRAINING_FIGURES = ("compile_s", "median_step_s", "samples_per_s", "final_train_loss", "speed_includes_warmup",
+                    "step_memory_bytes_per_device", "collective_bytes_per_step", "collectives")
 #: Where an attempt ran and how far it got: a run continued under another rule or mesh says which steps ran where.
 ATTEMPT_PLACEMENT = ("rule", "mesh_shape", "device_count", "process_count", "final_step", "jax_enable_x64")
 
