@@ -163,8 +163,11 @@ def test_a_signal_during_evaluation_stops_at_once_and_auto_resume_evaluates(tmp_
     from gensbi_sharding.harness.run_report import final_line
 
     assert resumed["training_figures_from_attempt"] == 1
-    for key in ("final_train_loss", "samples_per_s", "median_step_s", "compile_s"):
+    # r75: the compiled step's memory and collectives too (were null beside the copied speed)
+    for key in ("final_train_loss", "samples_per_s", "median_step_s", "compile_s", "step_memory_bytes_per_device",
+                "collective_bytes_per_step", "collectives"):
         assert resumed[key] == stopped[key] == resumed["previous_attempts"][0][key] is not None, key
+    assert stopped["collective_bytes_per_step"] > 0
     assert final_line(resumed, out).startswith("done in ") and "nan" not in final_line(resumed, out)
 
 
