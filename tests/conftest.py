@@ -272,7 +272,11 @@ def pytest_pycollect_makeitem(collector, name, obj):
 
 
 def pytest_collection_modifyitems(config, items):
-    """In an xdist worker, order the files longest first (the tests of a file keep their order)."""
+    """Slow tests get one rerun of a coordination-service abort (``abort_reruns``); in an xdist worker, order the files
+    longest first (the tests of a file keep their order)."""
+    from abort_reruns import add_abort_reruns
+
+    add_abort_reruns(items)
     if not hasattr(config, "workerinput"):
         return  # one process: the order does not change the run's length
     fast = (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow"
