@@ -18,6 +18,7 @@ import numpy as np
 from gensbi_sharding.harness.console import DETAILS
 from gensbi_sharding.harness.native_notes import idle_axis_said
 from gensbi_sharding.harness.console_lines import log_c2st_mean, mesh_step_line, model_step_line  # step lines
+from gensbi_sharding.harness.summary_columns import c2st_folds
 from gensbi_sharding.harness.placement_hints import idle_model_axis_hint, left_whole, splits_nothing_hint
 from gensbi_sharding.harness.units import (c2st_spread, format_bytes, format_c2st, format_count, format_seconds,
                                           is_number)
@@ -137,10 +138,11 @@ def final_line(metrics: dict[str, Any], out: Path) -> str:
     rows = metrics.get("c2st_observations") or []
     if c2st and is_number(metrics.get("c2st_sd_observations")):  # the spread is over observations, not folds
         c2st += f" over {len(rows)} observation{'s' * (len(rows) != 1)}"
-    elif c2st and "±" in c2st and rows and isinstance(rows[0], dict) and rows[0].get("c2st_scores"):
+    elif c2st and "±" in c2st and (folds := c2st_folds(metrics)) is not None:
         # One observation: the ± is the classifier's spread over folds, as its [6/7] line says; "C2ST 0.891 ±
-        # 0.024" alone read as the posterior's uncertainty (another C2ST seed moves it by as much: findings r75c)
-        c2st += f" over {len(rows[0]['c2st_scores'])} folds"
+        # 0.024" alone read as the posterior's uncertainty (another C2ST seed moves it by as much: findings r75c).
+        # Counted as the sweep table's cell counts them (one rule for both)
+        c2st += f" over {folds} folds"
     acceptance = metrics.get("support_acceptance")
     if c2st and is_number(acceptance) and acceptance < 1:  # data.theta_transform=none: the rest were rejected
         c2st += f" ({acceptance:.0%} of draws inside the prior kept, the rest rejected)"
