@@ -230,12 +230,11 @@ def record_x64(run_dir: Path, on: bool, make: bool = False) -> None:
     A folder moved as the job starts (its lock file gone with it) is written nothing: the job goes on in the folder
     made anew, and its last line says the folder moved (``folder_gone.gone_note``), not a FileNotFoundError.
     """
+    from gensbi_sharding.harness.folder_lock import FolderLock
     from gensbi_sharding.harness.outputs import write_atomic
 
     if make:
         (Path(run_dir) / ".hydra").mkdir(exist_ok=True)
-    from gensbi_sharding.harness.folder_lock import FolderLock
-
     if (record := Path(run_dir) / ".hydra").is_dir():
         try:
             write_atomic(record / X64_FILE, f"jax_enable_x64: {str(bool(on)).lower()}\n")
