@@ -63,6 +63,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     from gensbi_sharding import checkpoint, mesh_context
     from gensbi_sharding.harness import train, validation
     from gensbi_sharding.harness.held_out import DATA_SHARDS
+    from gensbi_sharding.harness.resumed_draws import drawn_otherwise
     from gensbi_sharding.harness.schedule import COUNTS_STEPS
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
     from gensbi_sharding.harness.state import EARLY_STOPPING, checkpoint_tree
@@ -72,6 +73,10 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     stopper = (validation.EarlyStopping(patience=cfg.train.patience) if resumed is None else
                dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
     start = ts.start_step
+    if resumed is not None and drawn_otherwise(stopper, functions, state, val_batches, ts.key, start,
+                                               draws=cfg.train.val_draws, mesh=mesh):
+        # an earlier version's draws: its losses are not continued (run_steps reads both fields after training)
+        stopper, ts.early_stopping, ts.val_afresh = validation.EarlyStopping(patience=cfg.train.patience), None, True
     # The checkpoint of this step may have been saved before its validation (a stop before or inside it).
     validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
                                 last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)

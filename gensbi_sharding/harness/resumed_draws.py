@@ -1,0 +1,73 @@
+"""Whether a resumed checkpoint's validation losses were drawn as this version draws them.
+
+Since 2026-12-06 (session 68, commit f986c22) each held-out pair draws its (t, z) from its own key; a checkpoint
+saved by an earlier version holds losses of the same pairs on other draws, and its info records nothing that tells
+(its config and info read as today's). Resumed as they were, its best loss was compared with this version's: a run
+of session 64 resumed at step 20 kept a history ``[[20, 1.7861], [40, 1.5739]]`` whose first loss this version scores
+1.6727, and a resume only to evaluate reported 1.7861 as its validation loss. So the best weights are scored again
+here, once, on this run's draws: a loss other than the checkpoint's best says its losses do not compare, and early
+stopping starts afresh, as on other held-out pairs (``held_out.held_out_changes``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from gensbi_sharding.harness.console import EVERY_PROCESS
+
+if TYPE_CHECKING:
+    from jax.sharding import Mesh
+
+    from gensbi_sharding.harness.train import StepFunctions
+    from gensbi_sharding.harness.validation import EarlyStopping
+
+__all__ = ["DRAWS_TOLERANCE", "drawn_otherwise"]
+
+log = logging.getLogger("gensbi_sharding")
+
+#: Relative gap between the checkpoint's best loss and its weights scored again that counts as other draws. The same
+#: draws on another mesh, rule or x64 setting differ by reduction order only (about 1e-6); other draws of the same
+#: pairs by the draws' noise (the session-64 run above: 6%).
+DRAWS_TOLERANCE = 1e-3
+
+
+def drawn_otherwise(stopper: EarlyStopping, functions: StepFunctions, state: Any, val_batches: list[dict],
+                    key: Any, step: int, *, draws: int, mesh: Mesh | None) -> bool:
+    """Score the restored best weights again; True (and a warning) when the checkpoint's best loss is not theirs.
+
+    Parameters
+    ----------
+    stopper : EarlyStopping
+        The early stopping the checkpoint restored (nothing to check without a best).
+    functions, state, val_batches, key
+        The run's step functions, its restored state (of ``step``), held-out batches and base key.
+    step : int
+        The restored step.
+    draws : int
+        ``train.val_draws``.
+    mesh : Mesh or None
+        The run's mesh.
+
+    Returns
+    -------
+    bool
+        True: the checkpoint's losses were drawn otherwise (an earlier version's); its early stopping is not to be
+        continued.
+    """
+    from gensbi_sharding import mesh_context
+    from gensbi_sharding.harness.validation import validation_loss
+
+    if not (val_batches and stopper.history and stopper.kept_best_step() is not None):
+        return False
+    with mesh_context(mesh):
+        loss = validation_loss(functions, stopper.with_best(functions, state, step), val_batches, key, draws=draws)
+    if loss is None or math.isclose(loss, stopper.best_loss, rel_tol=DRAWS_TOLERANCE):
+        return False
+    log.warning("early stopping starts afresh: the checkpoint's validation losses were drawn otherwise (its best "
+                "weights, step %d, score %.4f on this version's draws, not the %.4f it recorded: a checkpoint of a "
+                "version before 2026-12-06 drew each held-out pair's (t, z) otherwise), so they do not compare with "
+                "this run's; its weights go on, and the best is chosen among this run's validations",
+                stopper.best_step, loss, stopper.best_loss, extra=EVERY_PROCESS)
+    return True
