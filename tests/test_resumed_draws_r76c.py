@@ -69,6 +69,6 @@ def test_a_resume_only_to_evaluate_reports_the_loss_of_this_versions_draws(tmp_p
 def test_a_checkpoint_of_todays_draws_continues_its_early_stopping(tmp_path, caplog, val4_run):
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
         same = run_tiny(tmp_path / "same", f"train.resume={val4_run}", "train.steps=12", "train.val_every=4",
-                        "rule=fsdp")  # another rule: the same draws, summed in another order
+                        "rule=fsdp", "data.batch_size=32")  # the same draws, summed in another order and batching
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]
     assert "drawn otherwise" not in caplog.text
