@@ -4,7 +4,8 @@ Before 2026-12-06 (session 68) the held-out pairs' (t, z) were drawn otherwise: 
 scored 1.7861 there and 1.6727 here, and its checkpoint records nothing that tells (config and info read as
 today's). Resumed, that best loss was compared with this version's losses (a history [[20, 1.7861], [40, 1.5739]]),
 and a resume only to evaluate reported 1.7861 as its validation loss. The old checkpoint is made here from today's
-by writing into its early-stopping record the losses other draws gave: the same weights, 7% more.
+by writing into its early-stopping record the losses other draws gave: the same weights, 7% more, and no ``draws``.
+Since then the record names its draws (``validation.DRAWS``): such a checkpoint is not scored again.
 """
 import json
 import logging
@@ -31,6 +32,7 @@ def _as_drawn_otherwise(source, target):
     meta = target / "checkpoints" / "8" / "meta" / "metadata"
     record = json.loads(meta.read_text())
     stopping = record["info"]["early_stopping"]
+    del stopping["draws"]  # an earlier version's record names no draws
     stopping["best_loss"] *= OTHER_DRAWS
     stopping["history"] = [[step, loss * OTHER_DRAWS] for step, loss in stopping["history"]]
     meta.write_text(json.dumps(record))
@@ -72,3 +74,17 @@ def test_a_checkpoint_of_todays_draws_continues_its_early_stopping(tmp_path, cap
                         "rule=fsdp", "data.batch_size=32")  # the same draws, summed in another order and batching
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]
     assert "drawn otherwise" not in caplog.text
+
+
+@pytest.mark.slow  # end-to-end runs (a resume)
+def test_a_checkpoint_naming_todays_draws_is_not_scored_again(tmp_path, caplog, val4_run):
+    meta = val4_run / "checkpoints" / "8" / "meta" / "metadata"
+    assert json.loads(meta.read_text())["info"]["early_stopping"]["draws"] == "per_pair"
+    old, _ = _as_drawn_otherwise(val4_run, tmp_path / "old")
+    record = json.loads((old / "checkpoints" / "8" / "meta" / "metadata").read_text())
+    record["info"]["early_stopping"]["draws"] = "per_pair"  # the 7% more now read as this version's own losses
+    (old / "checkpoints" / "8" / "meta" / "metadata").write_text(json.dumps(record))
+    with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
+        resumed = run_tiny(tmp_path / "resumed", f"train.resume={old}", "train.steps=12", "train.val_every=4")
+    assert "drawn otherwise" not in caplog.text  # no second validation of the restored weights
+    assert [step for step, _ in resumed["val_history"]] == [4, 8, 12]

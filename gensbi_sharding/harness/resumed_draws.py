@@ -4,8 +4,9 @@ Since 2026-12-06 (session 68, commit f986c22) each held-out pair draws its (t, z
 saved by an earlier version holds losses of the same pairs on other draws, and its info records nothing that tells
 (its config and info read as today's). Resumed as they were, its best loss was compared with this version's: a run
 of session 64 resumed at step 20 kept a history ``[[20, 1.7861], [40, 1.5739]]`` whose first loss this version scores
-1.6727, and a resume only to evaluate reported 1.7861 as its validation loss. So the best weights are scored again
-here, once, on this run's draws: a loss other than the checkpoint's best says its losses do not compare, and early
+1.6727, and a resume only to evaluate reported 1.7861 as its validation loss. So a checkpoint whose early-stopping
+state does not name its draws (``validation.DRAWS``, saved since session 76) has its best weights scored again here,
+once, on this run's draws: a loss other than the checkpoint's best says its losses do not compare, and early
 stopping starts afresh, as on other held-out pairs (``held_out.held_out_changes``).
 """
 
@@ -57,13 +58,16 @@ def drawn_otherwise(stopper: EarlyStopping, functions: StepFunctions, state: Any
         continued.
     """
     from gensbi_sharding import mesh_context
-    from gensbi_sharding.harness.validation import validation_loss
+    from gensbi_sharding.harness.validation import DRAWS, validation_loss
 
+    if stopper.draws == DRAWS:  # saved by a version that draws as this one does: nothing to score again
+        return False
     if not (val_batches and stopper.history and stopper.kept_best_step() is not None):
         return False
     with mesh_context(mesh):
         loss = validation_loss(functions, stopper.with_best(functions, state, step), val_batches, key, draws=draws)
     if loss is None or math.isclose(loss, stopper.best_loss, rel_tol=DRAWS_TOLERANCE):
+        stopper.draws = DRAWS  # the same draws: its later saves say so
         return False
     log.warning("early stopping starts afresh: the checkpoint's validation losses were drawn otherwise (its best "
                 "weights, step %d, score %.4f on this version's draws, not the %.4f it recorded: a checkpoint of a "

@@ -31,6 +31,10 @@ log = logging.getLogger("gensbi_sharding")
 
 _VAL_STREAM = 0x7FFFFFFF  # folded into the base key: a stream the train steps never reach
 
+#: How this version draws a validation's (t, z): from each held-out pair's own key (since session 68). Saved with the
+#: early-stopping state, so a resume re-scores only a checkpoint without it (an earlier version's: resumed_draws).
+DRAWS = "per_pair"
+
 
 @dataclasses.dataclass
 class EarlyStopping:
@@ -48,6 +52,7 @@ class EarlyStopping:
     best_weights: Any = None
     since_best: int = 0
     history: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    draws: str | None = DRAWS  # None: resumed from a checkpoint that does not say (resumed_draws checks it)
 
     def observe(self, step: int, loss: float, weights: Callable[[], Any]) -> bool:
         """Record the validation ``loss`` at ``step``; ``weights()`` copies them if best. True: stop."""
@@ -86,7 +91,8 @@ class EarlyStopping:
     def scalars(self) -> dict[str, Any]:
         """Everything but the best weights, JSON-serialisable (``best_loss`` None before a validation)."""
         return {"best_loss": self.best_loss if self.best_step is not None else None, "best_step": self.best_step,
-                "since_best": self.since_best, "history": [[int(s), float(v)] for s, v in self.history]}
+                "since_best": self.since_best, "history": [[int(s), float(v)] for s, v in self.history],
+                "draws": self.draws}
 
     @classmethod
     def resumed(cls, patience: int, scalars: dict[str, Any], best_weights: Any) -> EarlyStopping:
@@ -95,7 +101,7 @@ class EarlyStopping:
         return cls(patience=patience, best_step=best_step, since_best=int(scalars["since_best"]),
                    best_loss=math.inf if best_step is None else float(scalars["best_loss"]),
                    best_weights=None if best_step is None else best_weights,
-                   history=[(int(s), float(v)) for s, v in scalars["history"]])
+                   history=[(int(s), float(v)) for s, v in scalars["history"]], draws=scalars.get("draws"))
 
 
 def record_validation(stopper: EarlyStopping, functions: StepFunctions, state: Any, step: int,
