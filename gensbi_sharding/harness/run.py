@@ -7,7 +7,6 @@ or on the console with ``debug=true``) and a ``metrics.json`` of status ``error`
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -15,7 +14,6 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, in
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
+from gensbi_sharding.harness.console import quiet_libraries  # run's, sample_posterior's: one place
 from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
@@ -50,24 +49,6 @@ def jobs_share_jax() -> bool:
     import jax
 
     return jax.distributed.is_initialized() and jax.process_count() > 1
-
-
-@contextlib.contextmanager
-def quiet_libraries() -> Iterator[None]:
-    """Inside: the ``jax`` and ``absl`` loggers (JAX's backend probing, Orbax's notes as it reads or saves a
-    checkpoint) say warnings and errors only; each level is put back as it was after, so a caller's logging
-    (``run(cfg)`` from Python, a notebook) is left as it found it. A level already stricter is kept.
-    """
-    loggers = [logging.getLogger(name) for name in ("jax", "absl")]
-    levels = [logger.level for logger in loggers]
-    for logger, level in zip(loggers, levels):
-        if level < logging.WARNING:  # NOTSET too: it would inherit the root's INFO from Hydra's logging config
-            logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:

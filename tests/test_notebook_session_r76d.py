@@ -1,0 +1,45 @@
+"""A researcher's notebook session: ``run(cfg)`` and ``sample_posterior`` called again and again in one process,
+with the caller's own logging configured (``logging.basicConfig(level=logging.INFO)``, as the docs suggest for
+seeing the run's account). What one call leaves behind must not reach the next, nor flood the caller's console."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from faults_helpers import run_tiny
+
+NOISY = ("jax", "absl")  # JAX's backend notes, Orbax's (through absl) on every checkpoint it reads
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, devices):
+    """A tiny run's folder (no evaluation): only read."""
+    out = tmp_path_factory.mktemp("nb") / "run"
+    assert run_tiny(out)["status"] == "ok"
+    return out
+
+
+@pytest.mark.slow  # trains a run
+def test_sample_posterior_keeps_orbax_info_lines_off_a_notebooks_info_logging(tiny_run, caplog):
+    """Under the caller's INFO logging, ``run(cfg)`` kept JAX's and Orbax's info lines out while ``sample_posterior``
+    printed ~20 of Orbax's per call ("Created BasePyTreeCheckpointHandler ...", "Restoring checkpoint from ...")
+    around its own one line. Its own line stays; the libraries' levels are put back after."""
+    from gensbi_sharding.harness.own_observation import sample_posterior
+
+    before = [logging.getLogger(name).level for name in NOISY]
+    caplog.set_level(logging.INFO)  # the root at INFO, as logging.basicConfig(level=logging.INFO) sets it
+    samples = sample_posterior(tiny_run, np.array([0.1, -0.2]), num_samples=16, seed=0)
+    assert samples.shape == (16, 2)
+    noisy = [r.getMessage()[:80] for r in caplog.records if r.name.split(".")[0] in NOISY and r.levelno < logging.WARNING]
+    assert noisy == []
+    assert any(r.name == "gensbi_sharding" and r.getMessage().startswith("sampling checkpoint") for r in caplog.records)
+    assert [logging.getLogger(name).level for name in NOISY] == before
+
+
+def test_run_quiet_libraries_is_the_consoles_one():
+    """One helper for both entry points (``run.quiet_libraries`` stays importable where it was)."""
+    from gensbi_sharding.harness import console
+    from gensbi_sharding.harness.run import quiet_libraries
+
+    assert quiet_libraries is console.quiet_libraries
