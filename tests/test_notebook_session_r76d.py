@@ -43,3 +43,28 @@ def test_run_quiet_libraries_is_the_consoles_one():
     from gensbi_sharding.harness.run import quiet_libraries
 
     assert quiet_libraries is console.quiet_libraries
+
+
+@pytest.mark.slow  # a run's claim and record (0.6 s on 2 cores)
+def test_a_ctrl_c_as_a_run_ends_names_its_finished_metrics(tmp_path, monkeypatch):
+    """Ctrl-C while ``run(cfg)``'s last observation was scored (a notebook's interrupt button): the run finishes (status
+    ok) and, called from Python, raises ``KeyboardInterrupt`` as Python would; it was bare, so the notebook showed an
+    interrupted cell with no word that the run had finished, nor where the metrics it did not return are."""
+    import json
+    import signal
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness import run as run_module
+
+    def job(cfg, out, metrics, folder, watch, start):  # the whole job, Ctrl-C coming as its last step ends
+        signal.raise_signal(signal.SIGINT)
+        metrics["status"] = "ok"
+
+    monkeypatch.setattr(run_module, "run_job", job)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        run_module.run(compose_tiny(output_dir=out))
+    assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
+    assert str(stopped.value) == (f"Ctrl-C came as the run ended: it finished, status ok (nothing to continue); its "
+                                  f"metrics, which run(cfg) returns: {out / 'metrics.json'}")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the notebook's own handler back

@@ -88,7 +88,11 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
     if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(processes.LOCAL_CHILD_ENV):
         # Asked to stop as its last observation was scored: the run finished, every score written, so it is recorded
         # complete (not interrupted), and its sweep stops here
-        signal_hold.stop_after_run(stop_signal(watch.signum))
+        try:
+            signal_hold.stop_after_run(stop_signal(watch.signum))
+        except KeyboardInterrupt:  # from Python: raised, so run(cfg)'s metrics never come back; said where they are
+            raise KeyboardInterrupt(f"Ctrl-C came as the run ended: it finished, status ok (nothing to continue); "
+                                    f"its metrics, which run(cfg) returns: {out / 'metrics.json'}") from None
     return metrics
 
 
