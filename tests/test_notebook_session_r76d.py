@@ -68,3 +68,34 @@ def test_a_ctrl_c_as_a_run_ends_names_its_finished_metrics(tmp_path, monkeypatch
     assert str(stopped.value) == (f"Ctrl-C came as the run ended: it finished, status ok (nothing to continue); its "
                                   f"metrics, which run(cfg) returns: {out / 'metrics.json'}")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the notebook's own handler back
+
+
+@pytest.mark.slow  # a run's claim and record (0.6 s on 2 cores)
+@pytest.mark.parametrize("again", [False, True], ids=["at a step", "Ctrl-C again: at once"])
+def test_a_ctrl_c_mid_run_raises_keyboardinterrupt_with_the_call_that_continues(tmp_path, monkeypatch, again):
+    """A notebook's interrupt mid-training: ``run(cfg)`` raised a bare ``KeyboardInterrupt`` (the cell's traceback
+    said only ``KeyboardInterrupt:``); the call that continues the run was in a log line only, which a notebook
+    without logging to its console (a file handler of its own) never showed. It now says it too."""
+    import json
+    import signal
+
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness import run as run_module
+    from gensbi_sharding.harness.preemption import Preempted
+
+    def job(cfg, out, metrics, folder, watch, start):
+        if again:
+            raise KeyboardInterrupt  # Python's own, at the second Ctrl-C
+        raise Preempted(signal.SIGINT, step=3)
+
+    monkeypatch.setattr(run_module, "run_job", job)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        run_module.run(compose_tiny(output_dir=out))
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["status"] == "interrupted"
+    assert str(stopped.value) == saved["error"]
+    said = ("interrupted (Ctrl-C); stopped at once, with no checkpoint to continue from" if again else
+            f"interrupted by Ctrl-C (SIGINT) at step 3; continue with: run(cfg) with cfg.train.resume='auto' and "
+            f"cfg.output_dir='{out}' set in omegaconf.open_dict(cfg)")
+    assert str(stopped.value) == said

@@ -76,9 +76,10 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
             failure = run_job(cfg, out, metrics, folder, watch, start)
         except Preempted as stop:
             record_stop(stop, metrics, out, start, folder, by_peer=stopped_by_peer(watch))
-        except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was (a save under way ended first)
-            saved = stop_record.record_resume_point(metrics, out)  # the checkpoint committed, named for its resume
-            stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)
+        except KeyboardInterrupt as err:  # a second Ctrl-C: at once, wherever the run was (a save under way ended
+            saved = stop_record.record_resume_point(metrics, out)  # first); the checkpoint committed, named for its
+            stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)  # resume
+            err.args = (metrics["error"],)  # its traceback kept (where it stopped); its words how to continue
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
             failure = record_failure(err, cfg, metrics, out, start, folder, watch, saved_before)
@@ -162,7 +163,7 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
             log.info("%s", whole)
         if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
             summary.refresh_job_sweep_summary(out)
-        raise KeyboardInterrupt from None
+        raise KeyboardInterrupt(error) from None  # from Python (a notebook's cell) the words that continue it too
     if not by_peer:  # said above
         log.log(min(console.stop_level(), logging.WARNING), "%s", error)
     if whole:
