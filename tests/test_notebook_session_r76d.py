@@ -99,3 +99,28 @@ def test_a_ctrl_c_mid_run_raises_keyboardinterrupt_with_the_call_that_continues(
             f"interrupted by Ctrl-C (SIGINT) at step 3; continue with: run(cfg) with cfg.train.resume='auto' and "
             f"cfg.output_dir='{out}' set in omegaconf.open_dict(cfg)")
     assert str(stopped.value) == said
+
+
+def test_absl_leaves_a_root_logger_without_handlers_as_it_was(monkeypatch):
+    """A notebook with no logging configured: absl's first note inside ``run(cfg)`` (Orbax's, as it is imported or
+    reads a checkpoint) ran ``logging.basicConfig()``, leaving a stderr handler on the root, so the notebook's
+    ``logging.basicConfig(level=logging.INFO)`` afterwards (the docs' way to see the run's account) did nothing."""
+    from absl import logging as absl_logging
+
+    from gensbi_sharding.harness.run import quiet_libraries
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # pytest's capture handler aside: a fresh notebook's root
+    with quiet_libraries():
+        absl_logging.warning("a note of Orbax's")
+    assert root.handlers == []
+
+
+@pytest.mark.slow  # reads the trained run's checkpoint
+def test_sample_posterior_leaves_a_root_logger_without_handlers_as_it_was(tiny_run, monkeypatch):
+    from gensbi_sharding.harness.own_observation import sample_posterior
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    sample_posterior(tiny_run, np.array([0.1, -0.2]), num_samples=16, seed=0)
+    assert root.handlers == []

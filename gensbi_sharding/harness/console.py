@@ -82,15 +82,20 @@ def quiet_console(cfg: Any) -> Iterator[None]:
 def quiet_libraries() -> Iterator[None]:
     """Inside: the ``jax`` and ``absl`` loggers (JAX's backend probing, Orbax's notes as it reads or saves a
     checkpoint) say warnings and errors only; each level is put back as it was after, so a caller's logging
-    (``run(cfg)`` or ``sample_posterior`` from Python, a notebook) is left as it found it. A level already stricter is kept.
+    (``run(cfg)`` or ``sample_posterior`` from Python, a notebook) is left as it found it. A level already stricter is
+    kept. A root logger without handlers keeps none: absl's first note ran ``logging.basicConfig()`` on it, so a
+    notebook's own ``logging.basicConfig(level=logging.INFO)`` after a first run did nothing (``last_resort_kept``).
     """
+    from gensbi_sharding.harness.child_logging import last_resort_kept  # imports numpy: not at launch.py's start
+
     loggers = [logging.getLogger(name) for name in ("jax", "absl")]
     levels = [logger.level for logger in loggers]
     for logger, level in zip(loggers, levels):
         if level < logging.WARNING:  # NOTSET too: it would inherit the root's INFO from Hydra's logging config
             logger.setLevel(logging.WARNING)
     try:
-        yield
+        with last_resort_kept():
+            yield
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
