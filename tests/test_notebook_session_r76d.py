@@ -124,3 +124,32 @@ def test_sample_posterior_leaves_a_root_logger_without_handlers_as_it_was(tiny_r
     monkeypatch.setattr(root, "handlers", [])
     sample_posterior(tiny_run, np.array([0.1, -0.2]), num_samples=16, seed=0)
     assert root.handlers == []
+
+
+@pytest.mark.slow  # composes and imports the run (0.5 s on 2 cores)
+def test_a_config_holding_hydras_own_section_is_refused_in_one_line(tmp_path, caplog):
+    """``compose("config", ..., return_hydra_config=True)`` (Hydra's compose API, to see what a launch sees) handed to
+    ``run(cfg)`` ended in OmegaConf's traceback, ``MissingMandatoryValue ... hydra.job.num``, naming no fix; its
+    ``hydra.run.dir`` would not be the folder written. Refused as the docs say a refusal comes back, nothing made."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from gensbi_sharding.harness.config import register_configs
+    from gensbi_sharding.harness.groups import CONF
+    from gensbi_sharding.harness.run import run
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=quick"], return_hydra_config=True)
+    out = tmp_path / "run"
+    with open_dict(cfg):
+        cfg.output_dir = str(out)
+    metrics = run(cfg)
+    assert metrics["status"] == "error"
+    assert metrics["error"] == (
+        "ConfigError: run(cfg) was given Hydra's own section (compose(..., return_hydra_config=True)), which a launch "
+        "keeps apart: its ${hydra.job.num} reads only inside a launch, and its hydra.run.dir is not the folder "
+        f"written (cfg.output_dir is: {out}); compose without return_hydra_config, or drop the section: with "
+        "omegaconf.open_dict(cfg): del cfg['hydra']")
+    assert not out.exists()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == [metrics["error"]]

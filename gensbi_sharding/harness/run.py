@@ -63,7 +63,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def quiet_run(cfg: DictConfig) -> dict[str, Any]:
     """``run``'s job, the noisy loggers quieted by the caller."""
     out = run_folder.output_dir(cfg)
-    if (refused := unreadable_config(cfg, out)) is not None:
+    if (refused := hydra_section(cfg, out) or unreadable_config(cfg, out)) is not None:
         return refused
     start, saved_before = time.perf_counter(), launch_record.step_folder_names(out)
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
@@ -95,6 +95,22 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
             raise KeyboardInterrupt(f"Ctrl-C came as the run ended: it finished, status ok (nothing to continue); "
                                     f"its metrics, which run(cfg) returns: {out / 'metrics.json'}") from None
     return metrics
+
+
+def hydra_section(cfg: DictConfig, out: Path) -> dict[str, Any] | None:
+    """The metrics of a job refused for a config holding Hydra's own section (``compose(...,
+    return_hydra_config=True)`` from Python), nothing written; None for a job's config (a launch's never holds it).
+
+    Its ``${hydra.job.num}`` (``hydra.sweep.subdir``) reads only inside a launch: ``run(cfg)`` ended in OmegaConf's
+    traceback (``MissingMandatoryValue ... hydra.job.num``), and its ``hydra.run.dir`` is not the folder written."""
+    if "hydra" not in cfg:
+        return None
+    error = (f"ConfigError: run(cfg) was given Hydra's own section (compose(..., return_hydra_config=True)), which a "
+             f"launch keeps apart: its ${{hydra.job.num}} reads only inside a launch, and its hydra.run.dir is not the "
+             f"folder written (cfg.output_dir is: {out}); compose without return_hydra_config, or drop the section: "
+             f"with omegaconf.open_dict(cfg): del cfg['hydra']")
+    log.error("%s", error)
+    return {"status": "error", "error": error, "wall_s": None, "config": OmegaConf.to_container(cfg, resolve=False)}
 
 
 def unreadable_config(cfg: DictConfig, out: Path) -> dict[str, Any] | None:
