@@ -32,7 +32,7 @@ from gensbi_sharding.harness.native_console import NATIVE, PIPED_TERMINALS, job_
 
 __all__ = ["DETAILS", "NOISY_WARNINGS", "NOISY_MESSAGES", "ConsoleFilter", "ConsoleFormatter",
            "warnings_to_log", "native_output_to_log", "quiet_console", "set_process", "tagged",
-           "stop_level", "job_log_name", "is_terminal", "late_read_error",
+           "stop_level", "job_log_name", "is_terminal", "late_read_error", "quiet_libraries",
            "CONSOLE_TERMINAL_ENV", "REFUSAL_CLASS", "SAVE_WAIT", "SAVE_WAIT_SAID"]
 
 CONSOLE_TERMINAL_ENV = "GENSBI_SHARDING_CONSOLE_IS_TERMINAL"  # "1"/"0": the console a local process's stderr reaches
@@ -76,3 +76,26 @@ def quiet_console(cfg: Any) -> Iterator[None]:
         stack.enter_context(late_writes_to_log())  # a failed checkpoint save's late callbacks: launch.log only
         stack.enter_context(native_output_to_log())
         yield
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Inside: the ``jax`` and ``absl`` loggers (JAX's backend probing, Orbax's notes as it reads or saves a
+    checkpoint) say warnings and errors only; each level is put back as it was after, so a caller's logging
+    (``run(cfg)`` or ``sample_posterior`` from Python, a notebook) is left as it found it. A level already stricter is
+    kept. A root logger without handlers keeps none: absl's first note ran ``logging.basicConfig()`` on it, so a
+    notebook's own ``logging.basicConfig(level=logging.INFO)`` after a first run did nothing (``last_resort_kept``).
+    """
+    from gensbi_sharding.harness.child_logging import last_resort_kept  # imports numpy: not at launch.py's start
+
+    loggers = [logging.getLogger(name) for name in ("jax", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger, level in zip(loggers, levels):
+        if level < logging.WARNING:  # NOTSET too: it would inherit the root's INFO from Hydra's logging config
+            logger.setLevel(logging.WARNING)
+    try:
+        with last_resort_kept():
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gensbi_sharding.harness.console import quiet_libraries
 from gensbi_sharding.harness.sampled_checkpoint import DamagedCheckpoint, for_sampler
 from gensbi_sharding.harness.observation_input import far_from_training, load_observation
 from gensbi_sharding.harness.sample_output import NumberParser, at_least, free_name, out_path, output_problem
@@ -35,6 +36,7 @@ log = logging.getLogger("gensbi_sharding")
 RETRIES = 3  # newest checkpoints picked again after one was deleted while read (a run still training)
 
 
+@quiet_libraries()  # Orbax's ~20 info lines per checkpoint read: off a caller's INFO logging, as run(cfg) keeps them
 def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int | None = None,
                      seed: int | None = None, ode_steps: int | None = None, mesh: Mesh | None = None,
                      details: dict | None = None, flags: bool = False) -> np.ndarray:
@@ -63,7 +65,8 @@ def sample_posterior(run_dir: str | os.PathLike, x_o: Any, *, num_samples: int |
     Returns
     -------
     ndarray, shape (num_samples, dim_theta), float32
-        Inside the prior's support, in the task's parameter units.
+        Inside the prior's support, in the task's parameter units. JAX's and Orbax's info lines are left out while it
+        runs (``console.quiet_libraries``, as ``run``): its own line says the checkpoint and weights sampled.
 
     Raises
     ------

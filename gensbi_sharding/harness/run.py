@@ -7,7 +7,6 @@ or on the console with ``debug=true``) and a ``metrics.json`` of status ``error`
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -15,7 +14,6 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from gensbi_sharding.harness import (console, folder_verdict, interrupt_hold, in
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.child_errors import child_refusal
 from gensbi_sharding.harness.config_values import interpolation_problem
+from gensbi_sharding.harness.console import quiet_libraries  # run's, sample_posterior's: one place
 from gensbi_sharding.harness.continue_field import CONTINUE_FIELD
 from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
@@ -52,24 +51,6 @@ def jobs_share_jax() -> bool:
     return jax.distributed.is_initialized() and jax.process_count() > 1
 
 
-@contextlib.contextmanager
-def quiet_libraries() -> Iterator[None]:
-    """Inside: the ``jax`` and ``absl`` loggers (JAX's backend probing, Orbax's notes as it reads or saves a
-    checkpoint) say warnings and errors only; each level is put back as it was after, so a caller's logging
-    (``run(cfg)`` from Python, a notebook) is left as it found it. A level already stricter is kept.
-    """
-    loggers = [logging.getLogger(name) for name in ("jax", "absl")]
-    levels = [logger.level for logger in loggers]
-    for logger, level in zip(loggers, levels):
-        if level < logging.WARNING:  # NOTSET too: it would inherit the root's INFO from Hydra's logging config
-            logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
-
-
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one job described by ``cfg``; returns its metrics (``status`` "ok", "error" or "preempted").
 
@@ -82,7 +63,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def quiet_run(cfg: DictConfig) -> dict[str, Any]:
     """``run``'s job, the noisy loggers quieted by the caller."""
     out = run_folder.output_dir(cfg)
-    if (refused := unreadable_config(cfg, out)) is not None:
+    if (refused := hydra_section(cfg, out) or unreadable_config(cfg, out)) is not None:
         return refused
     start, saved_before = time.perf_counter(), launch_record.step_folder_names(out)
     metrics: dict[str, Any] = {"status": "error", "config": OmegaConf.to_container(cfg, resolve=True)}
@@ -95,9 +76,10 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
             failure = run_job(cfg, out, metrics, folder, watch, start)
         except Preempted as stop:
             record_stop(stop, metrics, out, start, folder, by_peer=stopped_by_peer(watch))
-        except KeyboardInterrupt:  # a second Ctrl-C: at once, wherever the run was (a save under way ended first)
-            saved = stop_record.record_resume_point(metrics, out)  # the checkpoint committed, named for its resume
-            stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)
+        except KeyboardInterrupt as err:  # a second Ctrl-C: at once, wherever the run was (a save under way ended
+            saved = stop_record.record_resume_point(metrics, out)  # first); the checkpoint committed, named for its
+            stop_record.record_interrupt(metrics, stop_record.at_once_error(out, saved), start, folder)  # resume
+            err.args = (metrics["error"],)  # its traceback kept (where it stopped); its words how to continue
             raise
         except Exception as err:  # every failure ends this job cleanly; the sweep goes on
             failure = record_failure(err, cfg, metrics, out, start, folder, watch, saved_before)
@@ -107,8 +89,28 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
     if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(processes.LOCAL_CHILD_ENV):
         # Asked to stop as its last observation was scored: the run finished, every score written, so it is recorded
         # complete (not interrupted), and its sweep stops here
-        signal_hold.stop_after_run(stop_signal(watch.signum))
+        try:
+            signal_hold.stop_after_run(stop_signal(watch.signum))
+        except KeyboardInterrupt:  # from Python: raised, so run(cfg)'s metrics never come back; said where they are
+            raise KeyboardInterrupt(f"Ctrl-C came as the run ended: it finished, status ok (nothing to continue); "
+                                    f"its metrics, which run(cfg) returns: {out / 'metrics.json'}") from None
     return metrics
+
+
+def hydra_section(cfg: DictConfig, out: Path) -> dict[str, Any] | None:
+    """The metrics of a job refused for a config holding Hydra's own section (``compose(...,
+    return_hydra_config=True)`` from Python), nothing written; None for a job's config (a launch's never holds it).
+
+    Its ``${hydra.job.num}`` (``hydra.sweep.subdir``) reads only inside a launch: ``run(cfg)`` ended in OmegaConf's
+    traceback (``MissingMandatoryValue ... hydra.job.num``), and its ``hydra.run.dir`` is not the folder written."""
+    if "hydra" not in cfg:
+        return None
+    error = (f"ConfigError: run(cfg) was given Hydra's own section (compose(..., return_hydra_config=True)), which a "
+             f"launch keeps apart: its ${{hydra.job.num}} reads only inside a launch, and its hydra.run.dir is not the "
+             f"folder written (cfg.output_dir is: {out}); compose without return_hydra_config, or drop the section: "
+             f"with omegaconf.open_dict(cfg): del cfg['hydra']")
+    log.error("%s", error)
+    return {"status": "error", "error": error, "wall_s": None, "config": OmegaConf.to_container(cfg, resolve=False)}
 
 
 def unreadable_config(cfg: DictConfig, out: Path) -> dict[str, Any] | None:
@@ -177,7 +179,7 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
             log.info("%s", whole)
         if folder.owner:  # Hydra's end-of-sweep summary never comes: the jobs so far, and those not run
             summary.refresh_job_sweep_summary(out)
-        raise KeyboardInterrupt from None
+        raise KeyboardInterrupt(error) from None  # from Python (a notebook's cell) the words that continue it too
     if not by_peer:  # said above
         log.log(min(console.stop_level(), logging.WARNING), "%s", error)
     if whole:
