@@ -67,3 +67,32 @@ def test_harness_md_says_a_refused_run_cfg_shows_its_error_on_stderr_too(tmp_pat
     assert [r.getMessage() for r in errors] == [metrics["error"]]
     page = " ".join((REPO / "docs" / "harness.md").read_text().split())
     assert "after the same refusal on stderr as `ERROR:gensbi_sharding:FileExistsError: ...`" in page
+
+
+@pytest.mark.slow  # writes a sweep's summary, its PNG too (~1 s on 2 cores)
+def test_the_dry_run_sweep_ranks_an_idle_model_axis_last_as_the_readme_now_says(tmp_path):
+    # Run as the README's dry-run sweep (2026-12-07, 9 jobs): its "ranked by bytes of collectives" table lists
+    # replicated on 2x4 near the end though it sends the fewest bytes, 815,116 B against tensor on 4x2's 1,416,978 B,
+    # which the README called first by communication, saying nothing of why: a reader saw 815.1 KB below 1.4 MB.
+    # Its model axis is idle (nothing split over it), and such jobs rank after the others: the README says so now.
+    from omegaconf import OmegaConf
+
+    from gensbi_sharding.harness.summary import write_summary
+
+    jobs = [("replicated", 4, [2, 4], 815_116, True), ("tensor", 2, [4, 2], 1_416_978, False)]
+    for job, (rule, model_axis, shape, sent, idle) in enumerate(jobs):
+        folder = tmp_path / str(job)
+        (folder / ".hydra").mkdir(parents=True)
+        OmegaConf.save(OmegaConf.create([f"rule={rule}", f"mesh.model_axis={model_axis}"]),
+                       folder / ".hydra" / "overrides.yaml")
+        (folder / "metrics.json").write_text(json.dumps({
+            "status": "ok", "config": {"dry_run": True}, "mesh_shape": shape, "wall_s": 7.0,
+            "step_memory_bytes_per_device": 5_000_000, "collective_bytes_per_step": sent, "model_axis_idle": idle}))
+    text = write_summary(tmp_path, declared=["rule", "mesh.model_axis"]).text
+    by_bytes = text.split("ranked by bytes of collectives per step")[1]
+    assert by_bytes.startswith(" (smallest first; jobs whose model axis is idle last):"), by_bytes[:80]
+    assert by_bytes.index("| tensor ") < by_bytes.index("| replicated "), by_bytes
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert ("a job whose model axis is idle, nothing split over it, ranks after the others whatever its figures: "
+            "replicated on 2x4 sends the fewest bytes, 0.82 MB") in readme
+    assert f"{jobs[0][3] / 1e6:.2f} MB" == "0.82 MB"
