@@ -11,7 +11,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes, check_active_mesh, traced_mesh
+from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.factory import check_active_mesh, traced_mesh
 from gensbi_sharding.factory import under_transform
 from gensbi_sharding.leaf_checks import check_placeable
 from gensbi_sharding.mesh import entered_mesh
