@@ -122,6 +122,11 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     rule : str or RuleTable or Rule, or sequence of (str, MeshAxes) pairs
         A key of ``RULES``; a table, or its pairs (as Flax's ``logical_axis_rules``); a ``Rule``. Mesh axes: later.
 
+    Returns
+    -------
+    Rule
+        Its ``table`` a dict, logical axis -> mesh axes (T5X/MaxText's ``logical_axis_rules``, as a mapping).
+
     Raises
     ------
     ValueError

@@ -112,6 +112,11 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         them; a mesh axis named twice falls back)
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
+    Returns
+    -------
+    tuple of (jax.sharding.PartitionSpec, str or None)
+        The spec, and why it fell back to ``P()`` (None when it did not).
+
     Raises
     ------
     TypeError, ValueError
