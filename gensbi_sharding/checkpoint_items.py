@@ -1,5 +1,6 @@
 """What a checkpoint's items hold: one Orbax handler per item of ``checkpoint_steps.ITEMS``, the arrays named by
-their paths (flat and nested), which of them are not finite, and the JSON items as plain data."""
+their paths (flat and nested), which of them are not finite, the JSON items as plain data, and the checks of what
+``CheckpointWriter.save`` takes (``checked_step``, ``check_state_and_key``)."""
 
 import json
 from collections import Counter

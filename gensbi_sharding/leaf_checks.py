@@ -1,6 +1,7 @@
 """Whether a leaf can be placed on devices as it is: a row count per batch, a dtype a JAX array holds, values its
 placed dtype keeps, undonated, untraced (``shard_batch``, ``host_to_global_array``, ``shard_model``, ``init_sharded``
-and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``)."""
+and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``);
+a bad row count named with its fix (``row_count_fix``, ``pad_for_mesh``'s)."""
 
 import math
 from typing import Any

@@ -1,4 +1,5 @@
-"""The ``("data", "model")`` mesh: built from one knob (``model_axis``), resolved from a config, activated."""
+"""The ``("data", "model")`` mesh: built from one knob (``model_axis``), resolved from a config, activated; the mesh
+a node's arrays are on (``model_mesh``), and a mesh in numbers (``MeshSummary``, ``describe``'s)."""
 
 import contextlib
 import dataclasses

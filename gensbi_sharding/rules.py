@@ -1,4 +1,5 @@
-"""The contract's vocabulary and rules: logical axes, the annotation keys, the named rules, a rule resolved once.
+"""The contract's vocabulary and rules: logical axes, the annotation keys, the named rules, a rule resolved once;
+the activation names ``constrain`` takes (``ACTIVATION_NAMES``, ``check_activation_names``).
 
 ``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
 mesh axes) is Flax's and MaxText's ``logical_axis_rules``; its placements GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""

@@ -1,6 +1,7 @@
 """PartitionSpecs: one variable's from its logical axes under a rule table (``partition_spec_for``, Flax's
 ``logical_to_mesh_axes`` plus checks), and the checks every placing module shares: a spec entry's mesh axes, whether
-a spec splits a shape on a mesh or a plan fits a node, whether a value is a mesh. ``rules`` stays free of JAX."""
+a spec splits a shape on a mesh or a plan fits a node, whether a value is a mesh; a plan's fallback text
+(``fallback_text``). ``rules`` stays free of JAX."""
 
 import math
 from itertools import combinations
