@@ -1,6 +1,5 @@
-"""Activation partition axes: where a model's *activations* live on the mesh (``constrain``).
-
-A ``PartitionAxis`` is a static model attribute, never global state (not in ``jax.jit``'s cache key)."""
+"""Activation partition axes: where a model's *activations* live on the mesh (``constrain``). A ``PartitionAxis`` is
+a static model attribute, never global state (not in ``jax.jit``'s cache key); its names: ``rules.ACTIVATION_NAMES``."""
 
 import math
 import warnings
@@ -11,22 +10,16 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from gensbi_sharding.batch import batch_axes, check_active_mesh, traced_mesh
-from gensbi_sharding.factory import under_transform
+from gensbi_sharding.batch import batch_axes
+from gensbi_sharding.factory import check_active_mesh, traced_mesh, under_transform
 from gensbi_sharding.leaf_checks import check_placeable
 from gensbi_sharding.mesh import entered_mesh
 from gensbi_sharding.messages import shown
 from gensbi_sharding.specs import check_mesh, mesh_axes_of
-from gensbi_sharding.rules import (ABSENT_AXIS, MODEL_AXIS, RULES, MeshAxes, Rule, ShardingFallbackWarning,
-                                   resolve_rule, typo_of)
+from gensbi_sharding.rules import (ABSENT_AXIS, ACTIVATION_NAMES, MODEL_AXIS, RULES, MeshAxes, Rule,
+                                   ShardingFallbackWarning, check_activation_names, resolve_rule, typo_of)
 
 __all__ = ["PartitionAxis", "ACTIVATION_NAMES", "activation_spec", "constrain"]
-
-#: Activation dimension name -> the ``PartitionAxis`` field that places it.
-ACTIVATION_NAMES: dict[str, str] = {
-    "batch": "batch_axis", "sequence": "sequence_axis", "query_sequence": "query_sequence_axis", "heads": "head_axis",
-    "key_sequence": "key_sequence_axis", "hidden": "hidden_state_axis", "head_dim": "attention_dim_axis"}
-
 
 class _Fields(NamedTuple):
     """``PartitionAxis``'s fields and defaults (a NamedTuple's ``__new__`` cannot be written in its body)."""
@@ -96,6 +89,10 @@ class PartitionAxis(_Fields):
         mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
             None or an empty mesh (none active): None, which ``constrain`` takes as no constraint (``rule`` checked).
 
+        Returns
+        -------
+        PartitionAxis or None
+
         Warns
         -----
         ShardingFallbackWarning
@@ -140,6 +137,10 @@ class PartitionAxis(_Fields):
         ----------
         mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
+        Returns
+        -------
+        PartitionAxis
+
         Raises
         ------
         ValueError, TypeError
@@ -170,25 +171,11 @@ class PartitionAxis(_Fields):
         return PartitionAxis(**resolved)
 
 
-def check_names(names: Sequence[str | None], shape: Sequence[int]) -> None:
-    """``ValueError`` unless ``names`` is one ``ACTIVATION_NAMES`` key (or None) per dimension of ``shape``."""
-    if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
-        example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
-        raise ValueError(f"activation names {shown(names)} must be a sequence, one per dimension: e.g. {example!r}")
-    if len(names) != len(shape):
-        raise ValueError(f"activation names {shown(tuple(names))} have {len(names)} entries for an array "
-                         f"of shape {tuple(shape)}; give one name (or None) per dimension")
-    odd = next((n for n in names if not (n is None or isinstance(n, str) and n in ACTIVATION_NAMES)), None)  # a list
-    if odd is not None:
-        raise ValueError(f"unknown activation name {shown(odd)}; {typo_of(odd, ACTIVATION_NAMES)}known names: "
-                         f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")
-
-
 def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition_axis: PartitionAxis,
                     mesh: Mesh, manual: frozenset[str] = frozenset()) -> tuple[P, dict[str, str]]:
     """``constrain``'s PartitionSpec (as Flax's ``with_logical_constraint``) and ``{name: why}`` of dimensions left
     unsplit; ``manual`` (``shard_map``) axes left out. ``ValueError`` for bad ``names`` or ``partition_axis``."""
-    check_names(names, shape)
+    check_activation_names(names, shape)
     pa = partition_axis.resolve(mesh)
     entries, used, unsplit = [], set(), {}
     for name, dim in zip(names, shape):
@@ -226,6 +213,11 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     mesh : jax.sharding.Mesh, optional
         Default: the active mesh (``mesh_context`` / ``jax.set_mesh``, or JAX's deprecated ``with mesh:``).
 
+    Returns
+    -------
+    jax.Array or jax.ShapeDtypeStruct
+        ``x``'s shape, dtype and values, laid out by ``partition_axis`` (``x`` itself without it or a mesh).
+
     Warns
     -----
     ShardingFallbackWarning
@@ -239,7 +231,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
         a NumPy ``x`` holding a value beyond its placed dtype; ``partition_axis``, ``mesh`` or ``x`` of another type.
     """
     if partition_axis is None:  # for_rule(rule, None)'s: names checked all the same
-        check_names(names, np.shape(x))
+        check_activation_names(names, np.shape(x))
         return x
     if not isinstance(partition_axis, PartitionAxis):
         raise TypeError(f"partition_axis={shown(partition_axis)} must be a PartitionAxis or None; build it with "
@@ -247,7 +239,7 @@ def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: Partiti
     check_mesh(mesh)
     if not (hasattr(x, "shape") and hasattr(x, "dtype")):  # a list; a Mesh (its shape a dict: str % int raised)
         raise TypeError(f"constrain takes an array, got {type(x).__name__} {shown(x, 40)}; pass jnp.asarray(x)")
-    check_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
+    check_activation_names(names, x.shape)  # without a mesh too: a bad name fails on one device as on a mesh
     active = jax.sharding.get_abstract_mesh() if mesh is None else mesh
     if active.empty:  # no mesh set: a `with mesh:` block's, if any
         active = mesh = entered_mesh()

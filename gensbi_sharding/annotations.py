@@ -20,7 +20,13 @@ def axes(*names: str | None) -> dict:
     Parameters
     ----------
     *names : str or None
-        One per dimension: a logical axis (``LOGICAL_AXES``) or None (never split).
+        One per dimension: a logical axis (``LOGICAL_AXES``) or None (never split); another entry is not refused
+        here: a plan replicates that variable and names it in the fallback warning (the contract's behaviour).
+
+    Returns
+    -------
+    dict
+        ``{"out_sharding": names, "eager_sharding": False}``.
     """
     return {"out_sharding": names, "eager_sharding": False}
 
@@ -33,6 +39,11 @@ def partitioned(init, names: tuple[str | None, ...]):
     init : callable
         ``init(key, shape, dtype) -> jax.Array``.
     names : tuple of str or None
+
+    Returns
+    -------
+    callable
+        ``init`` wrapped by Flax: ``init(key, shape, dtype)``, the array annotated with ``names``.
 
     Raises
     ------
@@ -51,6 +62,10 @@ def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
     Parameters
     ----------
     var : nnx.Variable
+
+    Returns
+    -------
+    tuple of (str or None), or None
 
     Raises
     ------

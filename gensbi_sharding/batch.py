@@ -10,8 +10,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.batch_sizes import nearest_batch_sizes
-from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, refuse_in_factory
-from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view, unstacked_rows
+from gensbi_sharding.factory import INPUT_IN_FACTORY, UNDER_TRANSFORM, check_active_mesh, refuse_in_factory
+from gensbi_sharding.leaf_checks import check_numeric_leaves, check_same_rows, host_view, row_count_fix, unstacked_rows
 from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import MODEL_AXIS
 from gensbi_sharding.nodes import is_array, is_int, leaf_name
@@ -19,16 +19,24 @@ from gensbi_sharding.specs import check_mesh
 
 # The package's public names (gensbi_sharding.__init__), then what other modules import.
 __all__ = ["batch_axes", "batch_size_divisor", "check_batch_divisible", "pad_for_mesh", "shard_batch",
-           "shard_sample_init", "replicate", "batch_spec", "check_active_mesh", "numpy_scalars_as_arrays",
-           "traced_mesh"]
+           "shard_sample_init", "replicate", "batch_spec", "numpy_scalars_as_arrays"]
 
 
 def batch_axes(mesh: Mesh) -> tuple[str, ...]:
-    """Mesh axes a batch is split over: every axis but ``"model"``, in mesh order (``TypeError`` for a non-Mesh).
+    """Mesh axes a batch is split over: every axis but ``"model"``, in mesh order (a ``("dp",)`` mesh: ``("dp",)``).
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    TypeError
+        ``mesh`` None or not a Mesh/AbstractMesh.
     """
     check_mesh(mesh, abstract=True, optional=False)
     return tuple(name for name in mesh.axis_names if name != MODEL_AXIS)
@@ -40,12 +48,21 @@ def batch_spec(mesh: Mesh) -> P:
 
 
 def batch_size_divisor(mesh: Mesh | None) -> int:
-    """Data-parallel size, which batch sizes must divide by: the product of the batch axes' sizes (1 without a mesh;
-    ``TypeError`` for a non-Mesh).
+    """Data-parallel size, which batch sizes must divide by: the product of the batch axes' sizes.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
+
+    Returns
+    -------
+    int
+        Devices (1 without a mesh).
+
+    Raises
+    ------
+    TypeError
+        ``mesh`` neither None nor a Mesh/AbstractMesh.
     """
     return 1 if mesh is None else math.prod(mesh.shape[name] for name in batch_axes(mesh))
 
@@ -85,13 +102,18 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     n : int, >= 0
     mesh : jax.sharding.Mesh or None
 
+    Returns
+    -------
+    tuple of (int, int)
+        ``(padded, n)`` rows.
+
     Raises
     ------
     ValueError, TypeError
         ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a ``jax.sharding.Mesh``.
     """
     if not is_int(n) or n < 0:
-        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {_count_and_fix(n)}")
+        raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {row_count_fix(n)}")
     return (divisor := batch_size_divisor(mesh)) * -(-int(n) // divisor), int(n)  # np.int64 n: ints, as documented
 
 
@@ -107,31 +129,9 @@ def _indivisible(tree: Any, what: str, size: int, mesh: Mesh, said: str, axes: s
                       or f"{said} not divisible by the data-parallel size {divisor}{axes}; {fix}")
 
 
-def _count_and_fix(n: Any) -> str:
-    """A bad row count as ``pad_for_mesh`` names it (an array by shape, not printed whole), with its fix."""
-    if getattr(n, "ndim", 0):
-        return f"an array of shape {n.shape}; pass n.shape[0]"
-    if isinstance(n, jax.core.Tracer):
-        return f"{n!r}; pass a static count (x.shape[0], or n in jax.jit's static_argnums)"
-    if hasattr(n, "shape"):  # int(n) only where it keeps the value: not 10.5, True, -3 or NaN
-        whole = ((is_array(n) or isinstance(n, np.generic)) and n.dtype.kind in "iuf" and math.isfinite(float(n))
-                 and float(n).is_integer() and float(n) >= 0)
-        return f"{n!r}; pass " + ("int(n)" if whole else "the whole row count, e.g. x.shape[0]")
-    leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
-    if unstacked_rows(n, "n", "") and type(n) in (list, tuple):  # rows never stacked: the count is how many
-        return (f"a {type(n).__name__} of {len(n)} arrays of shape {n[0].shape}; pad_for_mesh counts rows, it pads "
-                f"nothing: if they are the rows of one batch, pass len(rows), {len(n)} (and stack them, np.stack(rows))"
-                f", else their leading size, {n[0].shape[0]}")
-    return shown(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
-                                       f"pass their leading size, {leaves[0].shape[0]}")
-
-
 def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
     """Split the leading axis of every array leaf of ``batch`` over ``batch_axes(mesh)`` (0-d leaves: ``P()``), at
-    ``jax.device_put``'s dtypes; in ``jax.jit`` by a sharding constraint. Nothing is placed if a check fails:
-    ``ValueError`` for leading sizes that differ or are no multiple of ``batch_size_divisor(mesh)``, a value beyond
-    its placed dtype, a call inside ``jax.shard_map`` or ``init_sharded``'s constructor; ``TypeError`` for a mesh of
-    another type, a leaf no JAX array holds, a Module.
+    ``jax.device_put``'s dtypes; in ``jax.jit`` by a sharding constraint. Nothing is placed if a check fails.
 
     Parameters
     ----------
@@ -139,25 +139,46 @@ def shard_batch(batch: Any, mesh: Mesh | None) -> Any:
         ``jax.Array``, ``numpy.ndarray`` or ``jax.ShapeDtypeStruct`` leaves of shape ``(B, ...)``; NumPy scalars
         placed as 0-d arrays (``P()``); others (Python scalars, ``str``, None, a list of numbers) kept unplaced.
     mesh : jax.sharding.Mesh or None
+
+    Returns
+    -------
+    pytree
+        ``batch``'s structure, each array leaf a ``jax.Array`` split ``P(batch_axes(mesh))`` (``batch`` without a mesh).
+
+    Raises
+    ------
+    ValueError
+        Leading sizes that differ or are no multiple of ``batch_size_divisor(mesh)``; a value beyond its placed dtype;
+        a call inside ``jax.shard_map`` or ``init_sharded``'s constructor.
+    TypeError
+        ``mesh`` neither None nor a ``Mesh``; a leaf no JAX array holds; a Module (``shard_model``'s).
     """
     return _put_leaves(batch, mesh, "batch", "shard_batch", split=True)
 
 
 def shard_sample_init(x_init: Any, mesh: Mesh | None) -> Any:
-    """``shard_batch`` (errors too) for a sampler's initial state, e.g. the ``(N, dim_theta)`` noise an ODE sampler
-    starts from.
+    """``shard_batch`` for a sampler's initial state, e.g. the ``(N, dim_theta)`` noise an ODE sampler starts from.
 
     Parameters
     ----------
     x_init : jax.Array or numpy.ndarray or pytree of them, shape ``(N, ...)``
     mesh : jax.sharding.Mesh or None
+
+    Returns
+    -------
+    pytree
+        As ``shard_batch``'s.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As ``shard_batch`` (``N`` no multiple of ``batch_size_divisor(mesh)``: ``ValueError``).
     """
     return _put_leaves(x_init, mesh, "sampler initial state", "shard_sample_init", split=True)
 
 
 def replicate(tree: Any, mesh: Mesh | None) -> Any:
-    """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``P()``); other leaves kept. ``TypeError``
-    for a mesh neither None nor a Mesh, or a Module (``shard_model``'s); ``ValueError`` as ``check_placeable``.
+    """Place every array leaf of ``tree`` whole on every device of ``mesh`` (``P()``); other leaves kept.
 
     Parameters
     ----------
@@ -165,37 +186,20 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
         ``jax.Array`` (committed elsewhere too), ``numpy.ndarray`` (NumPy scalars too, as 0-d arrays) or
         ``jax.ShapeDtypeStruct`` leaves.
     mesh : jax.sharding.Mesh or None
+
+    Returns
+    -------
+    pytree
+        ``tree``'s structure, each array leaf a ``jax.Array`` placed ``P()`` (``tree`` without a mesh).
+
+    Raises
+    ------
+    TypeError
+        ``mesh`` neither None nor a ``Mesh``; a Module (``shard_model``'s); a leaf no JAX array holds.
+    ValueError
+        A value beyond its placed dtype (``int64`` beyond ``int32`` without x64); a call inside ``jax.shard_map``.
     """
     return _put_leaves(tree, mesh, "replicate", "replicate", split=False)
-
-
-def check_active_mesh(mesh: Mesh, caller: str) -> None:
-    """In a trace, ``ValueError`` if a mesh of another layout than ``mesh``, or of its layout on other devices (or in
-    another order), is active (``jax.set_mesh``), which JAX refused naming no fix: "Received incompatible devices for
-    jitted computation"."""
-    active = jax.sharding.get_abstract_mesh()
-    if active.empty:
-        return
-    fix = ("is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
-           "under this one: `with mesh_context(mesh):`")
-    if (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
-        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh "
-                         f"{dict(active.shape)} " + fix)
-    given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
-    if traced_on is not None and (on := traced_on.device_ids.ravel().tolist()) != given:
-        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "
-                         f"layout on devices {on} " + fix)
-
-
-_ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one function: its trace is kept
-
-
-def traced_mesh() -> Mesh | None:
-    """The active concrete mesh in a trace (get_mesh refuses there), read off a lowered program (~0.1 ms); or None."""
-    try:
-        return _ON_ACTIVE_MESH.lower().out_info.sharding.mesh
-    except (ValueError, RuntimeError):  # an abstract mesh only (jax.sharding.use_abstract_mesh): no devices to read
-        return None
 
 
 def numpy_scalars_as_arrays(tree: Any) -> Any:

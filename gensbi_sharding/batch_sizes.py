@@ -19,6 +19,11 @@ def nearest_batch_sizes(requested: int, multiple: int, at_most: int | None = Non
     at_most : int, optional
         The largest usable size (e.g. the training pairs).
 
+    Returns
+    -------
+    tuple of int
+        At most two sizes, in rows.
+
     Raises
     ------
     TypeError, ValueError

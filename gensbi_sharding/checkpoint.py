@@ -36,7 +36,7 @@ __all__ = ["CHECKPOINT_SUBDIR", "CheckpointWriter", "Restored", "abstract_state_
 
 def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rule = "replicated") -> nnx.State:
     """The restore target: ``nnx.state(node)`` as ``jax.ShapeDtypeStruct`` leaves at their planned shardings (scalar
-    variables stay values). ``TypeError`` for a ``node`` or ``mesh`` of another type, ``ValueError`` for a bad ``rule``.
+    variables stay values).
 
     Parameters
     ----------
@@ -46,6 +46,15 @@ def abstract_state_for(node: Any, mesh: Mesh | None, rule: str | RuleTable | Rul
         None: every array on this process's first device (``rule`` checked, not read).
     rule : str or RuleTable or Rule, default "replicated"
         The rule to restore under, whatever the checkpoint was saved under.
+
+    Returns
+    -------
+    nnx.State
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``node`` or ``mesh`` of another type; a bad ``rule`` (``resolve_rule``) or factory (``init_sharded``'s).
     """
     check_node(node, "abstract_state_for", factory=True)
     resolve_rule(rule)  # checked without a mesh too: a typo would fail only on one
@@ -93,6 +102,11 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         whole state as saved: of a saved ``(model, optimizer)``, restore both, then keep ``restored.state[0]``.
     key_sharding : jax.sharding.Sharding or None, default None
         Where the RNG key goes; None: replicated on the target's mesh (or its one device; else this process's first).
+
+    Returns
+    -------
+    Restored
+        ``state`` (``abstract_state``'s structure, placed), ``key``, ``step``, ``config``, ``info``.
 
     Raises
     ------
@@ -167,23 +181,41 @@ def _rebuilt(keypath: tuple, old: Any, values: Mapping[str, Any]) -> Any:
 
 
 def saved_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
-    """The config saved with the checkpoint ``path`` designates (``{}`` if none was); no array is read. ``TypeError``,
-    ``ValueError`` and ``FileNotFoundError`` as ``find_checkpoint``, the latter also for a damaged item (named).
+    """The config saved with the checkpoint ``path`` designates; no array is read.
 
     Parameters
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
+
+    Returns
+    -------
+    dict
+        ``{}`` if none was saved.
+
+    Raises
+    ------
+    TypeError, ValueError, FileNotFoundError
+        As ``find_checkpoint`` (``path=3``: ``TypeError``); ``FileNotFoundError`` also for a damaged item (named).
     """
     return _json_item("config", *_located(path, base_dir))
 
 
 def saved_info(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict:
     """The ``info`` saved with the checkpoint ``path`` designates (``{}`` if none was), e.g. to choose the restore
-    target; no array is read. Errors as ``saved_config``.
+    target; no array is read.
 
     Parameters
     ----------
     path, base_dir : str or os.PathLike (base_dir also None, the default)
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    TypeError, ValueError, FileNotFoundError
+        As ``saved_config``.
     """
     return _json_item("meta", *_located(path, base_dir)).get("info", {})
 

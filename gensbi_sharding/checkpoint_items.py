@@ -1,5 +1,6 @@
 """What a checkpoint's items hold: one Orbax handler per item of ``checkpoint_steps.ITEMS``, the arrays named by
-their paths (flat and nested), which of them are not finite, and the JSON items as plain data."""
+their paths (flat and nested), which of them are not finite, the JSON items as plain data, and the checks of what
+``CheckpointWriter.save`` takes (``checked_step``, ``check_state_and_key``)."""
 
 import json
 from collections import Counter
@@ -15,9 +16,10 @@ from flax import traverse_util
 
 from gensbi_sharding.checkpoint_steps import ITEMS
 from gensbi_sharding.messages import shown
-from gensbi_sharding.nodes import is_scalar, named_leaves
+from gensbi_sharding.nodes import is_int, is_node, is_prng_key, is_scalar, named_leaves, non_node_part
 
-__all__ = ["checked_json", "flat_by_path", "item_handlers", "nest_by_path", "non_finite", "stored_dtype"]
+__all__ = ["check_state_and_key", "checked_json", "checked_step", "flat_by_path",
+           "item_handlers", "nest_by_path", "non_finite", "stored_dtype"]
 
 
 def item_handlers(saving: bool = False) -> dict[str, Any]:
@@ -116,3 +118,34 @@ def stored_dtype(dtype: Any) -> bool:
         return bool(ts.dtype(np.dtype(dtype).name))
     except (ValueError, TypeError):
         return False
+
+
+def checked_step(step: Any) -> int:
+    """``step`` as an int (a 0-d integer array too: ``optimizer.step[...]``); else ``ValueError`` naming it."""
+    whole = isinstance(step, (jax.Array, np.ndarray)) and step.ndim == 0 and jnp.issubdtype(step.dtype, jnp.integer)
+    step = int(step) if whole else step
+    if not is_int(step) or step < 0:
+        raise ValueError(f"step={shown(step)} must be an integer >= 0 (the training step of the state), e.g. "
+                         "int(optimizer.step[...])")
+    return int(step)  # np.int64 too: due returns a bool, not np.bool_
+
+
+def check_state_and_key(state: Any, key: Any) -> None:
+    """``CheckpointWriter.save``'s ``state`` (a node or non-empty mapping) and ``key`` (a typed PRNG key, global with
+    several processes): ``TypeError``/``ValueError`` naming the bad one and the fix."""
+    if not is_node(state) and not (isinstance(state, Mapping) and state):
+        raise TypeError(f"state={shown(state)} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
+                        f"{non_node_part(state)}")
+    if not (isinstance(key, jax.Array) and is_prng_key(key)):
+        # jax.random.PRNGKey's raw key data: wrapping keeps the caller's stream; only the default key size wraps
+        size = jax.random.key_data(jax.random.key(0)).shape[-1]
+        raw = getattr(key, "dtype", None) == np.uint32 and tuple(np.shape(key))[-1:] == (size,)
+        raise TypeError(f"key={shown(key)} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
+            "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
+            if raw else ""))
+    if jax.process_count() > 1 and key.is_fully_addressable:  # else Orbax's "Cannot serialize host local ..."
+        raise ValueError(
+            f"key={shown(key)} is on this process's devices alone, and a job of {jax.process_count()} processes "
+            "saves one key for all; place it on the mesh, replicated, alike on every process: key = "
+            "jax.random.wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
+            "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl(key))")  # an rbg key too

@@ -14,16 +14,15 @@ import orbax.checkpoint as ocp
 from flax import nnx
 
 from gensbi_sharding.leaf_checks import check_placeable
-from gensbi_sharding.checkpoint_items import (checked_json, flat_by_path, item_handlers, nest_by_path, non_finite,
-                                              stored_dtype)
+from gensbi_sharding.checkpoint_items import (check_state_and_key, checked_json, checked_step, flat_by_path,
+                                              item_handlers, nest_by_path, non_finite, stored_dtype)
 from gensbi_sharding.checkpoint_steps import as_path, committed_steps
 from gensbi_sharding.checkpoint_lock import (check_none_cut_short, check_save_directory, commit_barrier, continued,
                                              failed_save, finish_and_unlock, lock_directory, unlock,
                                              unwatch_if_idle, warn_beside_earlier, watch_exit)
 from gensbi_sharding.factory import refuse_in_factory, refuse_traced
 from gensbi_sharding.messages import shown
-from gensbi_sharding.nodes import (check_flag, check_value_leaves, is_int, is_node, is_prng_key, node_state,
-                                   non_node_part)
+from gensbi_sharding.nodes import check_flag, check_value_leaves, is_int, is_prng_key, node_state
 
 __all__ = ["CheckpointWriter"]
 
@@ -106,21 +105,35 @@ class CheckpointWriter:
 
         Parameters
         ----------
-        step : int (or a 0-d integer array, as ``save`` takes); else ``ValueError``, whatever ``every``
+        step : int (or a 0-d integer array, as ``save`` takes)
+
+        Returns
+        -------
+        bool
+
+        Raises
+        ------
+        ValueError
+            ``step`` no integer >= 0, whatever ``every``.
         """
         refuse_traced("CheckpointWriter.due", _AFTER_STEP)
         return self._due(step)
 
     def _due(self, step: Any) -> bool:  # the public methods' body, each checked for a trace once (a step's one call)
-        step = _checked_step(step)  # with every=0 too
+        step = checked_step(step)  # with every=0 too
         return self.every > 0 and step % self.every == 0
 
     def maybe_save(self, step: int, state: Any, key: jax.Array, *, info: Mapping[str, Any] | None = None) -> bool:
-        """Call ``save`` if ``due(step)``; return whether it saved.
+        """Call ``save`` if ``due(step)``.
 
         Parameters
         ----------
         step, state, key, info : as ``save``
+
+        Returns
+        -------
+        bool
+            Whether it saved (as ``save``'s).
 
         Raises
         ------
@@ -173,7 +186,7 @@ class CheckpointWriter:
         return self._save(step, state, key, info)
 
     def _save(self, step: Any, state: Any, key: jax.Array, info: Mapping[str, Any] | None) -> bool:
-        step = _checked_step(step)
+        step = checked_step(step)
         # Checked before the last step's early return: save(final, None, key) after maybe_save(final, ...) passed.
         info = self._checked_arguments(state, key, info)
         if step == self.last_saved:
@@ -233,31 +246,28 @@ class CheckpointWriter:
                           "save the model once built: writer.save(step, nnx.state(model), key)")
         if self._closed:
             raise RuntimeError(f"this CheckpointWriter of {self.directory} is closed; open a new one to save")
-        if not is_node(state) and not (isinstance(state, Mapping) and state):
-            raise TypeError(f"state={shown(state)} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
-                            f"{non_node_part(state)}")
-        if not (isinstance(key, jax.Array) and is_prng_key(key)):
-            # jax.random.PRNGKey's raw key data: wrapping keeps the caller's stream; only the default key size wraps
-            size = jax.random.key_data(jax.random.key(0)).shape[-1]
-            raw = getattr(key, "dtype", None) == np.uint32 and tuple(np.shape(key))[-1:] == (size,)
-            raise TypeError(f"key={shown(key)} must be a typed JAX PRNG key, e.g. jax.random.key(0)" + (
-                "; this one is raw uint32 key data (jax.random.PRNGKey's): pass jax.random.wrap_key_data(key)"
-                if raw else ""))
-        if jax.process_count() > 1 and key.is_fully_addressable:  # else Orbax's "Cannot serialize host local ..."
-            raise ValueError(
-                f"key={shown(key)} is on this process's devices alone, and a job of {jax.process_count()} processes "
-                "saves one key for all; place it on the mesh, replicated, alike on every process: key = "
-                "jax.random.wrap_key_data(gensbi_sharding.host_to_global_array(jax.random.key_data(key), "
-                "partition=jax.sharding.PartitionSpec(), mesh=mesh), impl=jax.random.key_impl(key))")  # an rbg key too
+        check_state_and_key(state, key)
         return checked_json(info, "info", "e.g. {'best_step': 3}")
 
     def steps(self) -> list[int]:
-        """List the complete steps on disk, ascending, after waiting for pending writes (``committed_steps``)."""
+        """List the complete steps on disk after waiting for pending writes (``committed_steps``).
+
+        Returns
+        -------
+        list of int
+            Ascending.
+        """
         self._named(self._manager.wait_until_finished)
         return committed_steps(self.directory)
 
     def latest(self) -> Path | None:
-        """Find the newest complete step folder after pending writes: ``directory / str(step)``, or None."""
+        """Find the newest complete step folder after pending writes.
+
+        Returns
+        -------
+        pathlib.Path or None
+            ``directory / str(step)``; None before any.
+        """
         return self.directory / str(steps[-1]) if (steps := self.steps()) else None
 
     def close(self) -> None:
@@ -287,14 +297,4 @@ class CheckpointWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _checked_step(step: Any) -> int:
-    """``step`` as an int (a 0-d integer array too: ``optimizer.step[...]``); else ``ValueError`` naming it."""
-    whole = isinstance(step, (jax.Array, np.ndarray)) and step.ndim == 0 and jnp.issubdtype(step.dtype, jnp.integer)
-    step = int(step) if whole else step
-    if not is_int(step) or step < 0:
-        raise ValueError(f"step={shown(step)} must be an integer >= 0 (the training step of the state), e.g. "
-                         "int(optimizer.step[...])")
-    return int(step)  # np.int64 too: due returns a bool, not np.bool_
 

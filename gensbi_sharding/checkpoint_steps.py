@@ -48,13 +48,22 @@ def as_path(value: Any, name: str, example: str = "checkpoints") -> Path:
 
 
 def committed_steps(directory: str | os.PathLike) -> list[int]:
-    """The steps under ``directory`` whose checkpoints are complete, ascending (``[]`` if it is no folder);
-    ``TypeError`` if ``directory`` is neither a str nor ``os.PathLike``, ``ValueError`` if ``""``.
+    """The steps under ``directory`` whose checkpoints are complete.
 
     Parameters
     ----------
     directory : str or os.PathLike
         A checkpoints folder (``<run>/checkpoints``); ``~`` is expanded.
+
+    Returns
+    -------
+    list of int
+        Ascending; ``[]`` if ``directory`` is no folder.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``directory`` neither a str nor ``os.PathLike``; ``""``.
     """
     return [step for step, why in _step_folders(directory).items() if why is None]
 
@@ -74,6 +83,10 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
         A run dir or its ``checkpoints/`` dir (then the latest complete step), or one step dir; ``~`` is expanded.
     base_dir : str or os.PathLike or None, default None
         What a relative ``path`` is resolved against (``~`` expanded); None: the current working directory.
+
+    Returns
+    -------
+    pathlib.Path
 
     Raises
     ------
@@ -214,11 +227,13 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
 
     Raises
     ------
+    TypeError, ValueError
+        ``step_dir`` neither a str nor ``os.PathLike`` (``3``); ``""``.
     Exception
         An error reading an item that names no damage (not ``KeyError``, ``ValueError``, ``AttributeError`` or
         ``OSError``, nor one behind it), as Orbax raised it.
     """
-    step_dir = Path(step_dir)
+    step_dir = as_path(step_dir, "step_dir", "checkpoints/8")  # Path(3)'s TypeError named neither argument nor fix
     if missing := [repr(item) for item in items if not (step_dir / item).is_dir()]:
         many = len(missing) > 1
         return f"its {' and '.join(missing)} item{'s' if many else ''} cannot be read ({'their' if many else 'its'} " \

@@ -1,5 +1,6 @@
 """Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), and the one refusal of
-what places arrays on a mesh inside the constructor it traces."""
+what places arrays on a mesh inside the constructor it traces; in a trace, the mesh it runs on (``traced_mesh``,
+``check_active_mesh``)."""
 
 import contextvars
 import inspect
@@ -11,7 +12,9 @@ from typing import Any
 
 import flax.errors
 import jax
+import numpy as np
 from flax import nnx
+from jax.sharding import Mesh, PartitionSpec as P
 
 from gensbi_sharding.messages import clipped, shown
 from gensbi_sharding.nodes import check_node, check_value_leaves, is_array, is_scalar, keep_scalars, path_key
@@ -171,3 +174,32 @@ def check_concrete(leaves: Any) -> None:
         raise ValueError(f"init_sharded: the factory built an abstract model ({name} is a jax.ShapeDtypeStruct, as "
                          "nnx.eval_shape's), holding no values; pass one that builds it: lambda: Model(..., "
                          "rngs=nnx.Rngs(0)) (for a dry run: abstract_sharded(factory, mesh, rule))")
+
+
+def check_active_mesh(mesh: Mesh, caller: str) -> None:
+    """In a trace, ``ValueError`` if a mesh of another layout than ``mesh``, or of its layout on other devices (or in
+    another order), is active (``jax.set_mesh``), which JAX refused naming no fix: "Received incompatible devices for
+    jitted computation"."""
+    active = jax.sharding.get_abstract_mesh()
+    if active.empty:
+        return
+    fix = ("is active (jax.set_mesh or mesh_context), the one the step is traced on: pass that one, or call the step "
+           "under this one: `with mesh_context(mesh):`")
+    if (dict(active.shape), tuple(active.axis_names)) != (dict(mesh.shape), mesh.axis_names):
+        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} while mesh "
+                         f"{dict(active.shape)} " + fix)
+    given, traced_on = mesh.device_ids.ravel().tolist(), traced_mesh()
+    if traced_on is not None and (on := traced_on.device_ids.ravel().tolist()) != given:
+        raise ValueError(f"{caller} {UNDER_TRANSFORM} was given mesh {dict(mesh.shape)} on devices {given} while that "
+                         f"layout on devices {on} " + fix)
+
+
+_ON_ACTIVE_MESH = jax.jit(lambda: np.float32(0), out_shardings=P())  # one function: its trace is kept
+
+
+def traced_mesh() -> Mesh | None:
+    """The active concrete mesh in a trace (get_mesh refuses there), read off a lowered program (~0.1 ms); or None."""
+    try:
+        return _ON_ACTIVE_MESH.lower().out_info.sharding.mesh
+    except (ValueError, RuntimeError):  # an abstract mesh only (jax.sharding.use_abstract_mesh): no devices to read
+        return None

@@ -52,11 +52,20 @@ class DataPartitionType(str, enum.Enum, metaclass=_Named):
 
 def input_partition_spec(mesh: Mesh) -> P:
     """``P(tuple(mesh.axis_names))``: a leading axis split over all mesh axes (``DataPartitionType.FULL``). Given the
-    mesh, unlike AXLearn's, which reads the active one; ``TypeError`` for another type.
+    mesh, unlike AXLearn's, which reads the active one.
 
     Parameters
     ----------
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
+
+    Returns
+    -------
+    jax.sharding.PartitionSpec
+
+    Raises
+    ------
+    TypeError
+        ``mesh`` None or not a Mesh/AbstractMesh.
     """
     check_mesh(mesh, abstract=True, optional=False)
     return P(tuple(mesh.axis_names))
@@ -84,6 +93,11 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     check_processes : bool, default True
         Compare the processes' inputs (a blocking collective): a loop whose batches keep one shape passes True on
         its first call and False after, on every process alike.
+
+    Returns
+    -------
+    pytree
+        ``host_arrays``' structure, each array leaf a global ``jax.Array`` (leading size: the processes' rows summed).
 
     Raises
     ------

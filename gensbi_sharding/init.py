@@ -1,7 +1,6 @@
-"""Sharded initialisation: build a model (and its optimizer) group by group, each group then placed.
-
-Each group is computed by ``jax.jit`` on one device (values bit-identical on every mesh), then moved to
-its sharding while the next compiles. Why not straight into shards: docs/memory.md#how-sharded-initialisation-works."""
+"""Sharded initialisation: a model (and its optimizer) built group by group, each computed by ``jax.jit`` on one device
+(values bit-identical on every mesh), then moved to its sharding while the next compiles (why not straight into
+shards: docs/memory.md#how-sharded-initialisation-works)."""
 
 import hashlib
 import warnings
@@ -15,14 +14,14 @@ from flax import nnx
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, SingleDeviceSharding
 
 from gensbi_sharding.leaf_checks import check_placeable, host_view, in_memory_of
-from gensbi_sharding.mesh import mesh_label
+from gensbi_sharding.mesh import model_mesh
 from gensbi_sharding.messages import shown
 from gensbi_sharding.factory import (PLACE_EAGERLY, UNDER_TRANSFORM, build_unplaced, check_concrete, check_no_arguments,
                                      refuse_in_factory, trace_factory, under_transform)
 from gensbi_sharding.annotations import logical_axes_of
 from gensbi_sharding.rules import RULES, Rule, RuleTable, resolve_rule
 from gensbi_sharding.nodes import (array_leaves, array_variables, check_filter, check_flag, check_node,
-                                   check_value_leaves, is_array_like, is_scalar, is_prng_key, keep_scalars,
+                                   check_value_leaves, is_scalar, is_prng_key, keep_scalars,
                                    named_leaves, path_key, stored_bytes, value_of)
 from gensbi_sharding.sharding import Plan, plan_shardings
 from gensbi_sharding.specs import check_mesh
@@ -48,12 +47,17 @@ def init_sharded(factory: Callable[[], Any], mesh: Mesh | None, rule: str | Rule
     warn : bool, default True
         Emit the plan's warnings (``Plan.warn``) at the caller, as ``shard_model`` does (the constructor's: once).
 
+    Returns
+    -------
+    NNX node
+        What ``factory()`` returns, each array variable a ``jax.Array`` at its plan's ``NamedSharding``.
+
     Raises
     ------
     ValueError
-        ``factory`` or ``rule`` refused (``mesh=None`` too); under jax.jit, jax.grad; a constructor that reads back a
-        value it computed, places an input, changes an outside ``nnx.Rngs`` or draws unseeded; a ``mesh`` with no
-        local device.
+        ``factory`` (a non-callable too) or ``rule`` refused (``mesh=None`` too); under jax.jit, jax.grad; a
+        constructor that reads back a value it computed, places an input, changes an outside ``nnx.Rngs`` or draws
+        unseeded; a ``mesh`` with no local device.
     TypeError
         ``factory()`` returns no NNX node; ``mesh`` of another type; a leaf neither array nor number; ``warn`` not bool.
     """
@@ -116,6 +120,16 @@ def abstract_sharded(factory: Callable[[], Any], mesh: Mesh | None,
     factory, rule, warn : as ``init_sharded``
     mesh : jax.sharding.Mesh or None
         None: no shardings (as ``nnx.eval_shape(factory)``, but scalar variables keep their values).
+
+    Returns
+    -------
+    NNX node
+        Its arrays ``jax.ShapeDtypeStruct`` (shape, dtype, planned ``sharding``); nothing allocated.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As ``init_sharded``; an AbstractMesh is taken (``mesh`` neither None, Mesh nor AbstractMesh: ``TypeError``).
     """
     rule = _checked_rule(factory, rule, warn)
     if mesh is None:
@@ -138,6 +152,11 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         The rule ``model`` was placed under.
     wrt : nnx filter, default nnx.Param
 
+    Returns
+    -------
+    nnx.Optimizer
+        Its state (``opt_state``) placed as the parameters it mirrors.
+
     Raises
     ------
     ValueError, TypeError
@@ -156,7 +175,7 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
         raise ValueError(f"init_optimizer_sharded got {traced} as a traced array: call it outside every JAX "
                          "transformation (jax.jit, nnx.jit, jax.grad, ...; "
                          "it compiles its own program, the state at its plan), on the placed model")
-    mesh, abstract = _model_mesh(model)
+    mesh, abstract = model_mesh(model)
     if mesh is None and not abstract:  # no mesh set: a ref=True variable's copy is a jitted program it refused
         with jax.set_mesh(None):
             return nnx.Optimizer(model, tx, wrt=wrt)
@@ -183,23 +202,6 @@ def init_optimizer_sharded(model: Any, tx: Any, rule: str | RuleTable | Rule = "
     for (_, var), value in zip(array_variables(optimizer), created):
         var.set_value(value)
     return optimizer
-
-
-def _model_mesh(model: Any) -> tuple[Mesh | None, bool]:
-    """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else name each placement."""
-    where, abstract = {}, False
-    for name, value in named_leaves(model):
-        if is_array_like(value):
-            sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
-            where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, name)
-    meshes = [m for m in where if isinstance(m, Mesh)]
-    if len(where) > 1 and meshes:
-        label = {m: mesh_label(m) if isinstance(m, Mesh) else "no device" if m is None else
-                 f"{type(m).__name__} on {', '.join(map(str, m.device_set))}" for m in where}
-        raise ValueError(f"the model's arrays are on {len(meshes)} mesh(es) and {len(where) - len(meshes)} other "
-                         "placement(s): " + ", ".join(f"{path} on {label[m]}" for m, path in where.items()) +
-                         "; place the whole model first (init_sharded or shard_model)")
-    return (meshes[0] if meshes else None), abstract
 
 
 def _check_placed_under(model: Any, mesh: Mesh, rule: Rule) -> None:

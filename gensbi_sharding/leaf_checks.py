@@ -1,17 +1,20 @@
 """Whether a leaf can be placed on devices as it is: a row count per batch, a dtype a JAX array holds, values its
 placed dtype keeps, undonated, untraced (``shard_batch``, ``host_to_global_array``, ``shard_model``, ``init_sharded``
-and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``)."""
+and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``);
+a bad row count named with its fix (``row_count_fix``, ``pad_for_mesh``'s)."""
 
+import math
 from typing import Any
 
 import jax
 import numpy as np
 
+from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (array_leaves, check_no_module, check_unmasked, is_array, is_array_like,
                                    is_prng_key, leaf_name, placed_dtype, unheld_dtype_fix, value_of)
 
 __all__ = ["check_same_rows", "check_numeric_leaves", "check_values", "check_placeable", "host_view", "in_memory_of",
-           "unstacked_rows"]
+           "row_count_fix", "unstacked_rows"]
 
 
 def check_same_rows(batch: Any, what: str) -> int | None:
@@ -127,3 +130,22 @@ def in_memory_of(leaf: Any, target: jax.sharding.NamedSharding) -> jax.sharding.
     kind = leaf.sharding.memory_kind if here is not None else None
     there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}
     return target.with_memory_kind(kind) if kind in there and kind != here.default_memory().kind else target
+
+
+def row_count_fix(n: Any) -> str:
+    """A bad row count as ``pad_for_mesh`` names it (an array by shape, not printed whole), with its fix."""
+    if getattr(n, "ndim", 0):
+        return f"an array of shape {n.shape}; pass n.shape[0]"
+    if isinstance(n, jax.core.Tracer):
+        return f"{n!r}; pass a static count (x.shape[0], or n in jax.jit's static_argnums)"
+    if hasattr(n, "shape"):  # int(n) only where it keeps the value: not 10.5, True, -3 or NaN
+        whole = ((is_array(n) or isinstance(n, np.generic)) and n.dtype.kind in "iuf" and math.isfinite(float(n))
+                 and float(n).is_integer() and float(n) >= 0)
+        return f"{n!r}; pass " + ("int(n)" if whole else "the whole row count, e.g. x.shape[0]")
+    leaves = [leaf for leaf in jax.tree.leaves(n) if getattr(leaf, "ndim", 0)]  # a batch passed whole, to be padded
+    if unstacked_rows(n, "n", "") and type(n) in (list, tuple):  # rows never stacked: the count is how many
+        return (f"a {type(n).__name__} of {len(n)} arrays of shape {n[0].shape}; pad_for_mesh counts rows, it pads "
+                f"nothing: if they are the rows of one batch, pass len(rows), {len(n)} (and stack them, np.stack(rows))"
+                f", else their leading size, {n[0].shape[0]}")
+    return shown(n) if not leaves else (f"a {type(n).__name__} of arrays; pad_for_mesh counts rows, it pads nothing: "
+                                       f"pass their leading size, {leaves[0].shape[0]}")

@@ -1,20 +1,23 @@
-"""The ``("data", "model")`` mesh: built from one knob (``model_axis``), resolved from a config, activated."""
+"""The ``("data", "model")`` mesh: built from one knob (``model_axis``), resolved from a config, activated; the mesh
+a node's arrays are on (``model_mesh``), and a mesh in numbers (``MeshSummary``, ``describe``'s)."""
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import AbstractMesh, AxisType, Mesh, PartitionSpec as P
+from jax.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 from gensbi_sharding.factory import UNDER_TRANSFORM, under_transform
 from gensbi_sharding.messages import shown
 from gensbi_sharding.rules import MODEL_AXIS, typo_of
-from gensbi_sharding.nodes import is_int
+from gensbi_sharding.nodes import is_array_like, is_int, named_leaves
 from gensbi_sharding.specs import check_mesh
 
-__all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local", "entered_mesh"]
+__all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_local", "entered_mesh", "MeshSummary",
+           "model_mesh"]
 
 _MESH_SPEC_KEYS = ("devices", "model_axis")
 _MAX_SIMULATED = 1024  # CPU devices make_mesh's advice offers to simulate: JAX starts that many in seconds
@@ -35,7 +38,12 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     devices : sequence of jax.Device, or None
         In mesh order (list, tuple or 1-d NumPy array); None: ``jax.devices()``, every process's.
     model_axis : int, default 1
-        Devices per tensor-parallel group; must divide ``len(devices)``.
+        Devices per tensor-parallel group; must divide ``len(devices)`` (one knob, as Levanter's ``TrainerConfig``).
+
+    Returns
+    -------
+    jax.sharding.Mesh
+        Axes ``("data", "model")``, sizes ``(len(devices) // model_axis, model_axis)``.
 
     Raises
     ------
@@ -87,6 +95,10 @@ def resolve_mesh(spec: Any) -> Mesh | None:
     spec : None or jax.sharding.Mesh or str or Mapping
         None -> None; a ``Mesh`` -> itself; ``"auto"`` -> ``make_mesh()``; a mapping (``DictConfig`` too) with keys
         among ``devices`` (device ids or ``jax.Device`` objects) and ``model_axis`` -> ``make_mesh``.
+
+    Returns
+    -------
+    jax.sharding.Mesh or None
 
     Raises
     ------
@@ -144,6 +156,11 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
     Parameters
     ----------
     mesh : jax.sharding.Mesh or None
+
+    Yields
+    ------
+    jax.sharding.Mesh or None
+        ``mesh``.
 
     Raises
     ------
@@ -224,3 +241,39 @@ def entered_mesh() -> Mesh | None:
             return jax.lax.with_sharding_constraint(np.float32(0), P()).sharding.mesh
     except RuntimeError:  # "requires a non-empty mesh in context"
         return None
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshSummary:
+    """A mesh in numbers (``describe``'s); ``str()`` is one line. ``data_parallel_size``: ``batch_size_divisor``."""
+
+    axis_names: tuple[str, ...]
+    axis_sizes: dict[str, int]
+    n_devices: int
+    devices_per_process: int
+    n_processes: int
+    data_parallel_size: int
+
+    def __str__(self) -> str:
+        axes = " x ".join(f"{name}={size}" for name, size in self.axis_sizes.items())
+        return (f"mesh {axes}: {self.n_devices} device{'s' * (self.n_devices != 1)}, {self.devices_per_process} per "
+                f"process ({self.n_processes} process{'es' * (self.n_processes != 1)}), data-parallel size "
+                f"{self.data_parallel_size}")
+
+
+def model_mesh(model: Any) -> tuple[Mesh | None, bool]:
+    """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else ``ValueError`` naming
+    each placement (``init_optimizer_sharded``'s)."""
+    where, abstract = {}, False
+    for name, value in named_leaves(model):
+        if is_array_like(value):
+            sharding, abstract = getattr(value, "sharding", None), abstract or isinstance(value, jax.ShapeDtypeStruct)
+            where.setdefault(sharding.mesh if isinstance(sharding, NamedSharding) else sharding, name)
+    meshes = [m for m in where if isinstance(m, Mesh)]
+    if len(where) > 1 and meshes:
+        label = {m: mesh_label(m) if isinstance(m, Mesh) else "no device" if m is None else
+                 f"{type(m).__name__} on {', '.join(map(str, m.device_set))}" for m in where}
+        raise ValueError(f"the model's arrays are on {len(meshes)} mesh(es) and {len(where) - len(meshes)} other "
+                         "placement(s): " + ", ".join(f"{path} on {label[m]}" for m, path in where.items()) +
+                         "; place the whole model first (init_sharded or shard_model)")
+    return (meshes[0] if meshes else None), abstract

@@ -13,7 +13,7 @@ from jax.sharding import AbstractMesh, Mesh, NamedSharding
 from gensbi_sharding.batch import batch_size_divisor
 from gensbi_sharding.factory import UNDER_TRANSFORM
 from gensbi_sharding.leaf_checks import check_placeable
-from gensbi_sharding.mesh import mesh_label
+from gensbi_sharding.mesh import MeshSummary, mesh_label
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (check_node, is_array, is_array_like, is_int, listing, named_leaves, path_key,
                                    stored_bytes)
@@ -30,6 +30,16 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
     Parameters
     ----------
     tree : pytree or NNX node
+
+    Returns
+    -------
+    dict of int to int
+        Bytes per device, by ``jax.Device.id``; ``{}`` where no leaf is a placed array (``3``, ``"x"``).
+
+    Raises
+    ------
+    TypeError, ValueError, RuntimeError
+        A traced leaf (in a jit) or ``jax.typeof``'s; a leaf on an AbstractMesh; a deleted (donated) array.
     """
     totals: Counter[int] = Counter()
     counted: set[int] = set()
@@ -39,8 +49,7 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
 
 
 def _first_count(value: Any, counted: set[int]) -> bool:
-    """Whether ``value``'s bytes are counted: a ``jax.Array`` two variables (or leaves) hold, ``nnx.Param(x)`` twice,
-    is on the devices once (it counted twice); ``counted``: the ids of those counted so far."""
+    """Whether ``value``'s bytes are counted (once per ``jax.Array``, held twice or not); ``counted``: ids so far."""
     first = not (isinstance(value, jax.Array) and id(value) in counted)
     counted.add(id(value))
     return first
@@ -54,6 +63,10 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
     ----------
     node : NNX node
 
+    Returns
+    -------
+    dict of str to jax.sharding.Sharding or None
+
     Raises
     ------
     TypeError
@@ -64,20 +77,27 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
 
 def partition_specs(node: Any) -> dict[str, str]:
     """``{"a/b/c": "P('data', None)"}`` of every array state leaf of ``node``, as ``describe`` shows it: ``"host"`` for
-    NumPy and a sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one; ``TypeError`` for
-    a non-node or a traced leaf (it reads placed arrays: call it outside ``jax.jit``/``jax.grad``).
+    NumPy and a sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one.
 
     Parameters
     ----------
     node : NNX node
+
+    Returns
+    -------
+    dict of str to str
+
+    Raises
+    ------
+    TypeError
+        A non-node (``np.ones(3)``), or a traced leaf: it reads placed arrays, so call it outside ``jax.jit``.
     """
     return {name: _spec_text(sharding.spec) if hasattr(sharding, "spec") else "host" if is_array(value) else
             "unplaced" for name, value, sharding in _leaf_shardings(node, "partition_specs") if is_array_like(value)}
 
 
 def _spec_text(spec: jax.sharding.PartitionSpec) -> str:
-    """``spec`` as ``partition_specs`` and ``describe`` show it, e.g. ``"P('data', None)"``, whatever JAX's ``repr``;
-    all-None ``"P()"``, as an unannotated variable's (``P(None)`` was missed by a grep for "P()")."""
+    """``spec`` as shown, e.g. ``"P('data', None)"``, whatever JAX's ``repr``; all-None ``"P()"`` (not ``P(None)``)."""
     return "P(" + (", ".join(map(repr, spec)) if any(e is not None for e in spec) else "") + ")"
 
 
@@ -85,24 +105,6 @@ def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding
     """``(path, leaf, its sharding or None)`` of every state leaf of ``node``, a non-node or traced leaf refused."""
     check_node(node, caller)  # a traced leaf would read "host"
     return [(name, leaf, getattr(leaf, "sharding", None)) for name, leaf in _checked_leaves(node)]
-
-
-@dataclasses.dataclass(frozen=True)
-class MeshSummary:
-    """A mesh in numbers (``describe``'s); ``str()`` is one line. ``data_parallel_size``: ``batch_size_divisor``."""
-
-    axis_names: tuple[str, ...]
-    axis_sizes: dict[str, int]
-    n_devices: int
-    devices_per_process: int
-    n_processes: int
-    data_parallel_size: int
-
-    def __str__(self) -> str:
-        axes = " x ".join(f"{name}={size}" for name, size in self.axis_sizes.items())
-        return (f"mesh {axes}: {self.n_devices} device{'s' * (self.n_devices != 1)}, {self.devices_per_process} per "
-                f"process ({self.n_processes} process{'es' * (self.n_processes != 1)}), data-parallel size "
-                f"{self.data_parallel_size}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +181,11 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     top : int, default 5
         At most this many ``largest_replicated``.
 
+    Returns
+    -------
+    PlacementReport
+        Bytes are stored bytes (per device: the fullest device's share); ``str(report)`` is its table.
+
     Raises
     ------
     ValueError, TypeError
@@ -244,9 +251,8 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
 
 
 def _checked_leaves(tree: Any) -> list[tuple[str, Any]]:
-    """``named_leaves(tree)``, refusing ``jax.typeof``'s values (in a pytree too): their sharding omits Auto mesh axes,
-    misstating the bytes; traced arrays (in a jit), which have no placement: their shardings read None, their bytes 0;
-    and deleted ones."""
+    """``named_leaves(tree)``, refusing ``jax.typeof``'s values (their sharding omits Auto axes), traced (no placement:
+    bytes 0) and deleted arrays."""
     named = named_leaves(tree)
     for path, value in named:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):

@@ -1,4 +1,5 @@
-"""The contract's vocabulary and rules: logical axes, the annotation keys, the named rules, a rule resolved once.
+"""The contract's vocabulary and rules: logical axes, the annotation keys, the named rules, a rule resolved once;
+the activation names ``constrain`` takes (``ACTIVATION_NAMES``, ``check_activation_names``).
 
 ``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
 mesh axes) is Flax's and MaxText's ``logical_axis_rules``; its placements GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
@@ -14,6 +15,10 @@ from gensbi_sharding.messages import shown
 __all__ = ["LOGICAL_AXES", "MODEL_AXIS", "MeshAxes", "RuleTable", "RULES", "Rule", "resolve_rule",
            "ShardingFallbackWarning", "ExperimentalRuleWarning"]
 
+#: Activation dimension name -> the ``PartitionAxis`` field that places it.
+ACTIVATION_NAMES: dict[str, str] = {
+    "batch": "batch_axis", "sequence": "sequence_axis", "query_sequence": "query_sequence_axis", "heads": "head_axis",
+    "key_sequence": "key_sequence_axis", "hidden": "hidden_state_axis", "head_dim": "attention_dim_axis"}
 #: The logical axis names a model may give a variable's dimensions: the contract's vocabulary.
 LOGICAL_AXES: tuple[str, ...] = ("embed", "mlp", "heads", "vocab", "in", "out")
 #: The tensor-parallel mesh axis (``make_mesh``'s second axis; the first is ``"data"``).
@@ -118,6 +123,11 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     rule : str or RuleTable or Rule, or sequence of (str, MeshAxes) pairs
         A key of ``RULES``; a table, or its pairs (as Flax's ``logical_axis_rules``); a ``Rule``. Mesh axes: later.
 
+    Returns
+    -------
+    Rule
+        Its ``table`` a dict, logical axis -> mesh axes (T5X/MaxText's ``logical_axis_rules``, as a mapping).
+
     Raises
     ------
     ValueError
@@ -197,3 +207,17 @@ def mapped_onto(table: Mapping, axis: str) -> str:
     mapped = [k for k, v in table.items() if k in LOGICAL_AXES and axis in ((v,) if isinstance(v, str) else v or ())]
     return ", ".join(mapped) or next((f"none; rule {r!r} maps {k!r} onto it" for r, pairs in RULES.items()
                                       for k, v in pairs if v == axis), "none")
+
+
+def check_activation_names(names: Sequence[str | None], shape: Sequence[int]) -> None:
+    """``ValueError`` unless ``names`` is one ``ACTIVATION_NAMES`` key (or None) per dimension of ``shape``."""
+    if isinstance(names, str) or not isinstance(names, Sequence):  # None, a number: len() would raise TypeError
+        example = (names,) if isinstance(names, str) else ("batch",) + (None,) * (len(shape) - 1)
+        raise ValueError(f"activation names {shown(names)} must be a sequence, one per dimension: e.g. {example!r}")
+    if len(names) != len(shape):
+        raise ValueError(f"activation names {shown(tuple(names))} have {len(names)} entries for an array "
+                         f"of shape {tuple(shape)}; give one name (or None) per dimension")
+    odd = next((n for n in names if not (n is None or isinstance(n, str) and n in ACTIVATION_NAMES)), None)  # a list
+    if odd is not None:
+        raise ValueError(f"unknown activation name {shown(odd)}; {typo_of(odd, ACTIVATION_NAMES)}known names: "
+                         f"{', '.join(ACTIVATION_NAMES)} (or None for an unsplit dimension)")

@@ -1,8 +1,6 @@
-"""The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre.
-
-``shard_model`` is ``plan_shardings``, ``Plan.warn``, ``place``; the annotations and rules live in ``rules``.
-An *NNX node* (here and in every module): a Module, ``nnx.Optimizer``, ``nnx.State``, or a non-empty tuple, list
-or dict of them (``nodes.is_node``), concrete or abstract."""
+"""The sharding contract shared with GenSBI and heal_swin_nnx, and the plan at its centre: ``shard_model`` is
+``plan_shardings``, ``Plan.warn``, ``place``. An *NNX node* (here and in every module): a Module, ``nnx.Optimizer``,
+``nnx.State``, or a non-empty tuple, list or dict of them (``nodes.is_node``), concrete or abstract."""
 
 import dataclasses
 import difflib
@@ -19,18 +17,14 @@ from gensbi_sharding.leaf_checks import check_values, host_view, in_memory_of
 from gensbi_sharding.factory import MODEL_IN_FACTORY, refuse_in_factory
 from gensbi_sharding.messages import shown
 from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables, check_node, is_array, is_array_like,
-                                   is_int, listing, path_key, shape_of, value_of)
-from gensbi_sharding.specs import check_mesh, check_plan_fits, forgotten_comma, partition_spec_for
+                                   is_int, path_key, shape_of, value_of)
+from gensbi_sharding.specs import (UNLIKE_PARAMETER, check_mesh, check_plan_fits, fallback_text, forgotten_comma,
+                                   partition_spec_for)
 from gensbi_sharding.annotations import logical_axes_of, raw_annotation
 from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
                                    RULE_FILES, resolve_rule, typo_of, unknown_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
-
-#: Fallback reason of optimizer state shaped unlike the parameter whose annotation it carries: not warned.
-UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing "
-                    "to fix")
-
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
@@ -41,12 +35,9 @@ class Plan:
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule
         Stored resolved (``resolve_rule``), so every reader of the plan sees one form.
-    specs : dict of str to jax.sharding.PartitionSpec
-        ``"a/b/c"`` path -> spec of every variable that is or holds arrays.
-    fallbacks : dict of str to str
-        Path -> why it is replicated against its annotation (or is a bare ``nnx.Param``); warned by ``warn``.
-    shapes : dict of str to tuple, optional
-        Path -> the variable's shape (a pytree value: one shape per array); a placement checks it fits the node.
+    specs, fallbacks, shapes : dict of str to PartitionSpec, to str, to tuple (shapes optional)
+        By ``"a/b/c"`` path of every variable that is or holds arrays: its spec; why it is replicated against its
+        annotation (or is a bare ``nnx.Param``), warned by ``warn``; its shape (a pytree: one per array), checked.
 
     Raises
     ------
@@ -80,6 +71,10 @@ class Plan:
         path : str or tuple
             ``"a/b"`` (a key of ``specs``), or its keys as ``nnx.to_flat_state`` or ``jax.tree_util`` give them.
 
+        Returns
+        -------
+        jax.sharding.NamedSharding
+
         Raises
         ------
         KeyError
@@ -103,27 +98,16 @@ class Plan:
         every : str, default "Plan.fallbacks"
             Where every path is, named when some are left out.
 
+        Returns
+        -------
+        str or None
+
         Raises
         ------
         ValueError
             If ``max_reasons`` or ``max_paths`` is neither None nor a non-negative integer.
         """
-        for name, n in (("max_reasons", max_reasons), ("max_paths", max_paths)):
-            if n is not None and (not is_int(n) or n < 0):  # a negative n would slice from the end
-                raise ValueError(f"{name} must be a non-negative integer or None (all), got {shown(n)}; pass e.g. "
-                                 f"{name}=3")
-        if not self.fallbacks:
-            return None
-        groups = {r: [p for p, q in self.fallbacks.items() if q == r] for r in dict.fromkeys(self.fallbacks.values())}
-        reasons, paths_each = (len(self.fallbacks) if n is None else n for n in (max_reasons, max_paths))
-        ordered = sorted(groups.items(), key=lambda group: (group[0].startswith(UNLIKE_PARAMETER), -len(group[1])))
-        listed, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
-        parts = [(listing(paths, paths_each) if paths_each else f"{len(paths)} variable(s)") + f" ({reason})"
-                 for reason, paths in listed]
-        parts += [f"{sum(map(len, hidden))} more for {len(hidden)} other reason(s)"] if hidden else []
-        cut = bool(hidden) or any(len(paths) > paths_each for _, paths in listed)
-        return (f"{len(self.fallbacks)} variable(s) replicated instead of split under {self.rule.label} "
-                f"on mesh {dict(self.mesh.shape)}: " + "; ".join(parts) + (f" (every one: {every})" if cut else ""))
+        return fallback_text(self, max_reasons, max_paths, every)
 
     def warn(self, stacklevel: int = 2, every: str = "Plan.fallbacks") -> None:
         """Warn once each: ``ExperimentalRuleWarning`` (built-in splitting rule), ``UserWarning`` (``AxisType.Explicit``
@@ -161,6 +145,15 @@ class Plan:
         Parameters
         ----------
         node : NNX node
+
+        Returns
+        -------
+        nnx.State
+
+        Raises
+        ------
+        ValueError, TypeError
+            As ``place``: ``node`` not an NNX node, or not the node the plan was made for.
         """
         check_plan_fits(self, node, "Plan.abstract_state")
         return abstract_state(node, lambda path, value: self.sharding(path) if path in self.specs else None)
@@ -175,10 +168,15 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
     rule : str or RuleTable or Rule, default "replicated"
 
+    Returns
+    -------
+    Plan
+        ``specs`` (path -> ``PartitionSpec``), ``fallbacks`` (path -> reason) and ``shapes`` of every array variable.
+
     Raises
     ------
     ValueError, TypeError
-        ``rule`` rejected by ``resolve_rule``; ``mesh`` not a ``jax.sharding.Mesh`` or ``node`` not an NNX node.
+        ``rule`` rejected by ``resolve_rule``; ``mesh`` None or not a Mesh/AbstractMesh, ``node`` not an NNX node.
     """
     rule = resolve_rule(rule)
     check_mesh(mesh, abstract=True, optional=False)
@@ -274,6 +272,11 @@ def shard_model_by_table(node: Any, mesh: Mesh | None, table: RuleTable) -> None
     ----------
     node, mesh : as ``shard_model``
     table : RuleTable, or (logical axis, mesh axes) pairs, or Rule, or a rule name
+
+    Raises
+    ------
+    ValueError, TypeError, RuntimeError
+        As ``shard_model`` (a bad ``table``: ``resolve_rule``'s ``ValueError``).
     """
     _plan_warn_place(node, mesh, table, "shard_model_by_table")
 

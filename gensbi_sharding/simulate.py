@@ -25,6 +25,11 @@ def mesh_init_simulate(seed: Any, x: Any, features: Any, mesh_axes: Any) -> jax.
     x : array_like, shape ``(..., d_in)``
         Only its shape is read.
 
+    Returns
+    -------
+    jax.Array
+        float32, shape ``(3,)``.
+
     Raises
     ------
     ValueError

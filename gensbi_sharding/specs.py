@@ -1,6 +1,7 @@
 """PartitionSpecs: one variable's from its logical axes under a rule table (``partition_spec_for``, Flax's
 ``logical_to_mesh_axes`` plus checks), and the checks every placing module shares: a spec entry's mesh axes, whether
-a spec splits a shape on a mesh or a plan fits a node, whether a value is a mesh. ``rules`` stays free of JAX."""
+a spec splits a shape on a mesh or a plan fits a node, whether a value is a mesh; a plan's fallback text
+(``fallback_text``). ``rules`` stays free of JAX."""
 
 import math
 from itertools import combinations
@@ -15,7 +16,12 @@ from gensbi_sharding.nodes import (array_leaves, array_variables, check_node, is
 from gensbi_sharding.rules import (ABSENT_AXIS, LOGICAL_AXES, Rule, check_table, RuleTable, is_sequence, mapped_onto,
                                    resolve_rule, typo_of)
 
-__all__ = ["partition_spec_for", "check_mesh", "check_plan_fits", "forgotten_comma", "mesh_axes_of", "spec_misfit"]
+__all__ = ["partition_spec_for", "check_mesh", "check_plan_fits", "fallback_text", "forgotten_comma", "mesh_axes_of",
+           "spec_misfit"]
+
+#: Fallback reason of optimizer state shaped unlike the parameter whose annotation it carries: not warned.
+UNLIKE_PARAMETER = ("optimizer state shaped unlike its parameter, e.g. Adafactor's factored moments: small, nothing "
+                    "to fix")
 
 
 def mesh_axes_of(entry: Any) -> tuple:
@@ -107,6 +113,11 @@ def partition_spec_for(names: Sequence[str | None] | str | None, shape: Sequence
         them; a mesh axis named twice falls back)
     mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh
 
+    Returns
+    -------
+    tuple of (jax.sharding.PartitionSpec, str or None)
+        The spec, and why it fell back to ``P()`` (None when it did not).
+
     Raises
     ------
     TypeError, ValueError
@@ -189,3 +200,23 @@ def check_plan_fits(plan: Any, node: Any, caller: str) -> list[tuple[str, Any]]:
                                       "dict holding this node (e.g. (model, optimizer)); place that, or")
     raise ValueError(f"{caller}: the plan was made for another node: " + "; ".join(parts) + (held or ";") +
                      " plan this node instead: plan_shardings(node, plan.mesh, plan.rule)")
+
+
+def fallback_text(plan: Any, max_reasons: int | None, max_paths: int | None, every: str) -> str | None:
+    """``Plan.fallback_message`` (its arguments checked here: ``ValueError``), for a ``Plan`` ``plan``."""
+    for name, n in (("max_reasons", max_reasons), ("max_paths", max_paths)):
+        if n is not None and (not is_int(n) or n < 0):  # a negative n would slice from the end
+            raise ValueError(f"{name} must be a non-negative integer or None (all), got {shown(n)}; pass e.g. "
+                             f"{name}=3")
+    if not plan.fallbacks:
+        return None
+    groups = {r: [p for p, q in plan.fallbacks.items() if q == r] for r in dict.fromkeys(plan.fallbacks.values())}
+    reasons, paths_each = (len(plan.fallbacks) if n is None else n for n in (max_reasons, max_paths))
+    ordered = sorted(groups.items(), key=lambda group: (group[0].startswith(UNLIKE_PARAMETER), -len(group[1])))
+    listed, hidden = ordered[:reasons], [paths for _, paths in ordered[reasons:]]
+    parts = [(listing(paths, paths_each) if paths_each else f"{len(paths)} variable(s)") + f" ({reason})"
+             for reason, paths in listed]
+    parts += [f"{sum(map(len, hidden))} more for {len(hidden)} other reason(s)"] if hidden else []
+    cut = bool(hidden) or any(len(paths) > paths_each for _, paths in listed)
+    return (f"{len(plan.fallbacks)} variable(s) replicated instead of split under {plan.rule.label} "
+            f"on mesh {dict(plan.mesh.shape)}: " + "; ".join(parts) + (f" (every one: {every})" if cut else ""))
