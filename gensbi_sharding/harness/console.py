@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,13 +55,18 @@ def is_terminal(fd: int = 2) -> bool:
 def warnings_to_log() -> Iterator[None]:
     """Route Python warnings into logging (logger ``py.warnings``) while the job runs.
 
-    The console filter drops the noisy categories; ``launch.log`` keeps them all.
+    The console filter drops the noisy categories; ``launch.log`` keeps them all. A capture the caller had on (a
+    notebook's ``logging.captureWarnings(True)`` before ``%run launch.py``) is left on: ``captureWarnings(False)``
+    here turned it off.
     """
+    # logging's own showwarning is in place exactly while warnings are captured (its documented effect)
+    already = getattr(warnings.showwarning, "__module__", None) == logging.__name__
     logging.captureWarnings(True)
     try:
         yield
     finally:
-        logging.captureWarnings(False)
+        if not already:
+            logging.captureWarnings(False)
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ of session 64 resumed at step 20 kept a history ``[[20, 1.7861], [40, 1.5739]]``
 1.6727, and a resume only to evaluate reported 1.7861 as its validation loss. So a checkpoint whose early-stopping
 state does not name its draws (``validation.DRAWS``, saved since session 76) has its best weights scored again here,
 once, on this run's draws: a loss other than the checkpoint's best says its losses do not compare, and early
-stopping starts afresh, as on other held-out pairs (``held_out.held_out_changes``).
+stopping starts afresh from those best weights and that score (``drawn_otherwise``).
 """
 
 from __future__ import annotations
@@ -35,8 +35,14 @@ DRAWS_TOLERANCE = 1e-3
 
 
 def drawn_otherwise(stopper: EarlyStopping, functions: StepFunctions, state: Any, val_batches: list[dict],
-                    key: Any, step: int, *, draws: int, mesh: Mesh | None) -> bool:
-    """Score the restored best weights again; True (and a warning) when the checkpoint's best loss is not theirs.
+                    key: Any, step: int, *, draws: int, mesh: Mesh | None) -> EarlyStopping | None:
+    """Score the restored best weights again; where the checkpoint's best loss is not theirs (a warning), the early
+    stopping to continue instead: those best weights, of their step, with only their score on this run's draws.
+
+    The best weights are kept, not dropped: an evaluation-only resume samples them (not the newest weights), and
+    later validations compete with them on the same draws. The validations recorded after the best count toward
+    patience as they did (an early-stopped run stays stopped), but for the restored step's, which is scored again
+    (``validation.validate_pending``).
 
     Parameters
     ----------
@@ -53,25 +59,27 @@ def drawn_otherwise(stopper: EarlyStopping, functions: StepFunctions, state: Any
 
     Returns
     -------
-    bool
-        True: the checkpoint's losses were drawn otherwise (an earlier version's); its early stopping is not to be
-        continued.
+    EarlyStopping or None
+        None: the checkpoint's losses compare (``stopper`` continues, now naming its draws); else the early stopping
+        that replaces its (an earlier version's draws).
     """
     from gensbi_sharding import mesh_context
-    from gensbi_sharding.harness.validation import DRAWS, validation_loss
+    from gensbi_sharding.harness.validation import DRAWS, EarlyStopping, validation_loss
 
     if stopper.draws == DRAWS:  # saved by a version that draws as this one does: nothing to score again
-        return False
+        return None
     if not (val_batches and stopper.history and stopper.kept_best_step() is not None):
-        return False
+        return None
     with mesh_context(mesh):
         loss = validation_loss(functions, stopper.with_best(functions, state, step), val_batches, key, draws=draws)
     if loss is None or math.isclose(loss, stopper.best_loss, rel_tol=DRAWS_TOLERANCE):
         stopper.draws = DRAWS  # the same draws: its later saves say so
-        return False
+        return None
     log.warning("early stopping starts afresh: the checkpoint's validation losses were drawn otherwise (its best "
                 "weights, step %d, score %.4f on this version's draws, not the %.4f it recorded: a checkpoint of a "
                 "version before 2026-12-06 drew each held-out pair's (t, z) otherwise), so they do not compare with "
-                "this run's; its weights go on, and the best is chosen among this run's validations",
-                stopper.best_step, loss, stopper.best_loss, extra=EVERY_PROCESS)
-    return True
+                "this run's; its weights go on, and its best weights stay the best until one of this run's "
+                "validations scores lower", stopper.best_step, loss, stopper.best_loss, extra=EVERY_PROCESS)
+    since = sum(1 for at, _ in stopper.history if stopper.best_step < at < step)  # the restored step's: validated again
+    return EarlyStopping(patience=stopper.patience, best_loss=loss, best_step=stopper.best_step,
+                         best_weights=stopper.best_weights, since_best=since, history=[(stopper.best_step, loss)])

@@ -85,7 +85,7 @@ def quiet_run(cfg: DictConfig) -> dict[str, Any]:
             failure = record_failure(err, cfg, metrics, out, start, folder, watch, saved_before)
         finish(metrics, failure, out, start, folder, watch)
     if metrics["status"] == "interrupted":  # distributed=local's processes stopped for Ctrl-C: so does the sweep
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(metrics.get("error"))  # from Python, as a single process's: the words that continue
     if metrics["status"] == "ok" and watch.signum is not None and not os.environ.get(processes.LOCAL_CHILD_ENV):
         # Asked to stop as its last observation was scored: the run finished, every score written, so it is recorded
         # complete (not interrupted), and its sweep stops here
@@ -197,7 +197,7 @@ def record_failure(err: Exception, cfg: DictConfig, metrics: dict[str, Any], out
         saved = stop_record.record_resume_point(metrics, out)
         stop = stop_record.at_once_error(out, saved, stop_record.exception_text(err))
         stop_record.record_interrupt(metrics, stop, start, folder)
-        raise KeyboardInterrupt from err
+        raise KeyboardInterrupt(stop) from err  # from Python too, where it is saved and how to continue
     stop_record.record_failure_outcome(metrics, out, saved_before, err,  # a file the disk refused: named
                                        dry_run=bool(cfg.get("dry_run")))
     log.error("%s", metrics["error"], extra=child_refusal(err))  # the console tags it "[ERROR]"

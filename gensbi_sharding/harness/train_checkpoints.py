@@ -73,10 +73,12 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     stopper = (validation.EarlyStopping(patience=cfg.train.patience) if resumed is None else
                dataclasses.replace(resumed, patience=cfg.train.patience, history=list(resumed.history)))
     start = ts.start_step
-    if resumed is not None and drawn_otherwise(stopper, functions, state, val_batches, ts.key, start,
-                                               draws=cfg.train.val_draws, mesh=mesh):
-        # an earlier version's draws: its losses are not continued (run_steps reads both fields after training)
-        stopper, ts.early_stopping, ts.val_afresh = validation.EarlyStopping(patience=cfg.train.patience), None, True
+    if resumed is not None and (afresh := drawn_otherwise(stopper, functions, state, val_batches, ts.key, start,
+                                                          draws=cfg.train.val_draws, mesh=mesh)) is not None:
+        # an earlier version's draws: its losses are not continued, its best weights are (run_steps reads both fields
+        # after training: the history this attempt starts from, a validation set of its own in train_losses.npz)
+        stopper, ts.val_afresh = afresh, True
+        ts.early_stopping = dataclasses.replace(afresh, history=list(afresh.history))
     # The checkpoint of this step may have been saved before its validation (a stop before or inside it).
     validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
                                 last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)
