@@ -88,3 +88,12 @@ def test_a_checkpoint_naming_todays_draws_is_not_scored_again(tmp_path, caplog, 
         resumed = run_tiny(tmp_path / "resumed", f"train.resume={old}", "train.steps=12", "train.val_every=4")
     assert "drawn otherwise" not in caplog.text  # no second validation of the restored weights
     assert [step for step, _ in resumed["val_history"]] == [4, 8, 12]
+
+
+def test_a_checkpoint_without_validations_names_todays_draws_once_resumed():
+    from gensbi_sharding.harness.resumed_draws import drawn_otherwise
+    from gensbi_sharding.harness.validation import DRAWS, EarlyStopping
+
+    stopper = EarlyStopping(patience=2, draws=None)  # an earlier version's record, before any validation
+    assert drawn_otherwise(stopper, None, None, [], None, 0, draws=1, mesh=None) is None
+    assert stopper.draws == DRAWS  # its later saves say so: no re-score on the next resume

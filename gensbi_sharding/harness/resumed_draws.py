@@ -68,7 +68,10 @@ def drawn_otherwise(stopper: EarlyStopping, functions: StepFunctions, state: Any
 
     if stopper.draws == DRAWS:  # saved by a version that draws as this one does: nothing to score again
         return None
-    if not (val_batches and stopper.history and stopper.kept_best_step() is not None):
+    if not stopper.history:  # no loss to compare: every later one is this version's, and its saves say so
+        stopper.draws = DRAWS
+        return None
+    if not (val_batches and stopper.kept_best_step() is not None):
         return None
     with mesh_context(mesh):
         loss = validation_loss(functions, stopper.with_best(functions, state, step), val_batches, key, draws=draws)
