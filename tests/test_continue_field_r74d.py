@@ -22,6 +22,12 @@ COMMAND = "python launch.py rule=fsdp train.steps=2000 train.resume=auto hydra.r
 REWORDED = f"interrupted by Ctrl-C (SIGINT) at step 8; to pick it up again run {COMMAND}"
 
 
+def _command(run):
+    """``COMMAND`` as the run in ``run`` records it: naming that folder (the made-up /x/run reads as a folder moved
+    since, and is said as the run's folder now: tests/test_moved_folder_r76g.py)."""
+    return COMMAND.replace("/x/run", str(run))
+
+
 def _run(tmp_path, record=None, overrides=None):
     """A run folder with a step folder 8 (its name only: the warnings read no weights)."""
     run = tmp_path / "run"
@@ -35,17 +41,21 @@ def _run(tmp_path, record=None, overrides=None):
 
 
 def test_the_unfinished_run_warning_reads_the_recorded_command(tmp_path):
-    run = _run(tmp_path, {"status": "interrupted", "error": REWORDED, CONTINUE_FIELD: COMMAND})
+    command = _command(tmp_path / "run")
+    run = _run(tmp_path, {"status": "interrupted", "error": REWORDED.replace(COMMAND, command),
+                          CONTINUE_FIELD: command})
     note = unfinished_note(run / "checkpoints" / "8", {"train": {"steps": 2000}})
-    assert note.endswith(f"; to finish it: {COMMAND}, then sample again")
+    assert note.endswith(f"; to finish it: {command}, then sample again")
 
 
 def test_the_no_checkpoint_refusal_reads_the_recorded_command(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    (run / "metrics.json").write_text(json.dumps({"status": "preempted", "error": REWORDED, CONTINUE_FIELD: COMMAND}))
+    command = _command(run)
+    (run / "metrics.json").write_text(json.dumps({"status": "preempted", "error": REWORDED.replace(COMMAND, command),
+                                                  CONTINUE_FIELD: command}))
     refusal = no_checkpoint(run, run, FileNotFoundError("no checkpoint"))
-    assert f"its run was stopped (preempted) before its first checkpoint; continue it, {COMMAND}, and sample" in str(
+    assert f"its run was stopped (preempted) before its first checkpoint; continue it, {command}, and sample" in str(
         refusal)
 
 

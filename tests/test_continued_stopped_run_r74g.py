@@ -32,6 +32,13 @@ def held(tmp_path):
         f.close()
 
 
+def _stopped_in(folder):
+    """``STOPPED`` as the run in ``folder`` records it, its command naming that folder (``COMMAND``'s made-up /x/run
+    reads as a folder moved since, and is said as the run's folder now: tests/test_moved_folder_r76g.py)."""
+    command = COMMAND.replace("/x/run", str(folder))
+    return {**STOPPED, "continue_with": command, "error": STOPPED["error"].replace(COMMAND, command)}
+
+
 def _run(folder, record):
     (folder / "checkpoints" / "40").mkdir(parents=True)
     (folder / "metrics.json").write_text(json.dumps(record))
@@ -39,9 +46,9 @@ def _run(folder, record):
 
 
 def test_sample_says_a_continued_run_is_training_not_stopped(tmp_path, held):
-    run = _run(tmp_path / "run", STOPPED)
+    run = _run(tmp_path / "run", stopped := _stopped_in(tmp_path / "run"))
     note = unfinished_note(run / "checkpoints" / "40", {"train": {"steps": 2000}})
-    assert note.endswith(f"; to finish it: {COMMAND}, then sample again")  # no one trains it: stopped
+    assert note.endswith(f"; to finish it: {stopped['continue_with']}, then sample again")  # no one trains it: stopped
     held(run)
     note = unfinished_note(run / "checkpoints" / "40", {"train": {"steps": 2000}})
     assert note.startswith(f"{run}'s run is still training (") and note.endswith(

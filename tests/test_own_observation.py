@@ -240,18 +240,19 @@ def test_a_missing_observation_file_is_named_before_the_run_folder_is_read(tmp_p
     ({"status": "ok", "dry_run": {}}, "it holds a dry run (dry_run=true saves no checkpoint)"),
     ({"status": "preempted"}, "its run (status preempted) saved no complete checkpoint"),
     # Was: "... saved no complete checkpoint ...: pass the folder of a run that trained": it is one, stopped early.
+    # <run>: the folder sampled, whose run recorded it (a made-up folder reads as one moved since: r76g)
     ({"status": "interrupted", "error": "interrupted by Ctrl-C (SIGINT); continue with: python launch.py "
-      "hydra.run.dir=x"}, ": its run was stopped (interrupted) before its first checkpoint; continue it, python "
-     "launch.py hydra.run.dir=x, and sample this folder once it has saved one"),
+      "hydra.run.dir=<run>"}, ": its run was stopped (interrupted) before its first checkpoint; continue it, python "
+     "launch.py hydra.run.dir=<run>, and sample this folder once it has saved one"),
 ])
 def test_a_run_folder_without_checkpoints_is_refused(tmp_path, metrics, why):
     with pytest.raises(FileNotFoundError, match=r"run folder '.*gone' does not exist \(resolved to .*\): pass"):
         sample_posterior(tmp_path / "gone", np.zeros(2))
     if metrics is not None:
-        (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+        (tmp_path / "metrics.json").write_text(json.dumps(metrics).replace("<run>", str(tmp_path)))
     with pytest.raises(FileNotFoundError, match="has no checkpoint to sample") as err:
         sample_posterior(tmp_path, np.zeros(2))
-    assert why in str(err.value)
+    assert why.replace("<run>", str(tmp_path)) in str(err.value)
 
 
 def test_a_run_whose_step_lost_its_orbax_metadata_is_not_called_one_that_never_trained(tmp_path):

@@ -378,7 +378,11 @@ def no_ema_run(tmp_path_factory, devices):
 def test_resume_under_other_settings_names_the_override_that_fits(no_ema_run, tmp_path, changed, fix):
     out = tmp_path / "b"
     metrics = run_tiny(out, f"train.resume={no_ema_run}", "train.steps=16", *changed)
-    assert_refused_before_training(metrics, out, f"add {fix}", str(no_ema_run / "checkpoints" / "8"))
+    # run(cfg), from Python: the fix as such a caller makes it (launch.py's "add <fix>": test_resume_python_words_r76g)
+    said = {"train.ema_decay=0": "set cfg.train.ema_decay=0", "data.theta_transform=none":
+            "set cfg.data.theta_transform='none'", "data=two_moons": "add 'data=two_moons' to the overrides cfg is "
+            "composed with"}[fix]
+    assert_refused_before_training(metrics, out, said, str(no_ema_run / "checkpoints" / "8"))
     assert "missing from the checkpoint" not in metrics["error"]
     key, value = fix.split("=")
     # The fix replaces what it names; the data settings go with data= (the task's own defaults).

@@ -38,9 +38,10 @@ def _record(run, status, error=None):
 # lost machine leaves a checkpoint under train.steps and no metrics.json: sample.py sampled it without a word).
 @pytest.mark.parametrize("stopped", [True, False])  # False: killed, no metrics.json
 def test_sampling_an_unfinished_run_warns_with_its_step_and_how_to_finish_it(run, stopped, monkeypatch, caplog):
+    resume = RESUME.replace("/x/run", str(run))  # its own folder: a made-up one reads as moved since (r76g)
     if stopped:
         _record(run, "interrupted", f"interrupted by Ctrl-C (SIGINT) at step 8; checkpoint {run}/checkpoints/8; "
-                                    f"continue with: {RESUME}")
+                                    f"continue with: {resume}")
     monkeypatch.setattr(own_observation, "draw_posterior",
                         lambda *args, **kwargs: (np.zeros((16, 2), np.float32), 1.0, {"weights": "last"}))
     with caplog.at_level(logging.WARNING, logger="gensbi_sharding"):
@@ -49,7 +50,7 @@ def test_sampling_an_unfinished_run_warns_with_its_step_and_how_to_finish_it(run
     if stopped:
         assert said == [
             f"{run} stopped (status interrupted) at step 8 of train.steps=2000: these samples are of a posterior "
-            f"trained 8 of its 2000 steps, not the run's result; to finish it: {RESUME}, then sample again"]
+            f"trained 8 of its 2000 steps, not the run's result; to finish it: {resume}, then sample again"]
     else:
         assert said == [
             f"{run} left no record of its end (no metrics.json: killed by SIGKILL, out of memory, a lost "

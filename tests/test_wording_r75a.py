@@ -18,7 +18,10 @@ from gensbi_sharding.harness.best_job import best_note
 from gensbi_sharding.harness.continue_field import CONTINUE_FIELD, continue_of
 from gensbi_sharding.harness.stop_record import record_failure_outcome
 
-COMMAND = "python launch.py rule=tensor train.resume=auto hydra.mode=RUN hydra.run.dir=/x/sweep/1"
+def _command(job):
+    """The continue command job ``job``'s run recorded: in its own folder (a made-up one, /x/sweep/1, now reads as a
+    folder moved since, and is said as the job's folder now: tests/test_moved_folder_r76g.py)."""
+    return f"python launch.py rule=tensor train.resume=auto hydra.mode=RUN hydra.run.dir={job}"
 
 
 def _job(folder, record):
@@ -28,21 +31,23 @@ def _job(folder, record):
 
 def test_a_failed_job_is_called_failed_in_a_sweep_folders_refusal(tmp_path):
     sweep = tmp_path / "sweep"
+    command = _command(sweep / "1")
     _job(sweep / "0", {"status": "ok", "data": "two_moons", "c2st": 0.912})
-    _job(sweep / "1", {"status": "error", "data": "two_moons", "stopped_at_step": 40, "continue_with": COMMAND,
+    _job(sweep / "1", {"status": "error", "data": "two_moons", "stopped_at_step": 40, "continue_with": command,
                        "error": f"OSError: [Errno 28] No space left on device; once that is fixed, continue with: "
-                                f"{COMMAND}"})
+                                f"{command}"})
     note = best_note([sweep / "0", sweep / "1"])
     assert note.endswith(f"; job 1 failed at step 40 (its error in {sweep / '1' / 'metrics.json'}): once that is "
-                         f"fixed, to continue it in its own folder: {COMMAND}"), note
+                         f"fixed, to continue it in its own folder: {command}"), note
     assert "stopped before finishing" not in note and "status error" not in note
 
 
 def test_a_stopped_job_keeps_its_words(tmp_path):
     sweep = tmp_path / "sweep"
-    _job(sweep / "0", {"status": "interrupted", "stopped_at_step": 40, "continue_with": COMMAND, "error": "Ctrl-C"})
+    command = _command(sweep / "0")
+    _job(sweep / "0", {"status": "interrupted", "stopped_at_step": 40, "continue_with": command, "error": "Ctrl-C"})
     assert best_note([sweep / "0"]).endswith(f"; job 0 stopped before finishing (status interrupted at step 40): to "
-                                             f"continue it in its own folder: {COMMAND}")
+                                             f"continue it in its own folder: {command}")
 
 
 def test_a_dry_run_failing_on_a_full_disk_records_the_command_its_error_words(tmp_path):

@@ -113,7 +113,7 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
     run from its weights, not the stopped job's continuation), and the command that continues each stopped job in its
     own folder; "" where none stopped. A user resuming a stopped sweep was pointed at the best finished job with no
     word of the stopped one."""
-    from gensbi_sharding.harness.continue_field import continue_of
+    from gensbi_sharding.harness.moved_folder import continue_in
     from gensbi_sharding.harness.outputs import read_metrics
     from gensbi_sharding.harness.plots import status_word
     from gensbi_sharding.harness.unfinished_run import recorded_command, training_run
@@ -130,7 +130,8 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
                 stopped.append(f"job {job.name} left no record of its end (killed?): to continue it in its own "
                                f"folder: {command}")
             continue
-        if record.get("status") != "ok" and (command := continue_of(record)):
+        # for the job's folder as it is now: a sweep folder copied or moved named the folder each job ran in
+        if record.get("status") != "ok" and (command := continue_in(record, job)):
             step = record.get("stopped_at_step")
             at = "" if step is None else f" at step {step}"
             # in the sweep table's word (plots.status_word): a failed job is "failed", not "stopped (status error)"

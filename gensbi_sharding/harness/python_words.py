@@ -3,7 +3,9 @@
 The refusals of a job's folder name launch.py's overrides: ``choose another hydra.run.dir``, ``rerun with
 train.resume=auto``. A Python caller takes none of them: it sets ``cfg.output_dir`` (in ``omegaconf.open_dict``:
 it is no field of the composed config) and ``cfg.train.resume``, as ``sweep_hints.continue_command`` says for such a
-run (the overrides would be wrong under ``run(cfg)``). Pure Python: no JAX.
+run (the overrides would be wrong under ``run(cfg)``). A resume's refusal names its fix as overrides to add
+("add model.width=32"): a Python caller sets ``cfg.model.width=32``, or composes with a preset (``experiment=quick``).
+Pure Python: no JAX.
 """
 
 from __future__ import annotations
@@ -26,12 +28,27 @@ _KEYS = r"(?<![\w.])(?:hydra\.run\.dir|train\.resume|train\.steps)="
 _OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|"""
                        rf"""{_KEYS}(?:'[^']*'|<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
 _SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume", "train.steps": "cfg.train.steps"}
+#: A fix's overrides: "add model.width=32" and its other way "(or model.width=32 model.depth=1)" (a resume's refusal:
+#: ``model_switch``, ``resume_refusal``, ``schedule``), each override one shell word, the list ending at a word that is
+#: none or at a sentence's ``.:,;)`` after an unquoted word (a value ending so is quoted: ``hydra_override``).
+_FIX_LEAD = re.compile(r"(?<![\w.])(add|\(or) ")
+_WORD = re.compile(r"(?:'[^']*'|[^\s'])+")
+_KEY = re.compile(r"[+~]?[A-Za-z_][\w.]*=")
+#: ``_fix_said``'s overrides to compose with, once said: left as they are when said again (a refusal raised inside two
+#: ``in_python_words``).
+_COMPOSE_TAIL = " to the overrides cfg is composed with"
+_COMPOSED = re.compile(r"""(?:'[^']*'|"[^"]*")(?:, (?:'[^']*'|"[^"]*"))*""" + _COMPOSE_TAIL)
+#: Where a refusal quotes another run's command line (``saving_record.launched_with``): said as it ran.
+_LAUNCHED = "was launched with: "
 
 
 def python_words(message: str) -> str:
     """``message`` with each override of the run's folder, ``train.resume`` or ``train.steps`` written as the config
     setting a Python caller sets (``hydra.run.dir=runs/a`` -> ``cfg.output_dir='runs/a'``; a folder quoted for the
-    shell and Hydra, ``'hydra.run.dir=/tmp/my runs'``, by the value Python takes: ``cfg.output_dir='/tmp/my runs'``).
+    shell and Hydra, ``'hydra.run.dir=/tmp/my runs'``, by the value Python takes: ``cfg.output_dir='/tmp/my runs'``),
+    and each fix's overrides to add likewise (``add model.width=32`` -> ``set cfg.model.width=32``; with a preset,
+    ``add 'experiment=quick' to the overrides cfg is composed with``); another run's command line it quotes ("was
+    launched with: ...") as it ran.
 
     Parameters
     ----------
@@ -42,13 +59,76 @@ def python_words(message: str) -> str:
     -------
     str
     """
+    head, launched, tail = message.partition(_LAUNCHED)
+    said, end = [], 0
+    for lead, overrides, start, stop in _fix_lists(head):
+        said += [_overrides_said(head[end:start]), _fix_said(lead, overrides) if overrides else head[start:stop]]
+        end = stop
+    said = "".join(said) + _overrides_said(head[end:]) + launched + tail
+    return said + ("; set cfg.output_dir in omegaconf.open_dict(cfg)" if "cfg.output_dir" in said else "")
+
+
+def _overrides_said(message: str) -> str:
+    """``message`` with each override of ``_OVERRIDE`` (the folder, ``train.resume``, ``train.steps``) a setting."""
     said, end, joined = [], 0, False  # joined: the word before this one was a setting (both set: "and")
     for found in _OVERRIDE.finditer(message):
         between = _prose(message[end:found.start()])
         said += [" and " if joined and between == " " else between, _setting(found[0])]
         end, joined = found.end(), True
-    said = "".join(said) + _prose(message[end:])
-    return said + ("; set cfg.output_dir in omegaconf.open_dict(cfg)" if "cfg.output_dir" in said else "")
+    return "".join(said) + _prose(message[end:])
+
+
+def _fix_lists(message: str) -> list[tuple[str, list[str], int, int]]:
+    """Each fix's list of overrides in ``message`` (``_FIX_LEAD``): its lead, the overrides as the shell reads them,
+    where it starts and ends; no overrides where they are said already (``_COMPOSED``)."""
+    found, end = [], 0
+    for lead in _FIX_LEAD.finditer(message):
+        if lead.start() < end:
+            continue
+        if (said := _COMPOSED.match(message, lead.end())) is not None:
+            found.append((lead[1], [], lead.start(), end := said.end()))
+            continue
+        overrides, at, stop = [], lead.end(), lead.end()
+        while (word := _WORD.match(message, at)) is not None:
+            text = word[0] if word[0].endswith("'") else word[0].rstrip(".:,;)")
+            try:
+                override = shlex.split(text)[0]
+            except (ValueError, IndexError):
+                break
+            if not _KEY.match(override):
+                break
+            overrides.append(override)
+            stop = word.start() + len(text)
+            if text != word[0] or message[word.end():word.end() + 1] != " ":
+                break
+            at = word.end() + 1
+        if overrides:
+            found.append((lead[1], overrides, lead.start(), stop))
+            end = stop
+    return found
+
+
+def _fix_said(lead: str, overrides: list[str]) -> str:
+    """A fix's overrides (``_fix_lists``) as a Python caller makes them: settings of ``cfg``
+    (``set cfg.model.width=32``), or where one picks a preset (``model=flux1``, ``experiment=quick``), adds or drops
+    a key or sets Hydra's own, the overrides to compose ``cfg`` with."""
+    from gensbi_sharding.harness.groups import CONF
+    from gensbi_sharding.harness.override_grammar import parse
+
+    settings = []
+    for override in overrides:
+        key = override.split("=", 1)[0]
+        if key in _SETTING:  # as the folder's refusals say it (cfg.output_dir, not hydra.run.dir)
+            settings.append(_setting(override))
+            continue
+        parsed = parse([override]).overrides[0].hydra
+        if override.startswith(("+", "~", "hydra.")) or "." not in key and (CONF / key).is_dir() or parsed is None:
+            settings = None
+            break
+        settings.append(f"cfg.{key}={parsed.value()!r}")
+    said = (f"set {' and '.join(settings)}" if settings else
+            f"add {', '.join(map(repr, overrides))}{_COMPOSE_TAIL}")
+    return said if lead == "add" else f"(or {said}"
 
 
 def _prose(text: str) -> str:

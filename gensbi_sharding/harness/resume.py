@@ -24,7 +24,7 @@ from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 from gensbi_sharding.harness.resume_settings import compute_dtype_note
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
 
-__all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "saved_statistics"]
+__all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "check_resume_in_run", "saved_statistics"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -159,6 +159,14 @@ def check_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     for note in filter(None, (said(saved, now, int(step_dir.name)) for said in (schedule_change_note,
                                                                                   compute_dtype_note))):
         log.log(logging.WARNING if note[1] else logging.INFO, "%s", note[0], extra=EVERY_PROCESS)  # allowed, but said
+
+
+def check_resume_in_run(step_dir: Path, cfg: DictConfig) -> None:
+    """``check_resume_settings`` as a run makes it: called from Python (``run(cfg)``), its refusals name the settings
+    such a caller sets (``python_words``: "set cfg.model.width=32", not launch.py's "add model.width=32", as the
+    folder's refusals say them); under launch.py, as they are."""
+    with in_python_words():
+        check_resume_settings(step_dir, cfg)
 
 
 def saved_statistics(step_dir: Path | None) -> dict | None:

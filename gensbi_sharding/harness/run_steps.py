@@ -68,7 +68,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     from gensbi_sharding import checkpoint
     from gensbi_sharding.harness.pipeline import build_pipeline
     from gensbi_sharding.harness.preemption import train_with_checkpoints
-    from gensbi_sharding.harness.resume import check_resume_settings, resume_point, saved_statistics
+    from gensbi_sharding.harness.resume import check_resume_in_run, resume_point, saved_statistics
     from gensbi_sharding.harness.state import build_state
     from gensbi_sharding.harness.tasks import TASKS, check_evaluation
 
@@ -111,7 +111,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     # Null until the checkpoint is restored: an attempt refused (or failing) before then resumed nothing.
     metrics.update(resumed_from_step=None, resumed_from=None)
     if resume_dir is not None:
-        check_resume_settings(resume_dir, cfg)
+        check_resume_in_run(resume_dir, cfg)  # run(cfg) from Python: its refusals in the settings it sets
     if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
         log.info("train.resume: step %d is train.steps: nothing to train, %s", start_step, "evaluating its weights"
                  if cfg.eval.enabled else "and eval.enabled=false: only its validation loss is measured (set "

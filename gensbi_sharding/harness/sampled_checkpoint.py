@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.continue_field import continue_of
+from gensbi_sharding.harness.moved_folder import continue_in
 from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.unfinished_run import training_run
 from gensbi_sharding.messages import clipped
@@ -222,7 +222,7 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
     metrics, why = folder / "metrics.json", ""
     if metrics.is_file():
         previous = read_metrics(metrics)
-        status, resume = previous.get("status"), continue_of(previous)
+        status, resume = previous.get("status"), continue_in(previous, folder)  # its folder now, moved or not
         if status in ("preempted", "interrupted") and resume:  # the fix is to continue it
             return FileNotFoundError(f"{given}: its run was stopped ({status}) before its first checkpoint; continue "
                                      f"it, {resume}, and sample this folder once it has saved one")

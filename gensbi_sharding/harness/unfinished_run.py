@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gensbi_sharding.harness.continue_field import continue_of
+from gensbi_sharding.harness.moved_folder import continue_in
 from gensbi_sharding.harness.units import is_int
 
 __all__ = ["unfinished_note", "recorded_command", "recorded_overrides", "training_run"]
@@ -73,7 +73,7 @@ def unfinished_note(step_dir: Path, cfg: Any, info: dict | None = None) -> str |
         fix = f"to finish it: {command}, then sample again" if (command := recorded_command(run)) else own
         return f"{run} left no record of its end ({missing}: killed by SIGKILL, out of memory, a lost machine?); " \
                f"its newest checkpoint is {trained}; {fix}"
-    resume = continue_of(record)
+    resume = continue_in(record, run)  # the folder as it is now (moved or copied: not the one it ran in)
     fix = f"to finish it: {resume}, then sample again" if resume else own
     return f"{run} stopped (status {record.get('status')}) {trained}; {fix}"
 
