@@ -43,7 +43,8 @@ def partitioned(init, names: tuple[str | None, ...]):
     Returns
     -------
     callable
-        ``init`` wrapped by Flax: ``init(key, shape, dtype)``, the array annotated with ``names``.
+        ``init`` wrapped by Flax: ``init(key, shape, dtype)`` returns an ``nnx.VariableMetadata`` (the array, its
+        ``names``) that the ``nnx.Param`` a layer builds from it reads.
 
     Raises
     ------

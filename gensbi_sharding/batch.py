@@ -57,7 +57,7 @@ def batch_size_divisor(mesh: Mesh | None) -> int:
     Returns
     -------
     int
-        Devices (1 without a mesh).
+        Devices along ``batch_axes(mesh)``: 4 on a ``data=4 x model=2`` mesh of 8 devices (1 without a mesh).
 
     Raises
     ------
@@ -100,7 +100,7 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     Parameters
     ----------
     n : int, >= 0
-    mesh : jax.sharding.Mesh or None
+    mesh : jax.sharding.Mesh or jax.sharding.AbstractMesh or None
 
     Returns
     -------
@@ -110,7 +110,7 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
     Raises
     ------
     ValueError, TypeError
-        ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a ``jax.sharding.Mesh``.
+        ``n`` not a non-negative integer (``bool`` is not); ``mesh`` neither None nor a Mesh/AbstractMesh.
     """
     if not is_int(n) or n < 0:
         raise ValueError(f"pad_for_mesh needs a row count n >= 0 (an integer), got {row_count_fix(n)}")

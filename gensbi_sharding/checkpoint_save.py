@@ -113,8 +113,8 @@ class CheckpointWriter:
 
         Raises
         ------
-        ValueError
-            ``step`` no integer >= 0, whatever ``every``.
+        ValueError, RuntimeError
+            ``step`` no integer >= 0, whatever ``every``; a call under ``jax.jit`` (any JAX transformation).
         """
         refuse_traced("CheckpointWriter.due", _AFTER_STEP)
         return self._due(step)

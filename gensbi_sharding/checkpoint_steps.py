@@ -188,8 +188,7 @@ def reasoned(reason: str, fix: str) -> FileNotFoundError:
 
 
 def _step_folders(directory: str | os.PathLike) -> dict[int, str | None]:
-    """``{step: None if complete, else why not}`` of step folders with an item of ``ITEMS``, by ascending step, read
-    with no CheckpointManager (starts JAX)."""
+    """``{step: None if complete, else why not}`` of folders holding an item; no CheckpointManager (it starts JAX)."""
     directory = as_path(directory, "directory")
     if not directory.is_dir():
         return {}
@@ -210,16 +209,16 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     """Why the complete step folder ``step_dir`` cannot be restored, in ``restore``'s words, e.g. "its 'arrays' item
     cannot be read (its folder is missing)"; None where its ``items`` read.
 
-    Cheap, no array data read and JAX's backend not started (a launcher asks it before it sets its device count): each
-    item's folder, the arrays' tree metadata, the JSON items, and the arrays' data files by the sizes their OCDBT
-    B+tree records (TensorStore's ``ocdbt.dump``). Not caught: array data changed in place, its size kept.
+    Cheap, no array data read, JAX's backend unstarted (a launcher asks before it sets its device count): each item's
+    folder, the arrays' tree metadata, the JSON items, the data files by the sizes their OCDBT B+tree records
+    (TensorStore's ``ocdbt.dump``); not caught: array data changed in place, its size kept.
 
     Parameters
     ----------
     step_dir : str or os.PathLike
         A complete step folder (one of ``committed_steps``), e.g. ``<run>/checkpoints/8``.
-    items : sequence of str, default all of ``("arrays", "meta", "config")``
-        The items to check (a caller reading the JSON items itself leaves them out).
+    items : sequence of str, default all of ``ITEMS``, ``("arrays", "meta", "config")``
+        The items to check, a subset of ``ITEMS`` (a caller reading the JSON items itself leaves them out).
 
     Returns
     -------
@@ -228,12 +227,15 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     Raises
     ------
     TypeError, ValueError
-        ``step_dir`` neither a str nor ``os.PathLike`` (``3``); ``""``.
+        ``step_dir`` neither a str nor ``os.PathLike`` (``3``), or ``""``; ``items`` a str or naming no item.
     Exception
         An error reading an item that names no damage (not ``KeyError``, ``ValueError``, ``AttributeError`` or
         ``OSError``, nor one behind it), as Orbax raised it.
     """
     step_dir = as_path(step_dir, "step_dir", "checkpoints/8")  # Path(3)'s TypeError named neither argument nor fix
+    if isinstance(items, str) or not isinstance(items, Sequence) or any(item not in ITEMS for item in items):
+        kind = ValueError if isinstance(items, Sequence) and not isinstance(items, str) else TypeError  # a typo: Value
+        raise kind(f"items={shown(items)}: pass a sequence of names among {ITEMS}, e.g. items=('arrays',)")
     if missing := [repr(item) for item in items if not (step_dir / item).is_dir()]:
         many = len(missing) > 1
         return f"its {' and '.join(missing)} item{'s' if many else ''} cannot be read ({'their' if many else 'its'} " \
@@ -241,8 +243,7 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
     for item in (item for item in ITEMS if item in items):
         try:
             if item == "arrays":  # a handler that asks the backend nothing (it asks whether pinned memory is there)
-                # its info line "Created BasePyTreeCheckpointHandler: ..." would stand on a launcher's console above
-                # a refusal's one line
+                # its info line "Created BasePyTreeCheckpointHandler: ..." would stand above a refusal's one line
                 with absl_filtered(lambda record: record.levelno >= logging.WARNING):
                     read = ocp.PyTreeCheckpointHandler(enable_pinned_host_transfer=False).metadata(step_dir / item)
                 if read is None or read.tree is None:  # not Orbax's "AttributeError: 'NoneType' ..."
@@ -292,8 +293,7 @@ def read_json(step_dir: Path, item: str) -> dict:
 
 
 def damage_behind(raised: Exception) -> Exception | None:
-    """The error naming a damaged step folder behind ``raised`` (a data file missing: Orbax raises Exception, its
-    text a whole TensorStore spec, from tensorstore's); None for any other error."""
+    """The error naming a damaged step folder behind ``raised`` (Orbax's bare Exception: TensorStore's), or None."""
     damaged = (KeyError, ValueError, AttributeError, OSError)
     err = raised if isinstance(raised, damaged) else raised.__cause__ or raised.__context__
     return err if isinstance(err, damaged) else None

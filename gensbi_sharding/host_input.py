@@ -97,7 +97,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     Returns
     -------
     pytree
-        ``host_arrays``' structure, each array leaf a global ``jax.Array`` (leading size: the processes' rows summed).
+        ``host_arrays``' structure, each array leaf a global ``jax.Array`` (a split dimension: the processes' rows
+        joined; a replicated one: as each process holds it).
 
     Raises
     ------

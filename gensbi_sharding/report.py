@@ -76,8 +76,8 @@ def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
 
 
 def partition_specs(node: Any) -> dict[str, str]:
-    """``{"a/b/c": "P('data', None)"}`` of every array state leaf of ``node``, as ``describe`` shows it: ``"host"`` for
-    NumPy and a sharding without a spec (one device), ``"unplaced"`` for an abstract leaf without one.
+    """``{"a/b/c": "P('data', None)"}`` of every array state leaf of ``node``, as ``describe`` shows it, but ``"host"``
+    for NumPy and for a sharding without a spec (``describe``: ``"single device"``), ``"unplaced"`` for an abstract one.
 
     Parameters
     ----------
