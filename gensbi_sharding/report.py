@@ -110,8 +110,8 @@ def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding
 @dataclasses.dataclass(frozen=True)
 class VariablePlacement:
     """One array variable of ``describe``. ``placement``: ``"P('data', None)"``, ``"single device"``, another sharding's
-    class name (`` in pinned_host`` added for host memory), ``"host"`` or ``"unplaced"``; ``max_device_bytes``: its
-    share on the fullest device; ``replicated``: whole on each of its devices."""
+    class name (`` in pinned_host`` added for host memory), ``"host"`` or ``"unplaced"``; ``nbytes``: the whole array's,
+    once; ``max_device_bytes``: its share on the fullest device; ``replicated``: whole on each of its devices."""
 
     path: str
     shape: tuple[int, ...]
@@ -124,10 +124,12 @@ class VariablePlacement:
 
 @dataclasses.dataclass(frozen=True)
 class PlacementReport:
-    """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``. ``bytes_per_device``
-    lists every mesh device; ``largest_replicated``: ``(path, bytes)`` of at most ``top`` non-empty variables whole on
-    every device while another is split, largest first (after MaxText's ``assert_params_sufficiently_sharded``);
-    ``left_out``: ``"path (type)"`` of each leaf no array (a Python scalar, ``nnx.Variable(3.0)``), in no count."""
+    """What ``describe`` found about a node's array variables; ``str(report)`` is ``table()``. ``total_bytes``: each
+    array once (its ``nbytes`` summed), not its copies on the devices; ``bytes_per_device`` lists every mesh device
+    (a replicated array whole on each); ``largest_replicated``: ``(path, bytes)`` of at most ``top`` non-empty
+    variables whole on every device while another is split, largest first (as MaxText's
+    ``assert_params_sufficiently_sharded``); ``left_out``: ``"path (type)"`` of each leaf no array (a Python scalar,
+    ``nnx.Variable(3.0)``), in no count."""
 
     n_leaves: int
     n_scalars: int

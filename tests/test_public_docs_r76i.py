@@ -17,6 +17,7 @@ import pytest
 from flax import nnx
 
 import gensbi_sharding as gs
+import gensbi_sharding.report
 from gensbi_sharding import checkpoint
 
 
@@ -87,3 +88,14 @@ def test_host_to_global_array_replicated_keeps_the_rows_as_its_returns_says():
     out = gs.host_to_global_array({"x": np.ones((3, 2), np.float32)}, partition="replicated", mesh=mesh)
     assert out["x"].shape == (3, 2) and out["x"].sharding.is_fully_replicated
     assert "a replicated one: as each process holds it" in _section(gs.host_to_global_array, "Returns")
+
+
+def test_describe_total_bytes_counts_each_array_once_as_its_report_says():
+    mesh = gs.make_mesh(model_axis=2)
+    model = nnx.Dict(w=nnx.Param(jnp.ones((8, 16))))  # 512 B, unannotated: replicated on the 8 devices
+    gs.shard_model(model, mesh)
+    report = gs.describe(model, mesh)
+    assert (report.total_bytes, report.variables[0].nbytes, sum(report.bytes_per_device.values())) == (512, 512, 4096)
+    doc = " ".join(inspect.getdoc(gs.report.PlacementReport).split())
+    assert "``total_bytes``: each array once" in doc and "not its copies on the devices" in doc
+    assert "``nbytes``: the whole array's, once" in " ".join(inspect.getdoc(gs.report.VariablePlacement).split())
