@@ -24,6 +24,7 @@ def _public_callables():
                 yield f"{module.__name__}.{name}", obj
             elif inspect.isclass(obj) and obj.__module__.startswith("gensbi_sharding"):
                 for attr, member in vars(obj).items():
+                    member = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
                     if inspect.isfunction(member) and not attr.startswith("_") and _has_source(member):
                         yield f"{module.__name__}.{name}.{attr}", member
                 init = vars(obj).get("__init__")

@@ -21,38 +21,12 @@ from flax import nnx
 
 import gensbi_sharding as gs
 from gensbi_sharding import checkpoint
-
-
-def _section(doc: str, title: str) -> str | None:
-    """The body of the numpy section ``title`` of ``doc`` (up to the next underlined title), or None."""
-    lines = doc.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == title and set(lines[i + 1].strip()) == {"-"}:
-            body = []
-            for text in lines[i + 2:]:
-                if text.strip() and set(text.strip()) == {"-"}:
-                    body.pop()  # the previous line was the next section's title
-                    break
-                body.append(text)
-            return "\n".join(body)
-    return None
+from test_docstrings import _ClassInit, _public_callables, _section  # the numpy sections as test_docstrings reads them
 
 
 def _public_functions():
-    for module in (gs, checkpoint):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if inspect.isfunction(obj):
-                yield f"{module.__name__}.{name}", obj
-            elif inspect.isclass(obj) and obj.__module__.startswith("gensbi_sharding"):
-                for attr, member in vars(obj).items():
-                    member = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
-                    if inspect.isfunction(member) and not attr.startswith("_"):
-                        try:
-                            inspect.getsource(member)
-                        except (OSError, TypeError):  # generated (dataclass) methods
-                            continue
-                        yield f"{module.__name__}.{name}.{attr}", member
+    """test_docstrings' public functions and methods, without its classes checked by their ``__init__``."""
+    return ((name, fn) for name, fn in _public_callables() if not isinstance(fn, _ClassInit))
 
 
 def _returns_a_value(fn) -> bool:
