@@ -40,6 +40,15 @@ _COMPOSE_TAIL = " to the overrides cfg is composed with"
 _COMPOSED = re.compile(r"""(?:'[^']*'|"[^"]*")(?:, (?:'[^']*'|"[^"]*"))*""" + _COMPOSE_TAIL)
 #: Where a refusal quotes another run's command line (``saving_record.launched_with``): said as it ran.
 _LAUNCHED = "was launched with: "
+#: A command line a refusal quotes, from its ``python <script>.py`` on (``paste_command.command_for``: ``best_job``'s
+#: note over a sweep folder, the recorded command that continues a stopped job, ``sweep_hints.job_command``), or from
+#: a bare ``<script>.py`` after ": " (the process holding a run's lock, ``folder_note.owner_line``): launch.py's
+#: command, pasted into a shell as written (its overrides reworded as settings ran nowhere), or another run's, as it
+#: ran.
+_SHELL_LEAD = re.compile(r"(?<![\w./-])(?:env -u JAX_ENABLE_X64 |JAX_ENABLE_X64=1 )?python3? "
+                         r"(?:'[^']*\.py'|[^\s']*\.py)(?=\s|$)|(?<=: )[^\s'()]*\.py(?= )")
+#: ``python_words``' note once a setting names ``cfg.output_dir``: said once (a refusal worded twice keeps one).
+_OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
 
 
 def python_words(message: str) -> str:
@@ -61,11 +70,46 @@ def python_words(message: str) -> str:
     """
     head, launched, tail = message.partition(_LAUNCHED)
     said, end = [], 0
-    for lead, overrides, start, stop in _fix_lists(head):
-        said += [_overrides_said(head[end:start]), _fix_said(lead, overrides) if overrides else head[start:stop]]
+    for start, stop in _shell_commands(head):  # a shell command quoted: as written, the words around it reworded
+        said += [_prose_said(head[end:start]), head[start:stop]]
         end = stop
-    said = "".join(said) + _overrides_said(head[end:]) + launched + tail
-    return said + ("; set cfg.output_dir in omegaconf.open_dict(cfg)" if "cfg.output_dir" in said else "")
+    said = "".join(said) + _prose_said(head[end:]) + launched + tail
+    reworded = said.replace(_OPEN_DICT, "")
+    return said + (_OPEN_DICT if "cfg.output_dir" in reworded and _OPEN_DICT not in said else "")
+
+
+def _prose_said(text: str) -> str:
+    """``text`` (no shell command in it) with its fixes' overrides (``_fix_lists``) and every other override of the
+    folder, ``train.resume`` or ``train.steps`` said as settings."""
+    said, end = [], 0
+    for lead, overrides, start, stop in _fix_lists(text):
+        said += [_overrides_said(text[end:start]), _fix_said(lead, overrides) if overrides else text[start:stop]]
+        end = stop
+    return "".join(said) + _overrides_said(text[end:])
+
+
+def _shell_commands(message: str) -> list[tuple[int, int]]:
+    """Where each shell command ``message`` quotes (``_SHELL_LEAD``) starts and ends: at the first unquoted
+    sentence punctuation (``; ``, ``, ``, ``. ``, ``: ``, ``)``) or ``(``, which the shell words the harness writes
+    (``shlex.quote``, ``hydra_override``) never hold unquoted, or at the end."""
+    spans: list[tuple[int, int]] = []
+    for lead in _SHELL_LEAD.finditer(message):
+        if spans and lead.start() < spans[-1][1]:
+            continue
+        at, quote = lead.end(), ""
+        while at < len(message):
+            char = message[at]
+            if quote:
+                quote = "" if char == quote else quote
+                at += 2 if char == "\\" and quote == '"' else 1  # an escaped character inside "..."
+                continue
+            if char in "'\"":
+                quote = char
+            elif char in "()" or char in ";,.:" and message[at + 1:at + 2] in ("", " "):
+                break
+            at += 2 if char == "\\" else 1
+        spans.append((lead.start(), min(at, len(message))))
+    return spans
 
 
 def _overrides_said(message: str) -> str:
