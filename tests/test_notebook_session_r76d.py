@@ -62,12 +62,13 @@ def test_a_ctrl_c_as_a_run_ends_names_its_finished_metrics(tmp_path, monkeypatch
 
     monkeypatch.setattr(run_module, "run_job", job)
     out = tmp_path / "run"
+    own = signal.getsignal(signal.SIGINT)  # a notebook's: Python's default; an xdist worker's: ignored
     with pytest.raises(KeyboardInterrupt) as stopped:
         run_module.run(compose_tiny(output_dir=out))
     assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
     assert str(stopped.value) == (f"Ctrl-C came as the run ended: it finished, status ok (nothing to continue); its "
                                   f"metrics, which run(cfg) returns: {out / 'metrics.json'}")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the notebook's own handler back
+    assert signal.getsignal(signal.SIGINT) is own  # the caller's own handler back
 
 
 @pytest.mark.slow  # a run's claim and record (0.6 s on 2 cores)
@@ -90,6 +91,7 @@ def test_a_ctrl_c_mid_run_raises_keyboardinterrupt_with_the_call_that_continues(
 
     monkeypatch.setattr(run_module, "run_job", job)
     out = tmp_path / "run"
+    own = signal.getsignal(signal.SIGINT)  # a notebook's: Python's default; an xdist worker's: ignored
     with pytest.raises(KeyboardInterrupt) as stopped:
         run_module.run(compose_tiny(output_dir=out))
     saved = json.loads((out / "metrics.json").read_text())
