@@ -43,26 +43,33 @@ def test_under_launch_py_the_refusal_keeps_its_overrides(width_32, tmp_path, mon
     assert str(refused.value) == SAVED_WIDTH.format("add model.width=32", "without train.resume")
 
 
-@pytest.mark.parametrize("said, python", [
+# WORDS77: a fix is said from data (python_words.fix_said), no longer by reading "add ..." back out of the finished
+# text; the cases below are the same fixes, launch.py's words and the Python words unchanged.
+@pytest.mark.parametrize("words, said, python", [
     # values: settings of cfg, each as Python reads it
-    ("its arrays mean nothing otherwise; add train.schedule=constant train.warmup_steps=0, or start a new run",
-     "its arrays mean nothing otherwise; set cfg.train.schedule='constant' and cfg.train.warmup_steps=0, or start a "
-     "new run"),
-    ("(this run: model.theta=1000): add model.theta=null model.axes_dim=[8,0]. The saved",
-     "(this run: model.theta=1000): set cfg.model.theta=None and cfg.model.axes_dim=[8, 0]. The saved"),
-    # a preset (a config group's option) or Hydra's own: the overrides to compose cfg with; its other way, settings
-    ("(this run: model.width=128): add experiment=quick train.steps=40 (or model.width=32 model.depth=1). The",
-     "(this run: model.width=128): add 'experiment=quick', 'train.steps=40' to the overrides cfg is composed with "
-     "(or set cfg.model.width=32 and cfg.model.depth=1). The"),
-    ("holds model=flux1 (this run: model=mlp): add 'hydra.searchpath=[file:///my conf]' model=my_flux1. ",
-     "holds model=flux1 (this run: model=mlp): add 'hydra.searchpath=[file:///my conf]', 'model=my_flux1' to the "
-     "overrides cfg is composed with. "),
-    # another run's command line, quoted: as it ran
-    ("add model.width=32; the run that saved it was launched with: experiment=quick train.steps=8",
-     "set cfg.model.width=32; the run that saved it was launched with: experiment=quick train.steps=8"),
-    # "add" not followed by overrides: prose
-    ("add it to its keywords", "add it to its keywords"),
+    (["train.schedule=constant", "train.warmup_steps=0"], "add train.schedule=constant train.warmup_steps=0",
+     "set cfg.train.schedule='constant' and cfg.train.warmup_steps=0"),
+    (["model.theta=null", "model.axes_dim=[8,0]"], "add model.theta=null model.axes_dim=[8,0]",
+     "set cfg.model.theta=None and cfg.model.axes_dim=[8, 0]"),
+    # a preset (a config group's option) or Hydra's own: the overrides to compose cfg with
+    (["experiment=quick", "train.steps=40"], "add experiment=quick train.steps=40",
+     "add 'experiment=quick', 'train.steps=40' to the overrides cfg is composed with"),
+    (["'hydra.searchpath=[file:///my conf]'", "model=my_flux1"],
+     "add 'hydra.searchpath=[file:///my conf]' model=my_flux1",
+     "add 'hydra.searchpath=[file:///my conf]', 'model=my_flux1' to the overrides cfg is composed with"),
 ])
-def test_a_fixs_overrides_in_python_words(said, python):
-    assert python_words(said) == python
-    assert python_words(python) == python  # said once: a refusal raised inside two in_python_words
+def test_a_fixs_overrides_in_python_words(words, said, python):
+    from gensbi_sharding.harness.python_words import fix_said, in_python_words
+
+    assert fix_said(words) == said  # launch.py's words: no in_python_words
+    with in_python_words():
+        assert fix_said(words) == python
+
+
+@pytest.mark.parametrize("said", [
+    # another run's command line, quoted: as it ran; "add" is no override of the folder or resume: left as it is
+    "add model.width=32; the run that saved it was launched with: experiment=quick train.steps=8",
+    "add it to its keywords",
+])
+def test_python_words_leaves_what_it_does_not_reword(said):
+    assert python_words(said) == said

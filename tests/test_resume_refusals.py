@@ -61,13 +61,15 @@ def test_a_resume_refusal_names_the_folder_as_typed_and_under_run_cfg_as_python_
 
     for value, said in [("Auto ", "{} is read as a folder name; to continue from this run's own folder, pass {} "
                                   "(lower case)"),
-                        ("", "{} is empty: pass {} (this run's folder), a run or checkpoint folder, or leave it out "
+                        ("", "{} is empty: pass {} (this run's folder), a run or checkpoint folder, or {} "
                              "to start fresh")]:
         cfg = compose_tiny()
         cfg.train.resume = value
         with pytest.raises(ConfigError) as refused:  # run(cfg) from Python: no Hydra app
             validate(cfg)
-        assert str(refused.value) == said.format(f"cfg.train.resume={value!r}", "cfg.train.resume='auto'")
+        # WORDS77: from Python, "leave it out" is said as the setting that leaves it out
+        assert str(refused.value) == said.format(f"cfg.train.resume={value!r}", "cfg.train.resume='auto'",
+                                                 "set cfg.train.resume=None")
         before = HydraConfig.instance().cfg
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
             HydraConfig.instance().set_config(compose("config", return_hydra_config=True))
@@ -77,7 +79,7 @@ def test_a_resume_refusal_names_the_folder_as_typed_and_under_run_cfg_as_python_
         finally:
             HydraConfig.instance().cfg = before
         assert str(refused.value) == said.format(hydra_override("train.resume", value) if value else "train.resume=''",
-                                                 "train.resume=auto")
+                                                 "train.resume=auto", "leave it out")
 
 
 def test_a_checkpoint_beyond_train_steps_is_refused_naming_the_folder_as_typed(tmp_path):
@@ -415,7 +417,7 @@ def test_a_resume_on_other_simulations_keeps_the_checkpoints_z_scores(no_ema_run
     ("Auto", "cfg.train.resume='Auto' is read as a folder name; to continue from this run's own folder, pass "
              "cfg.train.resume='auto' (lower case)"),
     ("''", "cfg.train.resume='' is empty: pass cfg.train.resume='auto' (this run's folder), a run or checkpoint "
-           "folder, or leave it out to start fresh"),
+           "folder, or set cfg.train.resume=None to start fresh"),  # WORDS77: was "leave it out", no Python words
 ])
 def test_a_resume_hint_ends_without_a_contradicting_example(value, message):
     # Was: "...pass train.resume=auto (lower case); e.g. train.resume=null".

@@ -21,8 +21,7 @@ from gensbi_sharding.harness.config_values import check_lists, check_numbers, in
 from gensbi_sharding.harness.factory_keywords import own_data_problem
 from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.name_hints import registered_name_problem
-from gensbi_sharding.harness.override_grammar import hydra_override
-from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.python_words import in_python_words, said_as, setting
 from gensbi_sharding.harness.refusal import Refusal, rephrased
 from gensbi_sharding.harness.rule_config import (MESH_AXES, activation_axes_problem, check_table_against_mesh,
                                                  partition_axis_from_config, rule_table)
@@ -68,9 +67,11 @@ def dry_run_resume_problem(cfg: DictConfig) -> str | None:
     resume = OmegaConf.select(cfg, "train.resume", default=None)
     if not OmegaConf.select(cfg, "dry_run", default=False) or resume is None:
         return None
-    return (f"dry_run=true with {hydra_override('train.resume', resume)}: a dry run trains nothing, continues no "
-            "run and never writes into a run's folder; drop train.resume (a dry run in another hydra.run.dir), "
-            "or drop dry_run=true to continue the run")
+    return (f"{said_as('dry_run=true', 'cfg.dry_run=True')} with {setting('train.resume', resume)}: a dry run trains "
+            "nothing, continues no run and never writes into a run's folder; "
+            f"{said_as('drop train.resume', 'set cfg.train.resume=None')} (a dry run in another "
+            f"{said_as('hydra.run.dir', 'cfg.output_dir')}), or "
+            f"{said_as('drop dry_run=true', 'set cfg.dry_run=False')} to continue the run")
 
 
 def scored_observations(cfg: DictConfig) -> tuple[list[int], str | None]:
@@ -205,12 +206,14 @@ def _validate(cfg: DictConfig) -> None:
     resume = cfg.train.resume
     # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.
     with in_python_words():  # run(cfg) from Python: in the settings it sets, not launch.py's overrides
+        auto = setting("train.resume", "auto")
         require(resume is None or str(resume).strip() != "",
-                f"train.resume={resume!r} is empty: pass train.resume=auto (this run's folder), a run or checkpoint "
-                "folder, or leave it out to start fresh")
+                f"{setting('train.resume', resume, typed=f'train.resume={resume!r}')} is empty: pass {auto} (this "
+                "run's folder), a run or checkpoint folder, or "
+                f"{said_as('leave it out', 'set cfg.train.resume=None')} to start fresh")
         require(resume is None or str(resume) == "auto" or str(resume).strip().lower() != "auto",
-                f"{hydra_override('train.resume', resume)} is read as a folder name; to continue from this run's own "
-                "folder, pass train.resume=auto (lower case)")
+                f"{setting('train.resume', resume)} is read as a folder name; to continue from this run's own "
+                f"folder, pass {auto} (lower case)")
     require(cfg.data.theta_transform in ("support", "none"),
            f"data.theta_transform={override_literal(cfg.data.theta_transform)} is not one of support, none")
     require(cfg.data.x_transform in ("none", "log"),

@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.hints import override_literal
+from gensbi_sharding.harness.python_words import fix_said
 from gensbi_sharding.harness.saving_record import saving_overrides
 
 __all__ = ["model_overrides", "switched_model_fix", "FREE_MODEL_FIELDS"]
@@ -37,28 +38,28 @@ def model_overrides(step_dir: Path, model_cfg: DictConfig, command: list[str] | 
 
     saved = saved_config(step_dir).get("model") or {}
     now = OmegaConf.to_container(model_cfg, resolve=True)
-    more = "".join(f" {o}" for o in also)
     if saved.get("name", now.get("name")) != now.get("name"):  # the model, and the sizes it leaves differing
-        return switched_model_fix(step_dir, saved, now.get("name"), command, more)
+        return switched_model_fix(step_dir, saved, now.get("name"), command, list(also))
     differ = {k: v for k, v in saved.items() if k not in FREE_MODEL_FIELDS and now.get(k) != v}
     if not differ:
         return ""
-    typed = lambda keys: " ".join(f"model.{k}={override_literal(differ[k])}" for k in keys)  # noqa: E731
-    fix, this = typed(differ), " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
+    typed = lambda keys: [f"model.{k}={override_literal(differ[k])}" for k in keys]  # noqa: E731
+    fix, this = " ".join(typed(differ)), " ".join(f"model.{k}={override_literal(now.get(k))}" for k in differ)
     presets, rest, searched, steps = _presets_giving(step_dir, differ, command)
-    if not presets:
-        return f"the checkpoint was saved with {fix} (this run: {this}): add {fix}{more}. "
+    if not presets:  # the fix as data, said in the caller's words (python_words.fix_said)
+        return f"the checkpoint was saved with {fix} (this run: {this}): {fix_said([*typed(differ), *also])}. "
     # A preset's train.steps short of the checkpoint's step: was refused in turn, a second try ("is at step 40,
     # beyond train.steps=20"); its step evaluates it. The rest: this run types other values of them, which win over
     # the preset (model.width=64).
     short = [f"train.steps={step_dir.name}"] if steps is not None and str(steps).isdigit() and \
         step_dir.name.isdigit() and int(steps) < int(step_dir.name) else []
-    added = dict.fromkeys([*searched, *presets, *typed(rest).split(), *short, *also])  # each once
+    added = dict.fromkeys([*searched, *presets, *typed(rest), *short, *also])  # each once
     return (f"the checkpoint was saved under {' '.join(presets)}{' with' if rest else ', which gives'} {fix} "
-            f"(this run: {this}): add {' '.join(added)} (or {fix}{more}). ")
+            f"(this run: {this}): {fix_said(list(added))} (or {fix_said([*typed(differ), *also], lead='')}). ")
 
 
-def switched_model_fix(step_dir: Path, saved: dict[str, Any], name: str, command: list[str] | None, more: str) -> str:
+def switched_model_fix(step_dir: Path, saved: dict[str, Any], name: str, command: list[str] | None,
+                       more: list[str]) -> str:
     """The resume's words for a checkpoint of another model: the model to choose, the sizes it leaves differing.
 
     Parameters
@@ -72,31 +73,33 @@ def switched_model_fix(step_dir: Path, saved: dict[str, Any], name: str, command
     command : list of str or None
         This run's overrides (None: read from Hydra; outside a Hydra app, no sizes are named). Its ``model.*`` ones
         are left out of the composition: they set fields of this run's model, not the saved one's.
-    more : str
-        Other overrides the resume needs (`` data.theta_transform=support``), added to the fix.
+    more : list of str
+        Other overrides the resume needs (``data.theta_transform=support``), added to the fix.
 
     Returns
     -------
     str
         E.g. ``"the checkpoint holds model=flux1 (this run: model=mlp): add model=flux1 model.num_heads=3. "``.
     """
-    choice = saved_model_choice(step_dir, saved["name"])
+    choice = saved_model_choice(step_dir, saved["name"])  # shell words: a search path quoted
     if command is None:
         from hydra.core.hydra_config import HydraConfig
 
         command = [str(o) for o in HydraConfig.get().overrides.task] if HydraConfig.initialized() else None
     kept = [o for o in command or () if not o.startswith(("hydra.", "train.resume="))
             and o.split("=", 1)[0].lstrip("+~").split(".")[0] != "model"]
-    sections = None if command is None else composed_sections(tuple([*kept, *shlex.split(choice)]))
+    chosen = [shlex.split(word)[0] for word in choice]
+    sections = None if command is None else composed_sections(tuple([*kept, *chosen]))
     sizes = [] if sections is None else [f"model.{k}={override_literal(v)}" for k, v in saved.items()
                                          if k not in (*FREE_MODEL_FIELDS, "name") and sections["model"].get(k) != v]
-    fix = " ".join([choice, *sizes])
-    return f"the checkpoint holds model={saved['name']} (this run: model={name}): add {fix}{more}. "
+    return f"the checkpoint holds model={saved['name']} (this run: model={name}): " \
+        f"{fix_said([*choice, *sizes, *more])}. "
 
 
-def saved_model_choice(step_dir: Path, name: str) -> str:
-    """``model=<name>``; or the preset of one's own the saving run chose for it, with the search path that finds it
-    (``'hydra.searchpath=[file://.../my_conf]' model=my_flux1``; was ``model=flux1``, whose sizes were refused next)."""
+def saved_model_choice(step_dir: Path, name: str) -> list[str]:
+    """``[model=<name>]``; or the preset of one's own the saving run chose for it, with the search path that finds it
+    as shell words (``["'hydra.searchpath=[file://.../my_conf]'", "model=my_flux1"]``; was ``model=flux1``, whose
+    sizes were refused next)."""
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.sweep_hints import search_path_of
@@ -104,9 +107,9 @@ def saved_model_choice(step_dir: Path, name: str) -> str:
     searched, overrides = saving_overrides(step_dir) or ([], [])
     picked = [o for o in overrides if o.split("=", 1)[0] == "model"][-1:]
     if not picked or picked[0] == f"model={name}":
-        return f"model={name}"
+        return [f"model={name}"]
     this = search_path_of(HydraConfig.get().overrides.hydra) if HydraConfig.initialized() else []
-    return " ".join([*(shlex.quote(o) for o in searched if o not in this), picked[0]])
+    return [*(shlex.quote(o) for o in searched if o not in this), picked[0]]
 
 
 def _presets_giving(step_dir: Path, differ: dict[str, Any], command: list[str] | None

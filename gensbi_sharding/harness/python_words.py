@@ -1,10 +1,13 @@
-"""A folder refusal of a run started from Python (``run(cfg)``, no Hydra), in the settings such a caller sets.
+"""A refusal of a run started from Python (``run(cfg)``, no Hydra) in the settings such a caller sets.
 
-The refusals of a job's folder name launch.py's overrides: ``choose another hydra.run.dir``, ``rerun with
-train.resume=auto``. A Python caller takes none of them: it sets ``cfg.output_dir`` (in ``omegaconf.open_dict``:
-it is no field of the composed config) and ``cfg.train.resume``, as ``sweep_hints.continue_command`` says for such a
-run (the overrides would be wrong under ``run(cfg)``). A resume's refusal names its fix as overrides to add
-("add model.width=32"): a Python caller sets ``cfg.model.width=32``, or composes with a preset (``experiment=quick``).
+launch.py's refusals name overrides: ``choose another hydra.run.dir``, ``add model.width=32``, ``rerun with
+train.resume=auto``. A Python caller takes none of them: it sets ``cfg.output_dir`` (in ``omegaconf.open_dict``: it is
+no field of the composed config), ``cfg.model.width = 32``, ``cfg.train.resume``, or composes with a preset
+(``experiment=quick``). The caller chooses the words (``in_python_words``: a Python caller where no Hydra app runs;
+``as_overrides``: launch.py's command-line checks), and a refusal made inside says its fix from data
+(``setting``, ``fix_said``, ``said_as``; ``refusal.said``), never by reading its own prose back. Refusals made by
+modules that do not say them so yet (``folder_lock``, ``fresh_folder``, ``best_job``, ``runs_below``, the library's)
+are reworded on the way out (``python_words``: the folder, ``train.resume`` and ``train.steps`` overrides only).
 Pure Python: no JAX.
 """
 
@@ -13,31 +16,30 @@ from __future__ import annotations
 import contextvars
 import re
 import shlex
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["in_python_words", "python_words", "as_overrides"]
+__all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "fix_said", "said_as", "python_words",
+           "settings_of", "WITHOUT_RESUME"]
 
 _COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside as_overrides
+_PYTHON = contextvars.ContextVar("python_caller", default=False)  # inside in_python_words, no Hydra app running
 
-#: An override as a refusal names it, one shell word: plain (``hydra.run.dir=runs/a``, a sentence's ``.:,;)`` after it
-#: not its value's), as ``shlex.quote`` writes it (``'hydra.run.dir=/tmp/my runs'``, ``'hydra.run.dir="runs/a(1)"'``,
-#: a quote inside as ``'"'"'``), a value quoted as typed (``train.resume=''``), or a placeholder
+#: The settings a Python caller sets for the overrides of the run's folder and resume (``cfg.output_dir`` is no field
+#: of the composed config: set in ``omegaconf.open_dict``).
+_SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume", "train.steps": "cfg.train.steps"}
+_COMPOSE_TAIL = " to the overrides cfg is composed with"
+#: How a refusal says to start afresh (``said_as(*WITHOUT_RESUME)``): launch.py leaves the override out.
+WITHOUT_RESUME = ("without train.resume", "with cfg.train.resume=None")
+#: Matched by the words of refusals made elsewhere (``folder_lock``, ``fresh_folder``, ``best_job``, the library's):
+#: an override of the folder, ``train.resume`` or ``train.steps`` as one shell word: plain (a sentence's ``.:,;)``
+#: after it not its value's), as ``shlex.quote`` writes it, a value quoted as typed, or a placeholder
 #: (``hydra.run.dir=<new folder>``); never inside a setting already said (``cfg.train.resume=...``).
 _KEYS = r"(?<![\w.])(?:hydra\.run\.dir|train\.resume|train\.steps)="
 _OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|"""
                        rf"""{_KEYS}(?:'[^']*'|<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
-_SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume", "train.steps": "cfg.train.steps"}
-#: A fix's overrides: "add model.width=32" and its other way "(or model.width=32 model.depth=1)" (a resume's refusal:
-#: ``model_switch``, ``resume_refusal``, ``schedule``), each override one shell word, the list ending at a word that is
-#: none or at a sentence's ``.:,;)`` after an unquoted word (a value ending so is quoted: ``hydra_override``).
-_FIX_LEAD = re.compile(r"(?<![\w.])(add|\(or) ")
-_WORD = re.compile(r"(?:'[^']*'|[^\s'])+")
-_KEY = re.compile(r"[+~]?[A-Za-z_][\w.]*=")
-#: ``_fix_said``'s overrides to compose with, once said: left as they are when said again (a refusal raised inside two
-#: ``in_python_words``).
-_COMPOSE_TAIL = " to the overrides cfg is composed with"
-_COMPOSED = re.compile(r"""(?:'[^']*'|"[^"]*")(?:, (?:'[^']*'|"[^"]*"))*""" + _COMPOSE_TAIL)
 #: Where a refusal quotes another run's command line (``saving_record.launched_with``): said as it ran.
 _LAUNCHED = "was launched with: "
 #: A command line a refusal quotes, from its ``python <script>.py`` on (``paste_command.command_for``: ``best_job``'s
@@ -51,13 +53,118 @@ _SHELL_LEAD = re.compile(r"(?<![\w./-])(?:env -u JAX_ENABLE_X64 |JAX_ENABLE_X64=
 _OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
 
 
+def python_caller() -> bool:
+    """Whether a refusal made now is said to a Python caller (inside ``in_python_words`` with no Hydra app running,
+    not inside ``as_overrides``).
+
+    Returns
+    -------
+    bool
+    """
+    return _PYTHON.get() and not _COMMAND_LINE.get()
+
+
+def said_as(launch: str, python: str) -> str:
+    """``launch``'s words under launch.py, ``python``'s to a Python caller (``python_caller``).
+
+    Parameters
+    ----------
+    launch, python : str
+        E.g. ``"without train.resume"`` and ``"with cfg.train.resume=None"``.
+
+    Returns
+    -------
+    str
+    """
+    return python if python_caller() else launch
+
+
+def setting(key: str, value: Any, typed: str | None = None) -> str:
+    """One setting as the caller gives it: launch.py's override (``typed``, else a text as ``hydra_override`` writes
+    it, one shell word Hydra reads back as ``value``, a number as is) or the Python setting
+    (``cfg.train.resume='runs/a'``; the folder ``cfg.output_dir``).
+
+    Parameters
+    ----------
+    key : str
+        E.g. ``"train.resume"``.
+    value : Any
+        Its value as the config holds it (a path is said as text).
+    typed : str, optional
+        launch.py's words where they are not ``hydra_override``'s; a placeholder (``"<copy>"``) is said as is
+        (``train.resume=<copy>``, unquoted).
+
+    Returns
+    -------
+    str
+    """
+    if not python_caller():
+        from gensbi_sharding.harness.override_grammar import hydra_override
+
+        if typed is not None or isinstance(value, str) and value.startswith("<") and value.endswith(">"):
+            return typed or f"{key}={value}"
+        text = isinstance(value, (str, os.PathLike))  # a folder: one shell word Hydra reads back as text
+        return hydra_override(key, value) if text else f"{key}={value}"
+    value = os.fspath(value) if isinstance(value, os.PathLike) else value
+    return f"{_SETTING.get(key, f'cfg.{key}')}={value!r}"
+
+
+def fix_said(words: Sequence[str], lead: str = "add ") -> str:
+    """A fix's overrides (shell words, as launch.py's command takes them) as the caller makes them: under launch.py
+    ``lead`` and the words (``"add model.width=32 model.depth=1"``); to a Python caller, settings of ``cfg``
+    (``"set cfg.model.width=32 and cfg.model.depth=1"``), or, where one picks a preset (``experiment=quick``), adds
+    or drops a key or sets Hydra's own, the overrides to compose ``cfg`` with.
+
+    Parameters
+    ----------
+    words : sequence of str
+        E.g. ``["'hydra.searchpath=[file:///my conf]'", "model=my_flux1"]``.
+    lead : str
+        launch.py's words before them, e.g. ``"add "``; ``""`` for a list said after "(or ".
+
+    Returns
+    -------
+    str
+    """
+    if not python_caller():
+        return lead + " ".join(words)
+    overrides = [shlex.split(word)[0] for word in words]
+    if (settings := settings_of(overrides)) is not None:
+        return f"set {settings}"
+    return f"add {', '.join(map(repr, overrides))}{_COMPOSE_TAIL}"
+
+
+def settings_of(overrides: Sequence[str]) -> str | None:
+    """``overrides`` as the settings of ``cfg`` Hydra's reading of them gives (``"cfg.model.width=32 and
+    cfg.model.theta=None"``); None where one is none (a preset, a key added or dropped, Hydra's own).
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        As Hydra reads them (no shell quotes), e.g. ``["model.width=32", "model.theta=null"]``.
+
+    Returns
+    -------
+    str or None
+    """
+    from gensbi_sharding.harness.groups import CONF
+    from gensbi_sharding.harness.override_grammar import parse
+
+    settings = []
+    for override in overrides:
+        key = override.split("=", 1)[0]
+        parsed = parse([override]).overrides[0].hydra
+        if override.startswith(("+", "~", "hydra.")) or "." not in key and (CONF / key).is_dir() or parsed is None:
+            return None
+        settings.append(f"{_SETTING.get(key, f'cfg.{key}')}={parsed.value()!r}")
+    return " and ".join(settings) if settings else None
+
+
 def python_words(message: str) -> str:
-    """``message`` with each override of the run's folder, ``train.resume`` or ``train.steps`` written as the config
-    setting a Python caller sets (``hydra.run.dir=runs/a`` -> ``cfg.output_dir='runs/a'``; a folder quoted for the
-    shell and Hydra, ``'hydra.run.dir=/tmp/my runs'``, by the value Python takes: ``cfg.output_dir='/tmp/my runs'``),
-    and each fix's overrides to add likewise (``add model.width=32`` -> ``set cfg.model.width=32``; with a preset,
-    ``add 'experiment=quick' to the overrides cfg is composed with``); another run's command line it quotes ("was
-    launched with: ...") as it ran.
+    """``message``, made where the caller's words were not known, with each override of the run's folder,
+    ``train.resume`` or ``train.steps`` written as the setting a Python caller sets (``hydra.run.dir=runs/a`` ->
+    ``cfg.output_dir='runs/a'``; ``'hydra.run.dir=/tmp/my runs'`` -> ``cfg.output_dir='/tmp/my runs'``); a command
+    line it quotes (launch.py's to paste, another run's: "was launched with: ...") as it ran.
 
     Parameters
     ----------
@@ -71,21 +178,11 @@ def python_words(message: str) -> str:
     head, launched, tail = message.partition(_LAUNCHED)
     said, end = [], 0
     for start, stop in _shell_commands(head):  # a shell command quoted: as written, the words around it reworded
-        said += [_prose_said(head[end:start]), head[start:stop]]
+        said += [_overrides_said(head[end:start]), head[start:stop]]
         end = stop
-    said = "".join(said) + _prose_said(head[end:]) + launched + tail
+    said = "".join(said) + _overrides_said(head[end:]) + launched + tail
     reworded = said.replace(_OPEN_DICT, "")
     return said + (_OPEN_DICT if "cfg.output_dir" in reworded and _OPEN_DICT not in said else "")
-
-
-def _prose_said(text: str) -> str:
-    """``text`` (no shell command in it) with its fixes' overrides (``_fix_lists``) and every other override of the
-    folder, ``train.resume`` or ``train.steps`` said as settings."""
-    said, end = [], 0
-    for lead, overrides, start, stop in _fix_lists(text):
-        said += [_overrides_said(text[end:start]), _fix_said(lead, overrides) if overrides else text[start:stop]]
-        end = stop
-    return "".join(said) + _overrides_said(text[end:])
 
 
 def _shell_commands(message: str) -> list[tuple[int, int]]:
@@ -122,67 +219,11 @@ def _overrides_said(message: str) -> str:
     return "".join(said) + _prose(message[end:])
 
 
-def _fix_lists(message: str) -> list[tuple[str, list[str], int, int]]:
-    """Each fix's list of overrides in ``message`` (``_FIX_LEAD``): its lead, the overrides as the shell reads them,
-    where it starts and ends; no overrides where they are said already (``_COMPOSED``)."""
-    found, end = [], 0
-    for lead in _FIX_LEAD.finditer(message):
-        if lead.start() < end:
-            continue
-        if (said := _COMPOSED.match(message, lead.end())) is not None:
-            found.append((lead[1], [], lead.start(), end := said.end()))
-            continue
-        overrides, at, stop = [], lead.end(), lead.end()
-        while (word := _WORD.match(message, at)) is not None:
-            text = word[0] if word[0].endswith("'") else word[0].rstrip(".:,;)")
-            try:
-                override = shlex.split(text)[0]
-            except (ValueError, IndexError):
-                break
-            if not _KEY.match(override):
-                break
-            overrides.append(override)
-            stop = word.start() + len(text)
-            if text != word[0] or message[word.end():word.end() + 1] != " ":
-                break
-            at = word.end() + 1
-        if overrides:
-            found.append((lead[1], overrides, lead.start(), stop))
-            end = stop
-    return found
-
-
-def _fix_said(lead: str, overrides: list[str]) -> str:
-    """A fix's overrides (``_fix_lists``) as a Python caller makes them: settings of ``cfg``
-    (``set cfg.model.width=32``), or where one picks a preset (``model=flux1``, ``experiment=quick``), adds or drops
-    a key or sets Hydra's own, the overrides to compose ``cfg`` with."""
-    from gensbi_sharding.harness.groups import CONF
-    from gensbi_sharding.harness.override_grammar import parse
-
-    settings = []
-    for override in overrides:
-        key = override.split("=", 1)[0]
-        if key in _SETTING:  # as the folder's refusals say it (cfg.output_dir, not hydra.run.dir)
-            settings.append(_setting(override))
-            continue
-        parsed = parse([override]).overrides[0].hydra
-        if override.startswith(("+", "~", "hydra.")) or "." not in key and (CONF / key).is_dir() or parsed is None:
-            settings = None
-            break
-        settings.append(f"cfg.{key}={parsed.value()!r}")
-    said = (f"set {' and '.join(settings)}" if settings else
-            f"add {', '.join(map(repr, overrides))}{_COMPOSE_TAIL}")
-    return said if lead == "add" else f"(or {said}"
-
-
 def _prose(text: str) -> str:
     """The words around the overrides, in a Python caller's terms."""
     text = text.replace("hydra.run.dir (or hydra.sweep.dir)", "hydra.run.dir").replace("hydra.run.dir",
                                                                                      "cfg.output_dir")
-    text = text.replace("dry_run=true with", "cfg.dry_run=True with").replace("drop dry_run=true", "set "
-                        "cfg.dry_run=False").replace("drop train.resume", "set cfg.train.resume=None")
-    text = text.replace("leave train.resume out", "set cfg.train.resume=None").replace(
-        "without train.resume", "with cfg.train.resume=None")
+    text = text.replace("without train.resume", "with cfg.train.resume=None")
     return text.replace("with the same command plus", "by the same call with").replace("the same command with",
                                                                                       "the same call with")
 
@@ -201,22 +242,26 @@ def _setting(word: str) -> str:
 
 @contextmanager
 def in_python_words() -> Iterator[None]:
-    """A folder refusal raised inside, raised again in ``python_words`` where no Hydra app runs (``run(cfg)`` from
-    Python); as it is under launch.py."""
+    """Refusals made inside said to a Python caller where no Hydra app runs (``run(cfg)`` from Python): those that
+    say their fixes from data (``python_caller``) in its settings as they are made, any other refusal of the folder
+    or resume raised again in ``python_words``; under launch.py (or ``as_overrides``), as launch.py says them."""
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.folder_lock import FolderInUseError
 
+    token = _PYTHON.set(not HydraConfig.initialized())
     try:
         yield
     except (ConfigError, FileExistsError, FileNotFoundError, FolderInUseError) as refused:
         # Another run's command line, quoted in a FolderInUseError, is named as it ran, not reworded as settings.
         quoted = getattr(refused, "holder", "") or "\0"
         said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
-        if HydraConfig.initialized() or _COMMAND_LINE.get() or said == str(refused):
+        if not python_caller() or said == str(refused):
             raise
         raise type(refused)(said) from None
+    finally:
+        _PYTHON.reset(token)
 
 
 @contextmanager

@@ -18,8 +18,7 @@ from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.fresh_start import fresh_start_words
 from gensbi_sharding.harness.runs_below import runs_note, sweep_jobs
-from gensbi_sharding.harness.override_grammar import hydra_override
-from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.python_words import WITHOUT_RESUME, in_python_words, said_as, setting
 from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 from gensbi_sharding.harness.resume_settings import compute_dtype_note
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
@@ -38,38 +37,41 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
     from gensbi_sharding.harness.sampled_checkpoint import SEQUENTIAL, lost_step_metadata
 
     folder = launch_dir() / Path(cfg.train.resume).expanduser()
+    fresh = said_as(*WITHOUT_RESUME)  # "start a new run without train.resume", in the caller's words
     if (folder / "multirun.yaml").is_file():  # a sweep's folder: its checkpoints are its jobs'
-        jobs, named = sweep_jobs(folder), lambda job: hydra_override("train.resume", job)  # best-scoring first
-        raise ConfigError(f"{hydra_override('train.resume', folder)} is a sweep's folder: " + (
+        jobs, named = sweep_jobs(folder), lambda job: setting("train.resume", job)  # best-scoring first
+        raise ConfigError(f"{setting('train.resume', folder)} is a sweep's folder: " + (
             f"resume one of its jobs, {best_note(jobs, named)}" if jobs else
-            "none of its jobs saved a checkpoint (a dry run saves none): start a new run without train.resume"))
+            f"none of its jobs saved a checkpoint (a dry run saves none): start a new run {fresh}"))
     if (writer := _writing_run(folder)) is not None:
         raise ConfigError(writer)
     try:
         return find_checkpoint(cfg.train.resume, base_dir=launch_dir())
     except FileNotFoundError as err:
         if lost := getattr(err, "unconfirmed", None):  # a step newer than the newest complete one lost its metadata
-            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {lost}"
+            raise ConfigError(f"{setting('train.resume', cfg.train.resume)}: {lost}"
                               f"{_source_gone(folder.resolve())}") from None
         metrics = folder / "metrics.json"  # a run's folder that saved no checkpoint: say why
         gone = _source_gone(folder) if lost_step_metadata(folder) else ""  # the step to resume, by its path
-        said = _lost_here(folder.resolve()) or str(err) if gone else f"{err}, as train.resume=<folder>"  # not parent
+        said = _lost_here(folder.resolve()) or str(err) if gone else \
+            f"{err}, as {setting('train.resume', '<folder>')}"  # not parent
         if not metrics.is_file():  # the override named, not a bare "checkpoint path ..."
             said = getattr(err, "reason", said) if (below := runs_note(folder, "train.resume", err)) else said
-            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)}: {said}"
-                              f"{below}{gone}; or leave train.resume out to start fresh") from None
+            raise ConfigError(f"{setting('train.resume', cfg.train.resume)}: {said}"
+                              f"{below}{gone}; or {said_as('leave train.resume out', 'set cfg.train.resume=None')} "
+                              "to start fresh") from None
         if gone:  # ``err`` names the step and the fix (was, status ok: "holds a completed run whose checkpoints are
-            raise FileNotFoundError(f"{said}{gone}; or start a new run without train.resume") from None  # gone ...")
+            raise FileNotFoundError(f"{said}{gone}; or start a new run {fresh}") from None  # gone ...")
         status = (previous := resumed_metrics(metrics, cfg.train.resume)).get("status")
         why = ("is a sequential job's folder (benchmarks/sequential.py), whose rounds keep no checkpoint: start a new "
-               "run without train.resume" if (folder / SEQUENTIAL).is_file() else  # none were kept
-               "holds a dry run (dry_run=true saves no checkpoint): start a new run without train.resume"
+               f"run {fresh}" if (folder / SEQUENTIAL).is_file() else  # none were kept
+               f"holds a dry run (dry_run=true saves no checkpoint): start a new run {fresh}"
                if "dry_run" in previous else f"holds a completed run whose checkpoints are gone (no complete "
-               f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run without train.resume"
+               f"step folder in {folder / CHECKPOINT_SUBDIR}): start a new run {fresh}"
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
-                   f"resume the checkpoint it continued, {hydra_override('train.resume', previous['resumed_from'])}, "
-                   "or start a new run without train.resume" if previous.get("resumed_from") else  # none continued:
-                   "start a new run without train.resume"))  # there is no "run it failed to continue"
+                   f"resume the checkpoint it continued, {setting('train.resume', previous['resumed_from'])}, "
+                   f"or start a new run {fresh}" if previous.get("resumed_from") else  # none continued:
+                   f"start a new run {fresh}"))  # there is no "run it failed to continue"
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
 
 
@@ -95,7 +97,7 @@ def _source_gone(folder: Path) -> str:
         folder / CHECKPOINT_SUBDIR if (folder / CHECKPOINT_SUBDIR).is_dir() else folder)
     steps = committed_steps(checkpoints)
     return "; if the folder it was copied from is gone, " + (
-        f"resume the newest complete step left, {hydra_override('train.resume', checkpoints / str(steps[-1]))}" if steps
+        f"resume the newest complete step left, {setting('train.resume', checkpoints / str(steps[-1]))}" if steps
         else f"no complete step is left in {checkpoints} to resume")
 
 
@@ -117,10 +119,11 @@ def _writing_run(folder: Path) -> str | None:
             return None
     except Timeout:
         pass
-    return (f"{hydra_override('train.resume', folder)}: a run is still writing in {run} ({FolderLock(run).holder()}), "
+    return (f"{setting('train.resume', folder)}: a run is still writing in {run} ({FolderLock(run).holder()}), "
             "and deletes older checkpoints as it saves new ones, so the one picked may be gone before it is read; "
             "wait for that run to end, or copy its newest complete step folder (mkdir -p <copy>/checkpoints; cp -r "
-            f"{shlex.quote(str(run / 'checkpoints'))}/<step> <copy>/checkpoints/) and give train.resume=<copy>")
+            f"{shlex.quote(str(run / 'checkpoints'))}/<step> <copy>/checkpoints/) and give "
+            f"{setting('train.resume', '<copy>')}")
 
 
 def resume_point(cfg: Any, out: Any) -> Any:

@@ -15,8 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value
-from gensbi_sharding.harness.override_grammar import hydra_override
-from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.python_words import WITHOUT_RESUME, fix_said, in_python_words, said_as, setting
 from gensbi_sharding.harness.resume_settings import damaged_here, run_x64
 from gensbi_sharding.harness.saving_record import launched_with
 from gensbi_sharding.harness.units import is_int
@@ -74,28 +73,29 @@ def refuse_resume_settings(step_dir: Path, cfg: DictConfig) -> None:
     # A checkpoint beyond train.steps: named with the others, saving a second try; alone, refused last
     beyond = [f"train.steps={step_dir.name}"] if step_dir.name.isdigit() and int(step_dir.name) > cfg.train.steps \
         else []
+    fresh, limit = said_as(*WITHOUT_RESUME), setting("train.steps", cfg.train.steps)  # in the caller's words
     if model := model_overrides(step_dir, cfg.model, also=[*fix, *beyond]):  # before the restore: shapes may fit
         held = f", and {' '.join(fix)} (this run: {' '.join(this)}) decide {', '.join(what)}" if fix else ""
         raise ConfigError(f"{model}The saved weights compute that model, not this one{held}; or start a new run "
-                          f"without train.resume{launched_with(step_dir)}")
+                          f"{fresh}{launched_with(step_dir)}")
     if fix:
-        at = f" (it is at step {step_dir.name}, beyond train.steps={cfg.train.steps})" if beyond else ""
+        at = f" (it is at step {step_dir.name}, beyond {limit})" if beyond else ""
         raise ConfigError(f"checkpoint {step_dir} was saved with {' '.join(fix)} (this run: {' '.join(this)}), "
-                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; add "
-                          f"{' '.join([*fix, *beyond])}{at}, or start a new run without train.resume"
-                          f"{launched_with(step_dir)}")
+                          f"which decides {', '.join(what)}: its arrays mean nothing otherwise; "
+                          f"{fix_said([*fix, *beyond])}{at}, or start a new run {fresh}{launched_with(step_dir)}")
     refused = schedule_refusal(saved, now, saved_info(step_dir)) or _x64_refusal(step_dir, cfg.train.steps)
     if refused is not None:
         raise ConfigError(f"checkpoint {step_dir} {refused}{launched_with(step_dir)}")  # schedule: "another optimizer"
     if beyond:  # only its step refused; run(cfg) from Python: in the settings it sets
-        saved_steps = config_value(saved, "train.steps")
-        # An unfinished run's own train.steps, which the run warned of before it refused this (now refused first)
-        finish = f" (train.steps={saved_steps} finishes the run that saved it)" if is_int(saved_steps) and \
-            saved_steps > int(step_dir.name) else ""
         with in_python_words():
-            raise ConfigError(f"{hydra_override('train.resume', cfg.train.resume)} is at step {step_dir.name}, beyond "
-                              f"train.steps={cfg.train.steps}; set {beyond[0]} to evaluate it, or more to train "
-                              f"further{finish}")
+            saved_steps, at = config_value(saved, "train.steps"), int(step_dir.name)
+            # An unfinished run's own train.steps, which the run warned of before it refused this (now refused first)
+            finish = f" ({setting('train.steps', saved_steps)} finishes the run that saved it)" if \
+                is_int(saved_steps) and saved_steps > at else ""
+            raise ConfigError(f"{setting('train.resume', cfg.train.resume)} is at step {at}, beyond "
+                              f"{setting('train.steps', cfg.train.steps)}; set {setting('train.steps', at)} to "
+                              f"evaluate it, or more to train further{finish}")
+
 
 
 def _x64_refusal(step_dir: Path, steps: int) -> str | None:
@@ -117,4 +117,4 @@ def _x64_refusal(step_dir: Path, steps: int) -> str | None:
     return (f"was trained with JAX_ENABLE_X64 {said[saved]} ({where}jax_enable_x64 {str(saved).lower()}), this run "
             f"has it {said[on]}: the task's simulations and "
             f"losses differ under it, so it would train on other data and judge its validation losses against the "
-            f"saved best on another set; {fix} to train it further, or start a new run without train.resume")
+            f"saved best on another set; {fix} to train it further, or start a new run {said_as(*WITHOUT_RESUME)}")

@@ -60,17 +60,17 @@ class RunFolder:
     def __init__(self, out: Path, cfg: DictConfig):
         self.out, self.owner = Path(out), folder_owner(cfg)
         self.resume = cfg.train.resume  # auto, or a run to continue
-        self.dry_run, self.dry_run_problem = bool(cfg.get("dry_run")), dry_run_resume_problem(cfg)
+        self.dry_run, self._cfg = bool(cfg.get("dry_run")), cfg  # its dry-run refusal: said in claim's words
         self.claimed, self.previous, self._lock, self.steps = False, None, None, cfg.train.steps
         self.told = False  # whether its claim's outcome was told to every process JAX joins (``claim_together``)
         self.config = None if HydraConfig.initialized() else cfg  # run(cfg) from Python: recorded here
 
     def claim(self) -> None:
         """Lock the folder and check it is fresh (or resumable); raises as those do (``ConfigError`` first), from
-        Python in the settings a Python caller sets (``python_words``)."""
+        Python in the settings a Python caller sets (``python_words.in_python_words``)."""
         with in_python_words():
-            if self.dry_run_problem:  # before the folder is touched: it may hold the run to resume
-                raise ConfigError(self.dry_run_problem)
+            if problem := dry_run_resume_problem(self._cfg):  # before the folder is touched: it may hold the run
+                raise ConfigError(problem)  # to resume
             if problem := folder_problem(self.out, sweep=False, saves=not self.dry_run):
                 raise ConfigError(problem)
             (lock := FolderLock(self.out)).acquire()

@@ -16,6 +16,7 @@ from typing import Any
 import optax
 
 from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.python_words import WITHOUT_RESUME, fix_said, said_as, setting
 
 __all__ = ["SCHEDULES", "COUNTS_STEPS", "learning_rate_schedule", "counts_steps", "saved_counts_steps",
            "schedule_refusal", "schedule_change_note"]
@@ -97,9 +98,9 @@ def schedule_refusal(saved: dict, now: dict, info: dict) -> str | None:
         return None
     this = " ".join(f"train.{k}={new[k]}" for k in ("schedule", "warmup_steps") if new[k] != old.get(k))
     return (f"was saved with train.schedule=constant train.warmup_steps=0, a constant learning rate whose optimizer "
-            f"state holds no step count, so it cannot continue under a schedule (this run: {this}): add "
-            "train.schedule=constant train.warmup_steps=0 (train.learning_rate may change), or start a new run "
-            "without train.resume")
+            f"state holds no step count, so it cannot continue under a schedule (this run: {this}): "
+            f"{fix_said(['train.schedule=constant', 'train.warmup_steps=0'])} (train.learning_rate may change), or "
+            f"start a new run {said_as(*WITHOUT_RESUME)}")
 
 
 def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | None:
@@ -128,10 +129,11 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
     if new.get("steps") is not None and new["steps"] <= step < old["steps"]:  # an unfinished run only scored (or
         # refused, beyond), e.g. one of the 4,000-step default continued under the 3,000-step one by the command it
         # printed: said, not scored as if finished with status ok; beyond, more than "set train.steps=<its step>"
-        scored = f"this run, train.steps={step}, trains nothing and scores its weights as they are; " * (
+        scored = f"this run, {setting('train.steps', step)}, trains nothing and scores its weights as they are; " * (
             step == new["steps"])
+        finish = fix_said([f"train.steps={old['steps']}"])
         return (f"train.resume: the checkpoint at step {step} is of an unfinished run (train.steps={old['steps']}): "
-                f"{scored}add train.steps={old['steps']} to finish it", True)
+                f"{scored}{finish} to finish it", True)
     if new.get("steps") is not None and step >= new["steps"]:  # no step runs at a rate: was a note of the
         return None  # rate (e.g. "0 at step 20" of a 10-step schedule), then "beyond train.steps=10"'s refusal
     differ = [k for k in SCHEDULE_KEYS if old[k] != new[k]]
@@ -146,9 +148,10 @@ def schedule_change_note(saved: dict, now: dict, step: int) -> tuple[str, bool] 
         return float(lr(step) if callable(lr) else lr)
 
     unfinished = step < old["steps"]
-    then = " ".join([*(f"train.{k}={old[k]}" for k in differ), *(f"{key}={values[key]}" for key in changed)])
+    typed = [*(f"train.{k}={old[k]}" for k in differ), *(f"{key}={values[key]}" for key in changed)]
+    then = " ".join(typed)
     this = " ".join([*(f"train.{k}={new[k]}" for k in differ), *(f"{key}={config_value(now, key)}" for key in changed)])
     applies = (f"the learning rate follows this run's schedule, {rate(new):.3g} at step {step} where the saved run's "
                f"gives {rate(old):.3g}" if differ else "this run's values apply")
     return (f"train.resume: the checkpoint at step {step} trained with {then} (this run: {this}): from step {step} "
-            f"{applies}" + f"; add {then} to continue the run as it would have gone" * unfinished, unfinished)
+            f"{applies}" + f"; {fix_said(typed)} to continue the run as it would have gone" * unfinished, unfinished)
