@@ -113,8 +113,13 @@ def said(fix: str | tuple[str, ...] | None) -> str:
     Returns
     -------
     str
-        E.g. ``"drop +model.dpeth=2 and set model.depth=2"``.
+        E.g. ``"drop +model.dpeth=2 and set model.depth=2"``; to a Python caller (``python_words.python_caller``)
+        the settings of ``cfg`` where each override is one (``"cfg.model.depth=2"``).
     """
+    from gensbi_sharding.harness.python_words import python_caller, settings_of
+
+    if python_caller() and (settings := settings_of(fixes_of(fix))) is not None:  # run(cfg): cfg's settings
+        return settings
     drops = [f"+{f[1:]}" for f in fixes_of(fix) if f.startswith("~")]
     sets = " ".join(f for f in fixes_of(fix) if not f.startswith("~"))
     return f"drop {' '.join(drops)}" + (f" and set {sets}" if sets else "") if drops else sets
@@ -157,8 +162,9 @@ def listed(head: str, problems: Sequence[str], labels: Sequence[str] = (), *, le
 
     drops, words = pasted(typed)
     how = f"\n  all fixed together{f' (drop {drops})' if drops and words else ''}: "
+    python = said(typed) if not drops else None  # to a Python caller: cfg's settings (said), not shell words
     refusal = Refusal(head + lines, typed if one_each else None, how=how,
-                      shown=words if words else f"drop {drops}")
+                      shown=python if python and python != " ".join(typed) else words or f"drop {drops}")
     refusal.parts = tuple(problems)
     return refusal
 
