@@ -65,7 +65,7 @@ def test_a_resumed_run_warns_when_it_continues_an_unfinished_run_on_another_sche
               if r.levelno == logging.WARNING and "learning rate" in r.getMessage()]
     assert len(warned) == 1 and warned[0].startswith(
         "train.resume: the checkpoint at step 4 trained with train.steps=8 (this run: train.steps=12): from step 4 ")
-    assert warned[0].endswith("add train.steps=8 to continue the run as it would have gone")
+    assert warned[0].endswith("set cfg.train.steps=8 to continue the run as it would have gone")
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
         same = run_tiny(tmp_path / "same", f"train.resume={source / 'checkpoints' / '4'}")
