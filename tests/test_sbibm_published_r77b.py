@@ -59,3 +59,29 @@ def test_the_harness_simulates_gaussian_mixture_as_the_fixed_task():
     _, x = simulate_at(get_task("gaussian_mixture"), jax.random.key(0), np.zeros((4000, 2)))
     wide = float(np.mean(np.abs(x[:, 0]) > 0.5))
     assert 0.27 < wide < 0.35, wide
+
+
+def test_a_row_of_fewer_observations_is_set_beside_sbibms_means_over_the_same_ones():
+    # Was: `| 0.559 +- 0.009 (3 obs.) | 0.553 | 0.527 (SNPE) |`: observations 1-3 beside sbibm's means over 1-10, which
+    # read as above sbibm's NPE; over 1-3 main_paper.csv gives NPE 0.5664, SNPE 0.5386.
+    table = (REPO / "benchmarks" / "results" / "sbibm_table.md").read_text().splitlines()
+    assert ("| gaussian_linear_uniform, sequential: 2 rounds per observation, box, margin 0.1 | 10,000 per observation | "
+            "0.559 +- 0.009 (3 obs.) | 0.566 (obs. 1-3) | 0.539 (SNPE, obs. 1-3) |") in table
+    # a row of all 10 keeps the published means
+    assert "| two_moons | 10,000 | 0.536 +- 0.031 | 0.606 | 0.554 (SNPE) |" in table
+
+
+def test_the_per_observation_numbers_are_checked_against_the_published_means(sbibm, tmp_path, monkeypatch):
+    # A damaged copy of the per-observation file stops the table naming it (never a wrong column beside ours).
+    import shutil
+
+    shutil.copy(REPO / "benchmarks" / "sbibm_published.csv", tmp_path / "sbibm_published.csv")
+    per = (REPO / "benchmarks" / "sbibm_published_observations.csv").read_text()
+    (tmp_path / "sbibm_published_observations.csv").write_text(
+        per.replace("two_moons,10000,1,", "two_moons,10000,1,0.9,SNPE,0.9\n# was: two_moons,10000,1,", 1))
+    monkeypatch.setattr(sbibm, "PUBLISHED", tmp_path / "sbibm_published.csv")
+    with pytest.raises(SystemExit) as stop:
+        sbibm.published()
+    assert str(stop.value).startswith(f"{tmp_path / 'sbibm_published_observations.csv'}: two_moons at 10000 "
+                                      "simulations has not the 10 observations whose means are sbibm_published.csv's")
+    assert str(stop.value).endswith(f"restore it (git checkout -- sbibm_published_observations.csv, in {tmp_path})")
