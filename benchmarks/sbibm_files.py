@@ -1,5 +1,5 @@
 """The files the sbibm table reads, each checked as it is read: a job's ``c2st.csv`` (``read_scores``) and sbibm's
-published C2ST (``read_published``).
+published C2ST (``read_published``, with each (task, budget)'s scores per observation: ``add_by_observation``).
 
 A damaged score file costs its own job in the table, named, never the table or a row that reads as finished; a
 damaged published file stops ``table`` naming its line.
@@ -105,4 +105,49 @@ def read_published(path: Path, tasks: tuple, budgets: tuple) -> tuple[dict[tuple
     lacking = [f"{t} {b}" for t in tasks for b in budgets if (t, b) not in rows]
     if lacking:
         raise SystemExit(f"{path} lacks {', '.join(lacking)}; {fix}")
+    add_by_observation(path.with_name("sbibm_published_observations.csv"), rows)
     return rows, source
+
+
+def add_by_observation(path: Path, rows: dict[tuple[str, int], dict]) -> None:
+    """Give each row of ``rows`` sbibm's C2ST per observation (``"by_observation": {k: (npe, best)}``) from ``path``,
+    checked against the row: its 10 observations, its best algorithm, and means equal to the row's (to 4 decimals).
+    A row scored on fewer observations is then set beside sbibm's means over the same ones (``published_columns``)."""
+    fix = f"restore it (git checkout -- {path.name}, in {path.parent})"
+    try:
+        lines = [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    except OSError as err:
+        raise SystemExit(f"{path} cannot be read ({err.strerror or err}); {fix}") from None
+    found: dict[tuple[str, int], dict[int, tuple[float, float]]] = {}
+    for r in csv.DictReader(lines):
+        try:
+            cell, k = (r["task"], int(r["num_simulations"])), int(r["observation"])
+            found.setdefault(cell, {})[k] = (float(r["npe"]), float(r["best"]))
+            assert cell in rows and r["best_algorithm"] == rows[cell]["best_algorithm"]
+        except (KeyError, TypeError, ValueError, AssertionError):
+            raise SystemExit(f"{path}: {r!r} is not a row of sbibm's C2ST per observation of a (task, budget) of "
+                             f"sbibm_published.csv, with its best algorithm; {fix}") from None
+    for cell, row in rows.items():
+        each = found.get(cell, {})
+        means = [sum(v[i] for v in each.values()) / 10 for i in (0, 1)]
+        if sorted(each) != list(range(1, 11)) or any(abs(m - float(row[c])) > 6e-5 for m, c in
+                                                     zip(means, ("npe_mean", "best_mean"))):
+            raise SystemExit(f"{path}: {cell[0]} at {cell[1]} simulations has not the 10 observations whose means are "
+                             f"sbibm_published.csv's ({row['npe_mean']}, {row['best_mean']}); {fix}")
+        row["by_observation"] = each
+
+
+def published_columns(ref: dict | None, observations: list[int]) -> str:
+    """The table's sbibm columns for a row scored on ``observations``: sbibm's means over the same observations
+    (over 1-10, the published means; over fewer, marked ``(obs. 1-3)``: a mean over other observations misled, a
+    row of observations 1-3 at 0.559 read as above NPE's 0.553, which reads 0.566 over 1-3), or not published."""
+    if ref is None:
+        return "| not published | not published |"
+    each = ref.get("by_observation", {})
+    if sorted(observations) == list(range(1, 11)) or not observations or not set(observations) <= set(each):
+        return f"| {float(ref['npe_mean']):.3f} | {float(ref['best_mean']):.3f} ({ref['best_algorithm']}) |"
+    ks = sorted(observations)
+    which = (f"obs. {ks[0]}-{ks[-1]}" if len(ks) > 2 and ks == list(range(ks[0], ks[-1] + 1))
+             else f"obs. {', '.join(map(str, ks))}")
+    npe, best = (sum(each[k][i] for k in ks) / len(ks) for i in (0, 1))
+    return f"| {npe:.3f} ({which}) | {best:.3f} ({ref['best_algorithm']}, {which}) |"

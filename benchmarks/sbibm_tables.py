@@ -23,6 +23,7 @@ import numpy as np
 
 from cli_args import Refused, command_line, not_a_script
 from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
+from sbibm_files import published_columns
 from sbibm_method import AMORTISED, Method, cell_of, method_of
 from table_kept import keep_previous
 not_a_script(__name__, __file__)  # run as a script: name the one to run
@@ -205,13 +206,12 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
         name, simulations = ((task, f"{budget:,}") if len(cell) == 2 else
                              (f"{task}, {Method.from_label(method_of(cell)).title}", f"{budget:,} per observation"))
         ref = paper.get((task, budget), missing)
-        npe, best = (f"{float(ref[k]):.3f}" for k in ("npe_mean", "best_mean"))
-        published_columns = ("| not published | not published |" if ref is missing
-                             else f"| {npe} | {best} ({ref['best_algorithm']}) |")
+        scored = [int(r["observation"]) for r in cells.get(cell, [])]  # sbibm's columns: means over these
+        columns = published_columns(None if ref is missing else ref, scored)
         if cell in left_out:  # c2st_mean nan over 0 observations, and why in the last column
             summary.append([task, budget, "nan", "nan", 0, ref["npe_mean"], ref["best_algorithm"], ref["best_mean"],
                             left_out[cell], method_of(cell)])
-            lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {published_columns}")
+            lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {columns}")
             continue
         values = [float(r["c2st"]) for r in cells[cell]]
         mean, sd = mean_sd(values)
@@ -220,7 +220,7 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
         # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
-        lines.append(f"| {name} | {simulations} | {mean:.3f}{spread}{mark} {published_columns}")
+        lines.append(f"| {name} | {simulations} | {mean:.3f}{spread}{mark} {columns}")
     # Under the table, as it is read (and copied) apart from its sources: the settings its rows were made with
     # when not the preset's alone (a 20-step row reads as the preset's otherwise), and where sbibm's columns
     # come from.

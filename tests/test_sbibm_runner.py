@@ -1054,7 +1054,7 @@ def test_table_of_a_task_sbibm_lacks_says_not_published(sbibm, tmp_path, capsys)
     text = sbibm.table([tmp_path], tmp_path / "out")
     # One observation: no spread, said so (was "0.700 +- nan (1 obs.)").
     assert text.splitlines()[2:-2] == [
-        "| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+        "| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.666 (obs. 1) | 0.586 (SNPE, obs. 1) |",
         "| my_task | 1,000 | 0.600 (1 obs., no spread) | not published | not published |"]
 
 
@@ -1082,7 +1082,7 @@ def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_p
     record_asked(root, ["two_moons", "slcp", "lotka_volterra"], [1000])
     text = sbibm.table([root, tmp_path / "other"], tmp_path / "out")
     assert text.splitlines()[2:-2] == [
-        "| two_moons | 1,000 | 0.650 +- 0.071 (2 obs.) | 0.725 | 0.643 (SNPE) |",
+        "| two_moons | 1,000 | 0.650 +- 0.071 (2 obs.) | 0.681 (obs. 1, 2) | 0.575 (SNPE, obs. 1, 2) |",
         "| gaussian_linear | 10,000 | not counted (damaged c2st.csv) | 0.552 | 0.536 (SNRE) |",
         "| slcp | 1,000 | not counted (status preempted) | 0.975 | 0.921 (SNLE) |",
         "| sir | 10,000 | not counted (status error) | 0.680 | 0.561 (SNPE) |",
@@ -1124,7 +1124,8 @@ def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(s
         "  overrides:\n    task:\n    - experiment=sbibm\n    - data.num_simulations=1000\n    - mesh=none\n")
     monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([sweep], tmp_path / "out")
-    assert text.splitlines()[2:-2] == ["| two_moons | 1,000 | 0.600 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+    assert text.splitlines()[2:-2] == ["| two_moons | 1,000 | 0.600 (1 obs., no spread) | 0.666 (obs. 1) | "
+                                       "0.586 (SNPE, obs. 1) |",
                                        "| slcp | 1,000 | not counted (not run) | 0.975 | 0.921 (SNLE) |"]
     assert (f"not run: slcp at 1,000 simulations, a job of the multirun {sweep}, has no job folder there; its "
             "command with train.resume=auto runs it") in capsys.readouterr().err
@@ -1151,9 +1152,11 @@ def test_table_names_the_source_of_sbibm_numbers_and_reads_them_as_published(sbi
     monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
     assert text.splitlines()[2:] == [
-        "| gaussian_mixture | 100,000 | 0.600 (1 obs., no spread) | 0.555 | 0.533 (SNPE) |", "",
+        "| gaussian_mixture | 100,000 | 0.600 (1 obs., no spread) | 0.567 (obs. 1) | 0.529 (SNRE, obs. 1) |", "",
         "sbibm NPE and best: Lueckmann et al. 2021, github.com/sbi-benchmark/results, benchmarking_sbi/results/"
-        "main_paper.csv at commit 741183cdece7077453efbedac0fad7e74afa10e5 (benchmarks/sbibm_published.csv)."]
+        "main_paper.csv at commit 741183cdece7077453efbedac0fad7e74afa10e5 and, for gaussian_mixture, "
+        "gaussian_mixture_rerun/results/gaussian_mixture_rerun.csv, the task as sbibm 1.1.0 fixed it "
+        "(benchmarks/sbibm_published.csv)."]
     paper, _ = sbibm.published()
     assert len(paper) == 24 and {k: paper[("slcp", 10000)][k] for k in ("npe_mean", "best_algorithm", "best_mean")} \
         == {"npe_mean": "0.9006", "best_algorithm": "SNLE", "best_mean": "0.7131"}
@@ -1336,11 +1339,11 @@ def test_run_and_table_keep_sequential_and_amortised_cells_of_one_task_and_budge
     monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
     assert text.splitlines()[2:5] == [
-        "| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+        "| two_moons | 1,000 | 0.700 (1 obs., no spread) | 0.666 (obs. 1) | 0.586 (SNPE, obs. 1) |",
         "| two_moons, sequential: 2 rounds per observation, ellipsoid, margin 0.1 | 1,000 per observation | 0.600 "
-        "(1 obs., no spread) | 0.725 | 0.643 (SNPE) |",
+        "(1 obs., no spread) | 0.666 (obs. 1) | 0.586 (SNPE, obs. 1) |",
         "| two_moons, sequential: 2 rounds per observation, ellipsoid, margin 0.2 | 1,000 per observation | 0.600 "
-        "(1 obs., no spread) | 0.725 | 0.643 (SNPE) |"]
+        "(1 obs., no spread) | 0.666 (obs. 1) | 0.586 (SNPE, obs. 1) |"]
     rows = read_results(tmp_path / "out" / "sbibm_results.csv")
     assert [(r["c2st"], r["method"]) for r in rows] == [
         ("0.700000", "amortised"), ("0.600000", "sequential rounds=2 region=ellipsoid margin=0.1"),
@@ -1462,10 +1465,10 @@ def test_a_table_rebuilt_from_its_results_csv_is_the_job_folders_table(sbibm, tm
     for name in sbibm.OUTPUTS:  # the plot's too: the same cells, the same rows
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
     assert made.splitlines()[2:5] == [
-        "| two_moons | 1,000 | 0.705 +- 0.007 (2 obs.) | 0.725 | 0.643 (SNPE) |",
-        "| slcp | 10,000 | 0.900 (1 obs., no spread) | 0.901 | 0.713 (SNLE) |",
+        "| two_moons | 1,000 | 0.705 +- 0.007 (2 obs.) | 0.681 (obs. 1, 2) | 0.575 (SNPE, obs. 1, 2) |",
+        "| slcp | 10,000 | 0.900 (1 obs., no spread) | 0.944 (obs. 1) | 0.702 (SNLE, obs. 1) |",
         "| sir, sequential: 2 rounds per observation, box, margin 0.5 | 10,000 per observation | 0.555 +- 0.007 "
-        "(2 obs.) | 0.680 | 0.561 (SNPE) |"]
+        "(2 obs.) | 0.925 (obs. 1, 2) | 0.535 (SNPE, obs. 1, 2) |"]
     assert "two_moons 1,000: mesh=none; slcp 10,000: train.steps=20; sir 10,000 sequential rounds=2 region=box " \
            "margin=0.5: mesh=none" in made
     # In place (--out defaults to the csv's folder): the same four files; a csv without the settings column
