@@ -72,8 +72,9 @@ def test_omegaconf_reads_an_escaped_value_back_as_its_text(text):
 @pytest.mark.slow  # starts launch.py
 def test_launch_refuses_a_brace_folder_in_one_line_and_makes_nothing(tmp_path):
     folder = tmp_path / "a${b}"
-    done = subprocess.run([sys.executable, str(ROOT / "launch.py"), "experiment=quick", f"hydra.run.dir={tmp_path}/a\\${{b}}"],
+    typed = f"{tmp_path}/a\\${{b}}"
+    done = subprocess.run([sys.executable, str(ROOT / "launch.py"), "experiment=quick", f"hydra.run.dir={typed}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.strip().splitlines() == [f"[ERROR] {_said(str(folder), f'{tmp_path}/a\\${{b}}')}"]
+    assert done.stderr.strip().splitlines() == [f"[ERROR] {_said(str(folder), typed)}"]
     assert not folder.exists()  # was: made, with the run's lock file in it

@@ -46,7 +46,8 @@ def short_folder():
 def test_a_short_error_cell_names_the_moved_folder(tmp_path, monkeypatch, short_folder):
     monkeypatch.chdir(tmp_path)  # a relative folder keeps the recorded error under ERROR_CELL characters
     _sweep(tmp_path, _short)
-    assert error_cell(summary_rows(tmp_path / "s")[1]["metrics"]).endswith("hydra.run.dir=s/1")  # not moved: as recorded
+    # not moved: as recorded
+    assert error_cell(summary_rows(tmp_path / "s")[1]["metrics"]).endswith("hydra.run.dir=s/1")
     shutil.move(tmp_path / "s", short_folder / "t")
     row = summary_rows(short_folder / "t")[1]
     cell, now = error_cell(row["metrics"]), _short(short_folder / "t" / "1")

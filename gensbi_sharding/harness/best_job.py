@@ -134,7 +134,8 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
         if record.get("status") != "ok" and (command := continue_in(record, job)):
             step = record.get("stopped_at_step")
             at = "" if step is None else f" at step {step}"
-            # in the sweep table's word (summary_legend.status_word): a failed job is "failed", not "stopped (status error)"
+            # in the sweep table's word (summary_legend.status_word): a failed job is "failed", not "stopped (status
+            # error)"
             if status_word(record.get("status")) == "failed":
                 stopped.append(f"job {job.name} failed{at} (its error in {job / 'metrics.json'}): once that is "
                                f"fixed, to continue it in its own folder: {command}")

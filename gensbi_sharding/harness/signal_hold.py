@@ -94,9 +94,9 @@ def ignore_preemption_signals() -> None:
 
 
 def raise_interrupt(signum: int, frame: Any) -> None:
-    """SIGINT's handler in ``launch.py`` outside a run's watch: ``KeyboardInterrupt``, as Python's own handler raises it,
-    except in a finalizer or a garbage-collector callback (``interrupt_hold.in_finalizer``), where the signal is sent
-    again ``AGAIN_AFTER_S`` later, to land in the code that runs next.
+    """SIGINT's handler in ``launch.py`` outside a run's watch: ``KeyboardInterrupt``, as Python's own handler raises
+    it, except in a finalizer or a garbage-collector callback (``interrupt_hold.in_finalizer``), where the signal is
+    sent again ``AGAIN_AFTER_S`` later, to land in the code that runs next.
 
     Was Python's handler: a Ctrl-C landing in JAX's ``_xla_gc_callback`` (run at every collection once JAX is imported)
     printed "Exception ignored in: <function _xla_gc_callback ...> ... KeyboardInterrupt" and was dropped, so the run
