@@ -115,7 +115,7 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
     word of the stopped one."""
     from gensbi_sharding.harness.moved_folder import continue_in
     from gensbi_sharding.harness.outputs import read_metrics
-    from gensbi_sharding.harness.plots import status_word
+    from gensbi_sharding.harness.summary_legend import status_word  # no plotting module to rank jobs
     from gensbi_sharding.harness.unfinished_run import recorded_command, training_run
 
     stopped = []
@@ -134,7 +134,8 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
         if record.get("status") != "ok" and (command := continue_in(record, job)):
             step = record.get("stopped_at_step")
             at = "" if step is None else f" at step {step}"
-            # in the sweep table's word (plots.status_word): a failed job is "failed", not "stopped (status error)"
+            # in the sweep table's word (summary_legend.status_word): a failed job is "failed", not "stopped (status
+            # error)"
             if status_word(record.get("status")) == "failed":
                 stopped.append(f"job {job.name} failed{at} (its error in {job / 'metrics.json'}): once that is "
                                f"fixed, to continue it in its own folder: {command}")

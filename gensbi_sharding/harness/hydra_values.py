@@ -206,6 +206,40 @@ def sweeper_param_problem(args: Sequence[str] | CommandLine) -> str | None:
     return None
 
 
+#: Hydra's settings naming the folder a job runs in (a sweep's job: ``<sweep.dir>/<sweep.subdir>``).
+_FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
+
+
+def _folder_brace_problem(args: Sequence[str] | CommandLine) -> str | None:
+    """The one-line refusal of a job's folder whose path holds ``${`` as text; None where none does. Hydra records the
+    folder (``hydra.runtime.output_dir``) unescaped and reads that record as an interpolation: was its traceback,
+    "Interpolation key 'b' not found" (``full_key: hydra.job_logging...``), the folder made and claimed. Given
+    escaped (``runs/a\\${b}``), unescaped as a continue command recorded it before r77 (``runs/a${b}``, a folder that
+    exists: was "cannot be resolved ... give a folder whose ${...} resolves"), or below the command's own folder."""
+    import os
+
+    from gensbi_sharding.harness.paste_command import LITERAL_BRACE
+
+    command, absolute = parse(args), False
+    for o in command.parsed:
+        key = o.typed.lstrip("+")
+        if key not in _FOLDER_KEYS or "=" not in o.arg or not isinstance(value := o.hydra.value(), str):
+            continue
+        escaped, named = LITERAL_BRACE.search(value), "${" in value and os.path.isdir(value)
+        absolute = absolute or (key != "hydra.sweep.subdir" and os.path.isabs(value))
+        if escaped or named:  # named: runs/a${b} read as text, which an interpolation of b would not give
+            folder = value.replace("\\${", "${") if escaped else value
+            return (f"{o.arg}: Hydra cannot run a job in a folder whose path holds '${{' ({folder}): it reads its own "
+                    "record of the folder as an interpolation; rename the folder without '${' (e.g. mv "
+                    f"{shlex.quote(folder)} {shlex.quote(folder.replace('${', '_{'))}) and give that, or choose "
+                    f"another {key}")
+    if "${" in (here := os.getcwd()) and not absolute:  # the folder Hydra makes is below this one
+        return (f"this command's folder, {here}, holds '${{': Hydra cannot run a job in a folder whose path holds it "
+                "(it reads its own record of the folder as an interpolation); run it from another folder, or give "
+                "an absolute hydra.run.dir (-m: hydra.sweep.dir) without '${'")
+    return None
+
+
 def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     """The one-line refusal of a ``hydra.*`` setting of a fixed type given a value it cannot take
     (``hydra.job.chdir=x``, ``hydra.mode=a``, ``hydra.run.dir=[]``: was Hydra's "Error merging override" with the
@@ -229,6 +263,8 @@ def hydra_type_problem(args: Sequence[str] | CommandLine) -> str | None:
     from gensbi_sharding.harness.hydra_entries import hydra_written
     from gensbi_sharding.harness.paste_command import pasted
 
+    if problem := _folder_brace_problem(args):  # a folder Hydra cannot run in, written as it takes any other
+        return problem
     schema = None
     for o in parse(args).parsed:
         key = o.typed.lstrip("+")

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["hold_interrupt", "defer_interrupt", "reset", "handler_lines", "say"]
+__all__ = ["hold_interrupt", "defer_interrupt", "reset", "handler_lines", "say", "in_finalizer"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -98,7 +98,7 @@ def defer_interrupt(frame: Any = None) -> bool:
         True: the caller raises nothing now; ``hold_interrupt`` raises ``KeyboardInterrupt`` as its block ends.
     """
     held = bool(_state["depth"])
-    if _state["pending"] or not (held or _in_finalizer(frame)):
+    if _state["pending"] or not (held or in_finalizer(frame)):
         return False
     _state["pending"] = True
     where = "once the checkpoint under way is saved" if held else "at the next checkpoint, or as the first asked"
@@ -112,7 +112,19 @@ def reset() -> None:
     _said.update(handlers=0, lines=[])
 
 
-def _in_finalizer(frame: Any) -> bool:
+def in_finalizer(frame: Any) -> bool:
+    """Whether ``frame`` (a signal handler's second argument) is a finalizer's (``__del__``, a ``weakref`` callback)
+    or a garbage-collector callback's, or one of the few frames such a one called: an exception raised there is
+    printed ("Exception ignored in ...") and dropped.
+
+    Parameters
+    ----------
+    frame : frame or None
+
+    Returns
+    -------
+    bool
+    """
     import gc
 
     # The garbage collector's callbacks drop an exception as finalizers do (JAX's _xla_gc_callback, run at every

@@ -10,12 +10,17 @@ its path. Pure Python: no JAX.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "pasted"]
+__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "pasted", "omegaconf_escaped", "LITERAL_BRACE"]
+
+#: A ``${`` OmegaConf reads as text, not an interpolation: led by an odd number of backslashes (``\${``; ``\\${`` is a
+#: backslash, then an interpolation).
+LITERAL_BRACE = re.compile(r"(?<!\\)(?:\\\\)*\\\$\{")
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # gensbi_sharding/harness/ -> the folder holding launch.py
 #: The Python running the harness, shell-quoted: what a script it writes runs (a bare ``python`` there, without the
@@ -93,3 +98,23 @@ def _shell_word(word: str) -> str:
     bash reads inside double quotes (shlex's ``'a='"'"'b'"'"''`` is hard to read back)."""
     quoted = shlex.quote(word)
     return f'"{word}"' if quoted != word and "'" in word and not set(word) & set('"$`\\!') else quoted
+
+
+def omegaconf_escaped(text: str) -> str:
+    """``text`` as OmegaConf reads back that very text: each ``${`` escaped (``a${b}`` -> ``a\\${b}``), the
+    backslashes before one doubled (``a\\${b}`` -> ``a\\\\\\${b}``); other backslashes are OmegaConf's text as they are.
+
+    A value written into an override unescaped (a folder ``runs/a${b}`` in a continue command's ``hydra.run.dir=``)
+    was read as an interpolation when pasted ("Interpolation key 'b' not found").
+
+    Parameters
+    ----------
+    text : str
+        E.g. a folder's path.
+
+    Returns
+    -------
+    str
+        ``text`` where it holds no ``${``.
+    """
+    return re.sub(r"(\\*)\$\{", lambda found: found[1] * 2 + "\\${", text)

@@ -10,7 +10,6 @@ untouched) and are written atomically (``outputs.write_atomic``).
 from __future__ import annotations
 
 import io
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from gensbi_sharding.harness.agg_figure import agg_figure
 from gensbi_sharding.harness.loss_windows import window_means, windows
 from gensbi_sharding.harness.outputs import write_atomic
 from gensbi_sharding.harness.summary_columns import key_cell  # the table's value of each key: the plot's too
+from gensbi_sharding.harness.summary_legend import status_counts, status_word  # the table's words, kept here too
 from gensbi_sharding.harness.units import c2st_spread, format_c2st, is_number
 
 __all__ = ["window_means", "plot_losses", "memory_parts", "plot_sweep", "posterior_title", "status_word",
@@ -105,24 +105,6 @@ def posterior_title(*, task: str, observation: int, rule: str, mesh_shape: Seque
     spread = f" over {folds} folds" if folds and is_number(c2st_sd) else ""
     score = f" | C2ST {format_c2st(c2st, c2st_sd)}{spread}" if is_number(c2st) else ""
     return f"{task}, observation {observation} | rule {rule} on mesh {mesh}{score}"
-
-
-def status_word(status: Any) -> str:
-    """How a job that has no bar is marked: "" for a completed job, "failed" for one that failed
-    (``error``, a damaged record), else its status as recorded (``not run``, ``preempted``, ...)."""
-    if status == "ok":
-        return ""
-    return "failed" if status in (None, "error", "damaged") else str(status)
-
-
-def status_counts(statuses: Sequence[Any], *, zero_failed: bool = True) -> str:
-    """", 1 failed, 1 preempted, 1 not run" for the jobs' recorded statuses: each counted apart (a job never
-    started, or preempted, is not a failed one), failed first; ", 0 failed" when none did, unless not
-    ``zero_failed``."""
-    counts = Counter(status_word(s) for s in statuses)
-    failed = counts.pop("failed", 0)
-    return (f", {failed} failed" if failed or zero_failed else "") + "".join(
-        f", {n} {word}" for word, n in counts.items() if word)
 
 
 def partial_note(metrics: dict[str, Any], *, measured: bool = True) -> str:

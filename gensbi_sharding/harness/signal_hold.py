@@ -13,13 +13,19 @@ one killed it while it exited, so the scheduler saw 143 (a failure) instead of 7
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterable
 from typing import Any
 
+from gensbi_sharding.harness.interrupt_hold import in_finalizer  # imported now: never first inside the handler
+
 __all__ = ["PREEMPT_SIGNALS", "hold_preemption_signals", "ignore_preemption_signals", "take_held",
-           "stop_after_run"]
+           "stop_after_run", "raise_interrupt", "AGAIN_AFTER_S"]
+
+#: How long after a Ctrl-C that landed in a finalizer it is sent again: a garbage-collector callback takes far less.
+AGAIN_AFTER_S = 0.05
 
 #: The signals that ask a run to stop for a requeue: SLURM's SIGTERM (or the one chosen with ``--signal``) and
 #: submitit's SIGUSR2.
@@ -85,3 +91,32 @@ def ignore_preemption_signals() -> None:
     if threading.current_thread() is threading.main_thread():
         for signum in PREEMPT_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+
+
+def raise_interrupt(signum: int, frame: Any) -> None:
+    """SIGINT's handler in ``launch.py`` outside a run's watch: ``KeyboardInterrupt``, as Python's own handler raises
+    it, except in a finalizer or a garbage-collector callback (``interrupt_hold.in_finalizer``), where the signal is
+    sent again ``AGAIN_AFTER_S`` later, to land in the code that runs next.
+
+    Was Python's handler: a Ctrl-C landing in JAX's ``_xla_gc_callback`` (run at every collection once JAX is imported)
+    printed "Exception ignored in: <function _xla_gc_callback ...> ... KeyboardInterrupt" and was dropped, so the run
+    went on training to its end as if no Ctrl-C had come.
+
+    Parameters
+    ----------
+    signum : int
+        SIGINT.
+    frame : frame or None
+        The frame it interrupted.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Where it landed outside a finalizer.
+    """
+    if in_finalizer(frame):
+        timer = threading.Timer(AGAIN_AFTER_S, os.kill, (os.getpid(), signum))
+        timer.daemon = True  # never holds the process's exit
+        timer.start()
+        return
+    raise KeyboardInterrupt

@@ -32,11 +32,10 @@ from gensbi_sharding.harness.best_job import best_line
 from gensbi_sharding.harness.console_lines import remember_stopped_sweep, summary_refused_line, sweep_end_line
 from gensbi_sharding.harness.folder_gone import holds_lock, sweep_gone_note
 from gensbi_sharding.harness.outputs import read_record, write_atomic
-from gensbi_sharding.harness.plots import status_counts
 from gensbi_sharding.harness.processes import hears_process_0, several_processes
 from gensbi_sharding.harness.summary_columns import (DRY_RUN_COLUMNS, TRAIN_COLUMNS, Column, key_cell,
                                                       provenance_columns, ranked_heading)
-from gensbi_sharding.harness.summary_legend import legend
+from gensbi_sharding.harness.summary_legend import legend, status_counts
 from gensbi_sharding.harness.sweep_plan import (command_overrides, declared_resume, every_job, job_folders, job_order,
                                                 sweep_jobs)
 from gensbi_sharding.harness.sweep_rows import (NO_RECORD, declared_sweeps, not_run_rows, summary_rows, swept_keys,

@@ -110,18 +110,23 @@ _STATUS = Column("status", "status", _plain("status"), _plain("status"))
 # fallen-back job as split as its rule says); "" for a job that failed before placing its state.
 _FALLBACKS = Column("fallbacks", "fallbacks", lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "",
                     lambda m: str(len(m["fallbacks"])) if "fallbacks" in m else "")
+#: A row's record's key holding its continue command said for the job's folder as it is now, where that folder moved
+#: since the job recorded it (``sweep_rows.said_here``); not in metrics.json.
+SAID_HERE = "continue_said_here"
 ERROR_CELL = 120  # characters of an error the markdown table shows; the CSV and metrics.json hold all of it
 
 
 def error_cell(m: dict[str, Any]) -> str:
     """The error, cut to ``ERROR_CELL`` characters, never inside its continue command (a cut command
     would run something else): then the command (``continue_field.continue_of``) is left to the job's
-    ``metrics.json``."""
-    error = m.get("error") or ""
+    ``metrics.json``. Shown whole, the command names the job's folder as it is now (``SAID_HERE``): after ``mv`` of
+    the sweep folder, the recorded one named the folder the job ran in."""
+    error, command = m.get("error") or "", continue_of(m)
+    at = error.rfind(command) if command else -1
+    if at >= 0 and m.get(SAID_HERE):
+        error, command = error[:at] + m[SAID_HERE] + error[at + len(command):], m[SAID_HERE]
     if len(error) <= ERROR_CELL:
         return error
-    command = continue_of(m)
-    at = error.rfind(command) if command else -1
     if at < 0:
         return error[:ERROR_CELL - 3] + "..."
     reason = error[:at]  # its words before the command: "...; continue with: "

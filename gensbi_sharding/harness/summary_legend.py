@@ -7,16 +7,20 @@ batch and temporaries included, is what a dry-run sweep gives: 3.3 MB per device
 ``memory/device`` did not say it was XLA's compiled step, nor the units (decimal: 1 KB = 1000 B). A training sweep
 now has that ``memory/device`` too (``train.train`` records its compiled step's), said so here; and, since r75, the
 dry run's ``collectives/step/device`` (the same step's collectives, counted alike), said so where a row has it.
+
+The words for a job's status (``status_word``, ``status_counts``) live here, not in ``plots``: ``best_job`` and the
+console's end line use them, and naming the best job needs no plotting module.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gensbi_sharding.harness.units import is_int, is_number
 
-__all__ = ["legend"]
+__all__ = ["legend", "status_word", "status_counts"]
 
 
 def _batches(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -67,3 +71,21 @@ def legend(rows: Sequence[Mapping[str, Any]], dry: bool) -> str:
             f"the median time per step{batch}, compile, validation and (where the run can) the first step's warm-up "
             "left out ('(warm-up incl.)' where not), samples/s the global batch over it; wall the whole job, compile "
             f"and scoring included; the CSV adds compile_s and data.batch_size; {units}")
+
+
+def status_word(status: Any) -> str:
+    """How a job that has no bar is marked: "" for a completed job, "failed" for one that failed
+    (``error``, a damaged record), else its status as recorded (``not run``, ``preempted``, ...)."""
+    if status == "ok":
+        return ""
+    return "failed" if status in (None, "error", "damaged") else str(status)
+
+
+def status_counts(statuses: Sequence[Any], *, zero_failed: bool = True) -> str:
+    """", 1 failed, 1 preempted, 1 not run" for the jobs' recorded statuses: each counted apart (a job never
+    started, or preempted, is not a failed one), failed first; ", 0 failed" when none did, unless not
+    ``zero_failed``."""
+    counts = Counter(status_word(s) for s in statuses)
+    failed = counts.pop("failed", 0)
+    return (f", {failed} failed" if failed or zero_failed else "") + "".join(
+        f", {n} {word}" for word, n in counts.items() if word)

@@ -10,10 +10,10 @@ from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.folder_lock import FolderLock
 from gensbi_sharding.harness.outputs import read_metrics, read_record
-from gensbi_sharding.harness.summary_columns import differing_settings
+from gensbi_sharding.harness.summary_columns import SAID_HERE, differing_settings
 from gensbi_sharding.harness.sweep_plan import folder_of, job_configuration, never_started
 
-__all__ = ["summary_rows", "declared_sweeps", "swept_keys", "not_run_rows", "unrecorded_rows", "NO_RECORD"]
+__all__ = ["said_here", "summary_rows", "declared_sweeps", "swept_keys", "not_run_rows", "unrecorded_rows", "NO_RECORD"]
 
 #: The status of a job whose run started (it claimed its folder: ``unrecorded_rows``) and left no metrics.json.
 NO_RECORD = "no record"
@@ -42,11 +42,28 @@ def _job_choices(job_dir: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in (choices or {}).items() if v is not None}
 
 
+def said_here(metrics: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+    """``metrics`` (a job's record) with ``SAID_HERE``, its continue command said for the job's folder as it is now
+    (``moved_folder.continue_in``), where that folder moved since; ``metrics`` itself where it did not.
+
+    The table's error cell showed the error as recorded: after ``mv`` of the sweep folder, a command short enough to be
+    shown named the folder the job ran in, where the sweep's notes already named the current one.
+    """
+    from gensbi_sharding.harness.continue_field import continue_of
+    from gensbi_sharding.harness.moved_folder import continue_in
+
+    recorded = continue_of(metrics)
+    if not recorded or (now := continue_in(metrics, job_dir)) == recorded:
+        return metrics
+    return {**metrics, SAID_HERE: now}
+
+
 def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """One row per job folder holding a metrics.json, by job number.
 
     Each row: ``job`` (folder name), ``overrides`` (``{key: value}`` as typed), ``metrics``
-    (the job's metrics.json), ``dry_run`` and ``choices`` (the group options it was composed with).
+    (the job's metrics.json, its continue command said for the folder as it is now: ``said_here``), ``dry_run``
+    and ``choices`` (the group options it was composed with).
     """
     def order(path: Path):
         name = path.parent.name
@@ -58,6 +75,7 @@ def summary_rows(sweep_dir: Path) -> list[dict[str, Any]]:
             metrics = read_metrics(path)
         except FileExistsError as err:  # one damaged record must not cost the other jobs' rows
             metrics = {"status": "damaged", "error": str(err)}
+        metrics = said_here(metrics, path.parent)
         rows.append({"job": path.parent.name, "overrides": _job_overrides(path.parent), "metrics": metrics,
                      "dry_run": bool(metrics.get("config", {}).get("dry_run")), "choices": _job_choices(path.parent)})
     return rows
