@@ -25,8 +25,9 @@ EARLY_SIGNALS: list[int] = []
 if __name__ == "__main__" and not os.environ.get("GENSBI_SHARDING_PARENT_FD"):  # CHILD_ENV below
     for held in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):  # signal_hold.PREEMPT_SIGNALS
         signal.signal(held, lambda signum, frame: EARLY_SIGNALS.append(signum))
-if __name__ == "__main__":  # Python's own Ctrl-C handler, but one landing in a garbage-collector callback (JAX's) is
-    # sent again, not dropped: it printed "Exception ignored in: <function _xla_gc_callback ...>", and the run trained on
+# Python's own Ctrl-C handler, but one landing in a garbage-collector callback (JAX's) is sent again, not dropped: it
+# printed "Exception ignored in: <function _xla_gc_callback ...>", and the run trained on.
+if __name__ == "__main__":
     from gensbi_sharding.harness.signal_hold import raise_interrupt
 
     signal.signal(signal.SIGINT, raise_interrupt)
