@@ -1,6 +1,8 @@
 """BREAK77's kill loop, made deterministic: a run killed outright (SIGKILL, out of memory, a node lost) leaves its
 folder as the kill found it, with no record of its own; the continued run must end as the uninterrupted one did."""
 
+import json
+import os
 import shutil
 
 import numpy as np
@@ -39,3 +41,52 @@ def test_a_run_killed_outright_keeps_the_losses_of_the_steps_its_checkpoint_hold
     with np.load(killed / "train_losses.npz") as f:
         np.testing.assert_array_equal(f["step"], ref_steps)   # was: [5 6 7 8]
         np.testing.assert_allclose(f["losses"], ref_losses, rtol=1e-6, atol=0)
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=60)
+    return proc.pid
+
+
+def test_a_continued_run_removes_the_cut_off_writes_of_an_attempt_killed_outright(tmp_path):
+    # Was: outputs.write_atomic writes .<name>.<pid>.<hex>.tmp, then renames it; a SIGKILL in between (the kill loop's
+    # window: metrics.json, posterior_samples.npz, sweep_summary.csv as they are written) left the hidden, cut-off copy
+    # in the folder for good, through every later attempt, however many kills (megabytes each for a samples file).
+    from faults_helpers import compose_tiny
+    from gensbi_sharding.harness.run_folder import RunFolder
+
+    out = tmp_path / "run"
+    (out / "checkpoints" / "4").mkdir(parents=True)
+    (out / ".hydra").mkdir()
+    (out / "metrics.json").write_text('{"status": "preempted", "stopped_at_step": 4}')
+    dead, alive = _dead_pid(), os.getppid()
+    cut = [f".metrics.json.{dead}.0a1b2c3d.tmp", f".posterior_samples.npz.{dead}.deadbeef.tmp",
+           f".hydra/.x64.yaml.{dead}.00000000.tmp"]
+    kept = [f".c2st.csv.{alive}.0a1b2c3d.tmp",  # a process alive: its write may be under way
+            f".c2st.csv.{os.getpid()}.0a1b2c3d.tmp",  # this one's
+            f"notes.{dead}.0a1b2c3d.tmp", f".metrics.json.{dead}.xyz.tmp"]  # not write_atomic's names
+    for name in cut + kept:
+        (out / name).write_bytes(b"cut off")
+    folder = RunFolder(out, compose_tiny("train.resume=auto", output_dir=out))
+    folder.claim()
+    folder.release()
+    assert [name for name in cut if (out / name).exists()] == []  # was: all three left
+    assert [name for name in kept if (out / name).exists()] == kept
+    assert json.loads((out / "metrics.json").read_text())["status"] == "preempted"  # the record itself untouched
+
+
+def test_drop_cut_writes_names_what_it_removed_and_leaves_a_fresh_folder_alone(tmp_path):
+    from gensbi_sharding.harness.earlier_attempts import drop_cut_writes
+
+    assert drop_cut_writes(tmp_path / "missing") == []
+    assert drop_cut_writes(tmp_path) == []
+    dead = _dead_pid()
+    (tmp_path / f".train_losses.npz.{dead}.89abcdef.tmp").write_bytes(b"x")
+    (tmp_path / f".losses.png.{dead}.89abcdef.tmp").mkdir()  # a folder of that name is no write of ours
+    assert drop_cut_writes(tmp_path) == [f".train_losses.npz.{dead}.89abcdef.tmp"]
+    assert (tmp_path / f".losses.png.{dead}.89abcdef.tmp").is_dir()
