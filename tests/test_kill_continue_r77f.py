@@ -90,3 +90,65 @@ def test_drop_cut_writes_names_what_it_removed_and_leaves_a_fresh_folder_alone(t
     (tmp_path / f".losses.png.{dead}.89abcdef.tmp").mkdir()  # a folder of that name is no write of ours
     assert drop_cut_writes(tmp_path) == [f".train_losses.npz.{dead}.89abcdef.tmp"]
     assert (tmp_path / f".losses.png.{dead}.89abcdef.tmp").is_dir()
+
+
+def _completed_sweep(sweep):
+    """A sweep folder of two completed jobs (rule=fsdp,tensor) as a kill before its summary leaves it."""
+    from gensbi_sharding.harness import outputs
+
+    for job in (0, 1):
+        outputs.write_json(sweep / str(job) / "metrics.json", {"status": "ok", "final_step": 20})
+        (sweep / str(job) / "checkpoints" / "20").mkdir(parents=True)
+        (sweep / str(job) / ".hydra").mkdir()
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(
+            f"- experiment=quick\n- rule={['fsdp', 'tensor'][job]}\n")
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                         "overrides": {"task": ["experiment=quick", "rule=fsdp,tensor"]}},
+                               "train": {"resume": None, "steps": 20}})
+    OmegaConf.save(config, sweep / "multirun.yaml")  # Hydra's, written as the sweep started
+    return config
+
+
+def test_a_sweep_killed_before_its_summary_is_told_how_to_write_it_when_rerun(tmp_path, capsys):
+    # Was (the kill loop: SIGKILL as the sweep's last job ended): no sweep_summary.csv/.md/.png, and the rerun (the
+    # requeue) was refused "2 of its 2 jobs complete ... to train it further ... into a new folder", no word of the
+    # missing summary nor of the command that writes it.
+    import shlex
+
+    from gensbi_sharding.harness import folder_claim
+    from gensbi_sharding.harness.summary import write_summary
+
+    sweep = tmp_path / "multirun"
+    config = _completed_sweep(sweep)
+    with pytest.raises(SystemExit):
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
+    printed = capsys.readouterr().err
+    assert printed.startswith(f"[ERROR] hydra.sweep.dir={sweep}: 2 of its 2 jobs complete (0, 1); job 0: ")
+    said = "every job completed, but the sweep's summary (sweep_summary.csv) was never written"
+    assert said in printed
+    code = shlex.split(printed.split("write it with: python -c ", 1)[1].strip())[0]
+    assert "refresh_sweep_summary" in code and str(sweep / "0") in code
+    # A summary there: the refusal says nothing of it.
+    write_summary(sweep, ["rule"])
+    with pytest.raises(SystemExit):
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
+    assert said not in capsys.readouterr().err
+
+
+@pytest.mark.slow  # a second interpreter
+def test_the_command_a_summaryless_sweep_is_told_writes_its_summary(tmp_path, capsys):
+    import shlex
+    import subprocess
+    import sys
+
+    from gensbi_sharding.harness import folder_claim
+
+    sweep = tmp_path / "multirun"
+    config = _completed_sweep(sweep)
+    with pytest.raises(SystemExit):
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
+    code = shlex.split(capsys.readouterr().err.split("write it with: python -c ", 1)[1].strip())[0]
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, capture_output=True)
+    assert (sweep / "sweep_summary.csv").read_text().count("\n") == 3  # the head and the two jobs
