@@ -137,6 +137,18 @@ def test_a_sweep_killed_before_its_summary_is_told_how_to_write_it_when_rerun(tm
     assert said not in capsys.readouterr().err
 
 
+def test_a_sweep_rerun_removes_the_cut_off_summary_write_of_a_sweep_killed_while_writing_it(tmp_path, capsys):
+    from gensbi_sharding.harness import folder_claim
+
+    sweep = tmp_path / "multirun"
+    config = _completed_sweep(sweep)
+    cut = sweep / f".sweep_summary.csv.{_dead_pid()}.0a1b2c3d.tmp"
+    cut.write_text("job,rule\n0,fs")
+    with pytest.raises(SystemExit):  # refused (every job complete), the leftover gone all the same
+        folder_claim.RefuseCompletedRun().on_multirun_start(config)
+    assert not cut.exists()  # was: left for good
+
+
 @pytest.mark.slow  # a second interpreter
 def test_the_command_a_summaryless_sweep_is_told_writes_its_summary(tmp_path, capsys):
     import shlex

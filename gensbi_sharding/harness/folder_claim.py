@@ -20,6 +20,7 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
+from gensbi_sharding.harness.earlier_attempts import drop_cut_writes
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
 from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, record_nothing,
@@ -115,6 +116,8 @@ class RefuseCompletedRun(Callback):
                 raise ConfigError(problem)
             (lock := FolderLock(folder)).acquire()
             self._locks.append(lock)
+            if sweep:  # a sweep killed as it wrote its summary left the temporary file (a run's: RunFolder's claim)
+                drop_cut_writes(folder)
             earlier, searched = {}, [*config_flags(OmegaConf.select(config, "hydra", default=None)),
                                      *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
             command, fresh = command_overrides(config)[0], fresh_settings(config, sweep)
