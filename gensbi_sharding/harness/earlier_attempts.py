@@ -12,7 +12,8 @@ written once an attempt places its state (a continuation failing before then wou
 mesh reads as this attempt's beside its error). Each is renamed
 ``<name>.attempt<N><suffix>`` (``c2st.attempt1.csv``), N the attempt that wrote it, so nothing is lost, and an
 observation scored before from the same weights and settings is still kept rather than sampled again
-(``kept_scores.earlier_scores`` reads those names too).
+(``kept_scores.earlier_scores`` reads those names too). An attempt killed outright in the middle of a write also left
+``outputs.write_atomic``'s temporary file (``drop_cut_writes`` removes it as the next attempt claims the folder).
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after"]
+__all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after", "drop_cut_writes"]
 
 #: The files an attempt writes anew (or not at all), which an earlier attempt's would stand in for.
 ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_samples(_\d+)?\.npz|process_\d+\.log"
                            r"|sharding\.txt")
 _ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
+#: ``outputs.write_atomic``'s temporary name, ``.<name>.<pid>.<8 hex>.tmp``.
+_CUT_WRITE = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
 
 
 def _attempt_number(folder: Path, previous: dict | None) -> int:
@@ -60,6 +63,8 @@ def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_F
         The new names, sorted (empty in a fresh folder).
     """
     folder = Path(folder)
+    if names is ATTEMPT_FILES and not copy and folder.is_dir():  # the run's own folder, claimed: its cut-off writes
+        drop_cut_writes(folder)
     earlier = sorted(p for p in folder.iterdir() if names.fullmatch(p.name)) if folder.is_dir() else []
     if not earlier:
         return []
@@ -72,6 +77,46 @@ def set_aside(folder: Path, previous: dict | None, names: re.Pattern = ATTEMPT_F
         shutil.copy2(path, target) if copy else os.replace(path, target)
         moved.append(target.name)
     return sorted(moved)
+
+
+def drop_cut_writes(folder: Path) -> list[str]:
+    """Remove the temporary files of writes an earlier attempt never finished, from ``folder`` and its ``.hydra/``.
+
+    ``outputs.write_atomic`` writes ``.<name>.<pid>.<hex>.tmp`` and renames it; an attempt killed outright in between
+    (SIGKILL, out of memory) left it there for good: a hidden, cut-off copy of ``metrics.json`` or of a samples file
+    (megabytes) in every folder such a kill hit, which no later attempt wrote over. Called as a run claims its
+    folder (the lock held: no other run writes there); a file whose process is still alive is left alone.
+
+    Parameters
+    ----------
+    folder : Path
+        The run's folder, just claimed.
+
+    Returns
+    -------
+    list of str
+        The names removed (paths relative to ``folder``), sorted.
+    """
+    folder, removed = Path(folder), []
+    for place in (folder, folder / ".hydra"):
+        for path in place.iterdir() if place.is_dir() else ():
+            if (m := _CUT_WRITE.fullmatch(path.name)) and path.is_file() and not _alive(int(m["pid"])):
+                path.unlink(missing_ok=True)
+                removed.append(str(path.relative_to(folder)))
+    return sorted(removed)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (this process counts as alive: its writes are under way)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # none; a number no pid can be
+        return False
+    except PermissionError:  # another user's process: not ours to judge
+        return True
+    return True
 
 
 def with_aside_copies(paths: list[Path]) -> list[Path]:

@@ -20,13 +20,14 @@ from gensbi_sharding.harness.config_checks import dry_run_resume_problem
 from gensbi_sharding.harness.config_values import interpolation_problem
 from gensbi_sharding.harness.console import tagged
 from gensbi_sharding.harness.console_lines import completed_jobs_lead
+from gensbi_sharding.harness.earlier_attempts import drop_cut_writes
 from gensbi_sharding.harness.fresh_folder import RESUMABLE, ensure_fresh
 from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock, folder_problem, physical
 from gensbi_sharding.harness.folder_verdict import (check_crashed_together, hear_verdict, record_nothing,
                                                      tell_accepted, tell_refused)
 from gensbi_sharding.harness.processes import folder_owner, hears_process_0
 from gensbi_sharding.harness.launch_record import keep_record
-from gensbi_sharding.harness.outputs import read_record
+from gensbi_sharding.harness.outputs import read_metrics, read_record
 from gensbi_sharding.harness.resume_command import auto_problem
 from gensbi_sharding.harness.stopped_jobs import fresh_settings, stopped_jobs_problem
 from gensbi_sharding.harness.sweep_hints import (config_flags, search_path_of, shared_folder_problem,
@@ -37,6 +38,31 @@ from gensbi_sharding.harness.sweep_subdirs import (colliding_subdirs_problem, fo
                                                    misread_folder_problem, nested_sweep_problem, unused_folder_problem)
 
 __all__ = ["RefuseCompletedRun"]
+
+
+def _summary_hint(sweep: Path, lead: str, hint: str) -> str:
+    """"; its summary was never written ...: write it with: python -c '...'" for a sweep whose every job completed
+    (``lead`` counts them, ``hint`` names none left to continue) but whose ``sweep_summary.csv`` is missing: killed
+    outright (SIGKILL) after its last job, before or while the summary was written. Its rerun, refused here, said only
+    how to train a job further; a job left to continue writes the summary itself as it ends ("" then)."""
+    from gensbi_sharding.harness.summary_stop import rewrite_command
+
+    if not lead or hint or (sweep / "sweep_summary.csv").exists() or not (sweep / "multirun.yaml").is_file():
+        return ""  # (without Hydra's multirun.yaml, no sweep's summary can be written there)
+    # every job the folder holds (its .hydra/ record), not only this command's: one failed or killed is left to run
+    jobs = [job for job in sweep.iterdir() if (job / ".hydra").is_dir() or (job / "metrics.json").exists()]
+    if not jobs or not all(_completed(job) for job in jobs):
+        return ""
+    return ("; every job completed, but the sweep's summary (sweep_summary.csv) was never written (the sweep was "
+            f"stopped as its last job ended): {rewrite_command(sweep)}")
+
+
+def _completed(job: Path) -> bool:
+    """Whether ``job``'s ``metrics.json`` records a completed run (a missing or damaged one: not)."""
+    try:
+        return read_metrics(job / "metrics.json").get("status") == "ok"
+    except (OSError, FileExistsError):
+        return False
 
 
 class RefuseCompletedRun(Callback):
@@ -90,6 +116,8 @@ class RefuseCompletedRun(Callback):
                 raise ConfigError(problem)
             (lock := FolderLock(folder)).acquire()
             self._locks.append(lock)
+            if sweep:  # a sweep killed as it wrote its summary left the temporary file (a run's: RunFolder's claim)
+                drop_cut_writes(folder)
             earlier, searched = {}, [*config_flags(OmegaConf.select(config, "hydra", default=None)),
                                      *search_path_of(OmegaConf.select(config, "hydra.overrides.hydra", default=None))]
             command, fresh = command_overrides(config)[0], fresh_settings(config, sweep)
@@ -115,6 +143,7 @@ class RefuseCompletedRun(Callback):
                                            folders)
                 hint = unfinished_jobs_hint(runs, RESUMABLE, jobs, folder, searched, folders=folders)
                 hint = "".join(f"; {w}" for w in moved.values() if w is not err and w not in hint) + hint  # all named
+                hint += _summary_hint(folder, lead, hint)
             said = other or f"{lead}{err}{hint}"
             print(tagged("ERROR", said), file=sys.stderr, flush=True)  # as its jobs' errors
             # the other processes wait for process 0: told these words (not ``err``, at times a str, which would be
