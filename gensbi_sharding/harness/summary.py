@@ -178,6 +178,8 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if hears_process_0(config):  # process 0 prints and writes it (not each process, on a shared disk)
+            # but each says a folder moved mid-sweep in its exit code (sweep_lost: 1): process 1 exited 0 as 0 exited 1
+            sweep_gone_note(Path(config.hydra.sweep.dir).absolute(), getattr(self, "_claimed", False))
             return
         record_end(None)
         sweep_dir = Path(config.hydra.sweep.dir).absolute()
