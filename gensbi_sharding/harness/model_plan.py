@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # annotations only: launch.py's start imports this module wit
     from gensbi_sharding.rules import Rule, RuleTable
     from gensbi_sharding.sharding import Plan
 
-__all__ = ["trace_model", "model_plan", "strict_problem", "details_dropped", "SHARDED_INIT_TRACES", "DRY_RUN_TRACES"]
+__all__ = ["trace_model", "model_plan", "strict_problem", "heads_hint", "details_dropped", "SHARDED_INIT_TRACES",
+           "DRY_RUN_TRACES"]
 
 log = logging.getLogger("gensbi_sharding")
 
@@ -79,6 +80,8 @@ def model_plan(model: Any, mesh: Mesh | None, rule: str | RuleTable | Rule, *, s
         raise ConfigError(strict_problem(model, plan))
     log.warning("%s", plan.fallback_message(every=f"metrics.json 'fallbacks' and {job_log_name()}"),
                 extra=EVERY_PROCESS)
+    if (hint := heads_hint(model, plan)) is not None:
+        log.warning("%s", hint, extra=EVERY_PROCESS)
     return plan
 
 
@@ -90,8 +93,60 @@ def strict_problem(model: Any, plan: Plan) -> str | None:
         return None
     widths = _model_axes_without_fallbacks(model, plan.mesh, plan.rule)
     fix = f"Set mesh.model_axis={' or '.join(map(str, widths))} (every annotation honoured), or f" if widths else "F"
+    heads = f" {hint}." if (hint := heads_hint(model, plan)) is not None else ""
     return (f"strict=true and rule {plan.rule.name!r} cannot split {len(plan.fallbacks)} variable(s); without strict, "
-            f"{plan.fallback_message(every=job_log_name())}. {fix}ix the annotation or dimension, or set strict=false")
+            f"{plan.fallback_message(every=job_log_name())}.{heads} {fix}ix the annotation or dimension, or set "
+            "strict=false")
+
+
+def heads_hint(model: Any, plan: Plan) -> str | None:
+    """For GenSBI's Flux1 or Simformer in the harness's wrapper: the ``model.num_heads`` whose attention the rule
+    splits, when the heads' dimensions do not divide by the mesh axes ``heads`` maps to; None otherwise (no fallback,
+    another model, ``heads`` unsplit).
+
+    The library's fallback warning names the logical axis and a mesh that fits; a GenSBI user's own lever is the
+    hyperparameter that sizes it (Simformer's ``(embed, heads, head_dim)`` kernels: ``num_heads`` itself, a divisor
+    of ``qkv_features``; Flux1's ``(embed, heads)``: its attention width ``qkv_features``, 3x for the fused
+    query/key/value, ``sum(axes_dim)`` or ``val_emb_dim + id_emb_dim`` times ``num_heads``).
+
+    Parameters
+    ----------
+    model : nnx.Module
+        The run's model, concrete or abstract (``trace_model``); only a ``Flux1Velocity`` / ``SimformerVelocity``
+        is read.
+    plan : Plan
+        Its plan (``plan.mesh`` may be an ``AbstractMesh``).
+
+    Returns
+    -------
+    str or None
+        One sentence naming the ``model.num_heads`` (Simformer: with ``model.qkv_features`` where no multiple of the
+        axis size divides the attention width) under which the rule splits every attention kernel.
+    """
+    axes = plan.rule.table.get("heads")
+    names = (axes,) if isinstance(axes, str) else tuple(axes or ())
+    size = math.prod(plan.mesh.shape.get(a, 1) for a in names)
+    inner = getattr(model, "simformer", None) or getattr(model, "flux", None)
+    params = getattr(inner, "params", None)
+    if not plan.fallbacks or size < 2 or params is None or not hasattr(params, "num_heads"):
+        return None
+    heads, over = params.num_heads, f"mesh axis {'/'.join(map(repr, names))} of size {size}"
+    if hasattr(params, "dim_joint"):  # Simformer: one kernel dimension per head
+        qkv = params.qkv_features or params.val_emb_dim + params.id_emb_dim + params.cond_emb_dim
+        if heads % size == 0:
+            return None
+        fits = [n for n in range(size, qkv + 1, size) if qkv % n == 0]
+        fix = (f"model.num_heads={min(fits, key=lambda n: (abs(n - heads), n))}" if fits else
+               f"model.num_heads={size} model.qkv_features={-(-qkv // size) * size}")
+        return (f"model=simformer's attention stays whole: model.num_heads={heads} heads do not split over {over}; "
+                f"{fix} splits them (a multiple of {size} that divides the attention width)")
+    width = params.qkv_features
+    if width % size == 0:
+        return None
+    per = width // heads  # a head's features: sum(axes_dim), or val_emb_dim + id_emb_dim
+    step = size // math.gcd(per, size)
+    return (f"model=flux1's attention width {width} (model.num_heads={heads} x {per} features) does not split over "
+            f"{over}, so its projections stay whole; model.num_heads={-(-heads // step) * step} splits them")
 
 
 @contextlib.contextmanager
