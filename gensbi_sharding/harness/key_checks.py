@@ -16,7 +16,7 @@ from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.key_paths import data_axis_hint, nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
-from gensbi_sharding.harness.override_keys import group_keys, list_fields, model_fields
+from gensbi_sharding.harness.override_keys import gensbi_name, group_keys, list_fields, model_fields
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import other_name_problem
 
@@ -70,6 +70,9 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
         if parts[0] == "rule" and len(parts) == 2 and not below and o.hydra is not None and o.values() and all(
                 other_name_problem(parts[1], v) is None for v in o.values()):  # as the library's tables take it
             return f"{key} is no key of the rule table ({shown}); add another name declared unsplit: +{key}={value}"
+        if of_model and not below and (named := gensbi_name(choice.models, parts[-1])) in keys:
+            return Refusal(f"{key} is GenSBI's config-file name for model.{named} (gensbi.recipes reads it so); the "
+                           f"settings of {choice.label}: {shown}", f"model.{named}={value}")
         meant = f" (did you mean {group}.{near}?)" if (near := nearest_setting(parts[-1], below, keys)) else ""
         if of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):
             meant = (f" (did you mean {group}.{near}, a setting of model="

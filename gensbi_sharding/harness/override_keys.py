@@ -18,8 +18,8 @@ from gensbi_sharding.harness.config import Config, ModelConfig, model_schema_cla
 from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.rules import LOGICAL_AXES
 
-__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "sections", "settings", "option_groups",
-           "group_keys", "schema_default", "list_fields", "model_fields", "options"]
+__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "GENSBI_NAMES", "gensbi_name", "sections",
+           "settings", "option_groups", "group_keys", "schema_default", "list_fields", "model_fields", "options"]
 
 #: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
 OPTIONAL_GROUPS = ("experiment", "sweep")
@@ -58,6 +58,19 @@ def settings(schema: type) -> list[str]:
     hints = type_hints(schema)  # config.py's annotations are strings (postponed evaluation)
     return [f.name for f in dataclasses.fields(schema)
             if not dataclasses.is_dataclass(hints[f.name]) and typing.get_origin(hints[f.name]) is not dict]
+
+
+#: GenSBI's config-file names of a model's settings (``gensbi.recipes.simformer.parse_simformer_params`` reads
+#: ``num_layers`` as ``depth`` and ``widening_factor`` as ``mlp_ratio``): a GenSBI user types them, and the nearest
+#: setting by spelling (``num_hidden_layers``) is another one.
+GENSBI_NAMES = {"simformer": {"num_layers": "depth", "widening_factor": "mlp_ratio"}}
+
+
+def gensbi_name(models: Sequence[str] | None, key: str) -> str | None:
+    """The setting ``key`` is GenSBI's config-file name for in every one of ``models`` (``"depth"`` for
+    ``num_layers`` under ``["simformer"]``); None where it is no such name in one of them."""
+    named = {GENSBI_NAMES.get(m, {}).get(key) for m in models or [None]}
+    return named.pop() if len(named) == 1 and None not in named else None
 
 
 def model_fields() -> dict[str, set[str]]:
