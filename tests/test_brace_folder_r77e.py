@@ -5,8 +5,7 @@ record as an interpolation. Given escaped (``hydra.run.dir='runs/a\\${b}'``) or 
 ended in Hydra's traceback ("Interpolation key 'b' not found", full_key hydra.job_logging...), the folder made and
 claimed; given as a continue command recorded it, unescaped (``hydra.run.dir=runs/a${b}``, the folder there), in
 "cannot be resolved ... give a folder whose ${...} resolves (an environment variable set ...)", which names no fix.
-Each is now one line naming the folder and the fix (rename it). ``omegaconf_escaped`` writes a value so that
-OmegaConf reads it back as text: what an override naming such a folder (``train.resume``) needs.
+Each is now one line naming the folder and the fix (rename it).
 """
 
 import subprocess
@@ -14,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from gensbi_sharding.harness.hydra_values import hydra_type_problem
 
@@ -58,15 +56,6 @@ def test_a_command_run_below_a_brace_folder_is_refused_unless_its_folder_is_else
                     "give an absolute hydra.run.dir (-m: hydra.sweep.dir) without '${'")
     assert hydra_type_problem(["hydra.run.dir=runs/a"]) == said  # relative: below it too
     assert hydra_type_problem([f"hydra.run.dir={tmp_path}/a"]) is None
-
-
-@pytest.mark.parametrize("text", ["a${b}", "/tmp/x/${b", "a\\${b}", "a\\\\${b}", "a\\b", "plain", "a\\", "${a}${b}"])
-def test_omegaconf_reads_an_escaped_value_back_as_its_text(text):
-    from gensbi_sharding.harness.paste_command import LITERAL_BRACE, omegaconf_escaped
-
-    written = omegaconf_escaped(text)
-    assert OmegaConf.create({"k": written}).k == text
-    assert bool(LITERAL_BRACE.search(written)) == ("${" in text)
 
 
 @pytest.mark.slow  # starts launch.py

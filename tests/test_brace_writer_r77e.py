@@ -1,6 +1,8 @@
-"""The harness's override writer escapes ``${`` (FIX77 1, the lead's patch to override_grammar.hydra_value): a folder
-named ``a${b}`` was written unescaped into a recorded continue command, which OmegaConf read as an interpolation when
-pasted ("cannot be resolved ... give a folder whose ${...} resolves")."""
+"""A folder named ``a${b}`` written into a recorded continue command (FIX77 1): Hydra cannot run a job in such a folder
+at all, so the pasted command is refused in one line naming the folder and the rename (``hydra_values``), where
+OmegaConf read it as an interpolation ("cannot be resolved ... give a folder whose ${...} resolves"). The writer does
+not escape ``${``: it also writes back values the user typed, where ``${now:%H}`` is an interpolation meant as one
+(``test_dry_run_mix_r69f``: escaped, the printed commands ran in a folder literally named so, and were refused)."""
 
 import shlex
 
@@ -12,8 +14,7 @@ from gensbi_sharding.harness.override_grammar import hydra_override, parse
 from gensbi_sharding.harness.sweep_hints import job_command
 
 
-@pytest.mark.parametrize("name", ["a${b}", "a\\${b}", "q'uote", 'd"quote', "sp ace", "e=q", "c,omma", "b[racket",
-                                  "x${oc.env:HOME}"])
+@pytest.mark.parametrize("name", ["q'uote", 'd"quote', "sp ace", "e=q", "c,omma", "b[racket"])
 def test_a_written_folder_reads_back_as_itself_through_the_shell_hydra_and_omegaconf(name):
     word, = shlex.split(hydra_override("hydra.run.dir", f"/t/{name}"))
     value = parse([word]).overrides[0].hydra.value()

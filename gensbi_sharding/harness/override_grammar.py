@@ -135,8 +135,7 @@ def hydra_value(value) -> str:
 
     As it is when Hydra reads it so (``runs/a``, ``/tmp/my runs``); else quoted for Hydra (``"runs/a(1)"``,
     ``"/tmp/x=y"``, ``"/tmp/a,b"``, which would be a sweep): commands the harness prints or starts never fail
-    in Hydra's grammar. A ``${`` is escaped for OmegaConf (``runs/a\\${b}``, ``paste_command.omegaconf_escaped``),
-    which reads the value next: written as it was, a folder so named was an interpolation when pasted.
+    in Hydra's grammar.
 
     Parameters
     ----------
@@ -148,16 +147,12 @@ def hydra_value(value) -> str:
     str
         The text after ``key=``, not yet quoted for a shell (``hydra_override`` does both).
     """
-    from gensbi_sharding.harness.paste_command import omegaconf_escaped
-
     text = str(value)
-    # OmegaConf then reads the value: a ${ in it (a folder named a${b}) escaped, else read as an interpolation
-    read = omegaconf_escaped(text)
-    for written in (read, f'"{read}"', f"'{read}'", '"' + read.replace("\\", "\\\\").replace('"', '\\"') + '"'):
+    for written in (text, f'"{text}"', f"'{text}'", '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'):
         parsed = parse([f"key={written}"]).overrides[0].hydra
-        if parsed is not None and parsed.value_type == ValueType.ELEMENT and parsed.value() == read:
+        if parsed is not None and parsed.value_type == ValueType.ELEMENT and parsed.value() == text:
             return written
-    return text  # nothing reads back: as it is, Hydra names it
+    return text  # nothing reads back (an interpolation in a path): as it is, Hydra names it
 
 
 def hydra_override(key: str, value) -> str:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "pasted", "omegaconf_escaped", "LITERAL_BRACE"]
+__all__ = ["CHECKOUT", "PYTHON", "command_for", "user_folder", "pasted", "LITERAL_BRACE"]
 
 #: A ``${`` OmegaConf reads as text, not an interpolation: led by an odd number of backslashes (``\${``; ``\\${`` is a
 #: backslash, then an interpolation).
@@ -98,23 +98,3 @@ def _shell_word(word: str) -> str:
     bash reads inside double quotes (shlex's ``'a='"'"'b'"'"''`` is hard to read back)."""
     quoted = shlex.quote(word)
     return f'"{word}"' if quoted != word and "'" in word and not set(word) & set('"$`\\!') else quoted
-
-
-def omegaconf_escaped(text: str) -> str:
-    """``text`` as OmegaConf reads back that very text: each ``${`` escaped (``a${b}`` -> ``a\\${b}``), the
-    backslashes before one doubled (``a\\${b}`` -> ``a\\\\\\${b}``); other backslashes are OmegaConf's text as they are.
-
-    A value written into an override unescaped (a folder ``runs/a${b}`` in a continue command's ``hydra.run.dir=``)
-    was read as an interpolation when pasted ("Interpolation key 'b' not found").
-
-    Parameters
-    ----------
-    text : str
-        E.g. a folder's path.
-
-    Returns
-    -------
-    str
-        ``text`` where it holds no ``${``.
-    """
-    return re.sub(r"(\\*)\$\{", lambda found: found[1] * 2 + "\\${", text)
