@@ -129,7 +129,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
     watch.check()
     log.info("%s", run_report.model_step_line(cfg, rule_name, mesh))  # what it trains with, as set
-    with overrides_named("model", cfg.model, ConfigError):
+    # run(cfg) from Python: a restore's refusal and held-out warning say their fixes as cfg's settings
+    with overrides_named("model", cfg.model, ConfigError), python_words.in_python_words(reword=False):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
     if resume_dir is not None:  # steps counts this attempt's steps, these where it started, final_step where it ended
@@ -138,7 +139,6 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                                                  mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
     if run_folder.is_writer():  # now, not at [7/7]: a run stopped or failed later has it too
         outputs.write_atomic(out / "sharding.txt", sharding_table)
-
     watch.check()
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"
