@@ -60,7 +60,8 @@ def test_run_of_an_edited_untyped_config_records_the_one_line_refusal(tmp_path):
     cfg.train.steps = "abc"
     metrics = run(cfg)  # was: TypeError '>=' not supported between instances of 'str' and 'int'
     assert metrics["status"] == "error", metrics
-    assert "train.steps=abc: Value 'abc' of type 'str' could not be converted to Integer; e.g. train.steps=3000" \
+    # run(cfg) from Python: the fix as the setting it sets (WORDS77B; was launch.py's "e.g. train.steps=3000")
+    assert "train.steps=abc: Value 'abc' of type 'str' could not be converted to Integer; e.g. cfg.train.steps=3000" \
         in metrics["error"], metrics["error"]
 
 

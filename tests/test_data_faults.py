@@ -333,9 +333,10 @@ def test_model_hyperparameter_error_names_the_override(tmp_path, devices):
     assert metrics["status"] == "error"
     # Refused by the config check, before simulating (was the factory's "width must be a positive integer, got 0;
     # pass e.g. model.width=8", after the simulations).
-    assert metrics["error"] == "ConfigError: model.width=0 must be >= 1; e.g. model.width=128", metrics["error"]
+    # run(cfg) from Python: the fix as the setting it sets (WORDS77B; was launch.py's "e.g. model.width=128")
+    assert metrics["error"] == "ConfigError: model.width=0 must be >= 1; e.g. cfg.model.width=128", metrics["error"]
     assert "val_pairs" not in metrics  # no simulation ran
-    width = int(re.search(r"e\.g\. model\.width=(\d+)", metrics["error"]).group(1))
+    width = int(re.search(r"e\.g\. cfg\.model\.width=(\d+)", metrics["error"]).group(1))
     from flax import nnx
     assert get_model("mlp")(dim_theta=2, dim_x=2, rngs=nnx.Rngs(0), width=width, depth=1) is not None
 

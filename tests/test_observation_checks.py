@@ -27,10 +27,11 @@ def test_every_scored_observation_is_checked_before_training(monkeypatch, tmp_pa
 
 
 def test_more_samples_than_the_reference_is_refused_before_training(tmp_path, devices):
-    # C2ST compares as many rows of each: 20,000 samples were drawn and 10,000 silently scored.
+    # C2ST compares as many rows of each: 20,000 samples were drawn and 10,000 silently scored. run(cfg) from Python:
+    # the fix as the setting it sets (WORDS77B; was launch.py's "set eval.num_samples=10000").
     metrics = run_tiny(tmp_path / "a", "eval.enabled=true", "eval.num_samples=10001")
     assert_refused_before_training(metrics, tmp_path / "a", "eval.num_samples=10001 exceeds the 10000 "
-                                   "reference posterior samples", "set eval.num_samples=10000")
+                                   "reference posterior samples", "set cfg.eval.num_samples=10000")
 
 
 def test_an_observation_beyond_the_task_is_refused_naming_the_range():

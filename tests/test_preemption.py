@@ -1546,8 +1546,9 @@ def test_resuming_on_other_held_out_pairs_starts_early_stopping_afresh(tmp_path,
     assert moved["best_val_loss"] == min(loss for _, loss in moved["val_history"])
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("early stopping starts afresh" in w and "data.num_simulations=768 -> 1024" in w for w in warnings)
-    # The run's warning carries the override that keeps the checkpoint's split (held_out_fix, wired at merge)
-    assert any(w.endswith("; add data.num_simulations=768 to the command to keep the checkpoint's data split and its "
+    # The run's warning carries the override that keeps the checkpoint's split (held_out_fix, wired at merge), as the
+    # setting run(cfg)'s caller sets (WORDS77B; was launch.py's "add data.num_simulations=768 to the command")
+    assert any(w.endswith("; set cfg.data.num_simulations=768 to keep the checkpoint's data split and its "
                           "best weights") for w in warnings), warnings
     same = run_tiny(tmp_path / "same", f"train.resume={source}", "train.steps=12", "train.val_every=4")
     assert [step for step, _ in same["val_history"]] == [4, 8, 12]  # same pairs: the history continues
@@ -1569,7 +1570,8 @@ def test_resuming_compares_the_effective_data_shards_not_the_written_value(tmp_p
         other = run_tiny(tmp_path / "other", f"train.resume={source}", "train.steps=12", "train.val_every=4",
                          "data.shards=2")
     assert [step for step, _ in other["val_history"]] == [8, 12]
-    assert "data shards 1 -> 2 (data.shards=2 in 1 process(es); add data.shards=1 for the checkpoint's pairs)" \
+    # run(cfg) from Python: the fix as the setting it sets (WORDS77B; was launch.py's "add data.shards=1")
+    assert "data shards 1 -> 2 (data.shards=2 in 1 process(es); set cfg.data.shards=1 for the checkpoint's pairs)" \
         in caplog.text
     # Every process of a job says it alike: process 0 on the console, the others in their process_<i>.log only
     # (was: a 4-process continuation showed it four times).

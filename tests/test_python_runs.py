@@ -49,25 +49,28 @@ def test_the_continue_hint_of_a_run_started_from_python_works_as_written(tmp_pat
 
 
 def test_run_cfg_from_python_returns_the_refusal_launch_py_prints(tmp_path, devices):
-    # The one check of the composed config serves both callers: run(cfg) from Python gets the line in metrics["error"].
+    # The one check of the composed config serves both callers: run(cfg) from Python gets the line in metrics["error"],
+    # its fix the setting it sets (WORDS77B; was launch.py's "set eval.observations=[1]").
     from faults_helpers import run_tiny
 
     metrics = run_tiny(tmp_path / "run", "eval.observations=[1,1]", "mesh.spec=dict")
     assert metrics["status"] == "error" and metrics["error"] == (
         "ConfigError: eval.observations=[1,1] lists an observation twice (it would be scored and averaged twice); set "
-        "eval.observations=[1]"), metrics["error"]
+        "cfg.eval.observations=[1]"), metrics["error"]
 
 
 @pytest.mark.slow
 def test_run_cfg_from_python_names_every_refused_value_as_launch_py_does(tmp_path, devices):
     # Was: run(cfg) named only train.steps=-1 (its first check), seed=-1 once that was fixed, where launch.py's check of
-    # the same command listed both with the fixes together.
+    # the same command listed both with the fixes together. Its fixes are the settings it sets (WORDS77B; were
+    # launch.py's "e.g. train.steps=3000", "all fixed together: train.steps=3000 seed=0").
     from faults_helpers import run_tiny
 
     metrics = run_tiny(tmp_path / "run", "train.steps=-1", "seed=-1")
     assert metrics["status"] == "error" and metrics["error"].splitlines() == [
-        "ConfigError: 2 settings are refused, each with its fix:", "  train.steps=-1 must be >= 1; e.g. train.steps=3000",
-        "  seed=-1 must be >= 0; e.g. seed=0", "  all fixed together: train.steps=3000 seed=0"], metrics["error"]
+        "ConfigError: 2 settings are refused, each with its fix:",
+        "  train.steps=-1 must be >= 1; e.g. cfg.train.steps=3000", "  seed=-1 must be >= 0; e.g. cfg.seed=0",
+        "  all fixed together: cfg.train.steps=3000 and cfg.seed=0"], metrics["error"]
     assert run_tiny(tmp_path / "fixed", "train.steps=3", "seed=0", "eval.enabled=false")["status"] == "ok"
 
 

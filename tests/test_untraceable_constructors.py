@@ -23,9 +23,10 @@ def test_an_untraceable_constructor_trains_eagerly_on_a_mesh(tmp_path, devices):
 def test_an_untraceable_constructor_is_refused_before_any_simulation_when_the_config_says_so(tmp_path, devices):
     # Was refused once traced, after the simulations (model_plan's "cannot be traced"; kept for other models and
     # the dry run, below): pos1d with model.init=sharded is known from the config.
+    # run(cfg) from Python: the fix as the setting it sets (WORDS77B; was launch.py's "e.g. model.init=eager").
     metrics = run_tiny(tmp_path / "a", *POS1D, "model.init=sharded")
     assert_refused_before_training(metrics, tmp_path / "a", "model.id_embedding_strategy=[pos1d,pos1d] with "
-                                   "model.init=sharded: GenSBI's pos1d id embedding", "e.g. model.init=eager")
+                                   "model.init=sharded: GenSBI's pos1d id embedding", "e.g. cfg.model.init='eager'")
     assert "non_finite_simulations" not in metrics and "val_pairs" not in metrics  # no simulation was made
 
 
@@ -37,7 +38,8 @@ def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path,
     metrics = run_tiny(tmp_path / "a", *POS1D, *setting)
     assert_refused_before_training(metrics, tmp_path / "a", "model.id_embedding_strategy=[pos1d,pos1d] with "
                                    "dry_run=true: GenSBI's pos1d id embedding", fix)
-    # The setting that causes it, and a strategy that can be traced.
-    assert "e.g. model.id_embedding_strategy=[absolute,absolute]" in metrics["error"]
+    # The setting that causes it, and a strategy that can be traced, as run(cfg)'s caller sets it (WORDS77B; was
+    # launch.py's "e.g. model.id_embedding_strategy=[absolute,absolute]")
+    assert "e.g. cfg.model.id_embedding_strategy=['absolute', 'absolute']" in metrics["error"]
     assert "non_finite_simulations" not in metrics and "val_pairs" not in metrics  # no simulation was made
     assert "\n" not in metrics["error"]

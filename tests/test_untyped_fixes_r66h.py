@@ -70,6 +70,8 @@ def test_run_of_an_untyped_config_records_every_refusal_with_its_fix(tmp_path):
         cfg.output_dir = str(tmp_path / "run")
     metrics = run(cfg)
     assert metrics["status"] == "error", metrics
-    assert metrics["error"].splitlines()[-3:] == ["  train.steps=-3 must be >= 1; e.g. train.steps=3000",
-                                                  "  seed=-1 must be >= 0; e.g. seed=0",
-                                                  "  all fixed together: train.steps=3000 seed=0"], metrics["error"]
+    # run(cfg) from Python: the fixes as the settings it sets (WORDS77B; were launch.py's overrides)
+    assert metrics["error"].splitlines()[-3:] == ["  train.steps=-3 must be >= 1; e.g. cfg.train.steps=3000",
+                                                  "  seed=-1 must be >= 0; e.g. cfg.seed=0",
+                                                  "  all fixed together: cfg.train.steps=3000 and cfg.seed=0"], \
+        metrics["error"]

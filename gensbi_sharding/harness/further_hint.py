@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
+from gensbi_sharding.harness.python_words import said_as, setting
 from gensbi_sharding.harness.resume_settings import continue_prefix
 from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, with_search_path
 
@@ -50,7 +51,6 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
         step is damaged: "; none of its checkpoints can be resumed (...): to run it again from the start ...".
     """
     from gensbi_sharding.harness.launch_record import complete_step
-    from gensbi_sharding.harness.override_grammar import hydra_override
 
     newer = ""
     if saved_step is not None:  # the newest step by name may be no complete checkpoint: then the one before it
@@ -64,14 +64,15 @@ def train_further_hint(run_dir: Any, saved_step: int | None, steps: int | None, 
     name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-steps{target}", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
         copy += 1  # a folder not used yet, or the command would be refused in turn
-    tail = [f"train.steps={target}", *["train.patience=0"] * stopped_early, hydra_override("train.resume", resume),
-            *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
+    tail = [setting("train.steps", target), *[setting("train.patience", 0)] * stopped_early,
+            setting("train.resume", resume), *(["hydra.mode=RUN"] if multirun else []),
+            setting("hydra.run.dir", new_dir)]  # launch.py's overrides, or run(cfg)'s settings
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
             or not o.startswith(("train.resume=", "train.steps=", *["train.patience="] * stopped_early, "hydra."))]
     from gensbi_sharding.harness.resume_settings import x64_prefix  # the run's JAX_ENABLE_X64, or it is refused
 
     env = x64_prefix(run_dir / "checkpoints" / str(saved_step)) if overrides is not None else ""
-    command = ("the same command with " if overrides is None else env + command_for() + " ") + " ".join([*kept, *tail])
+    command = _same_command(overrides, env, kept, tail)
     final = "newest complete" if newer else "final"
     return f"; to train it further from its {final} checkpoint (step {saved_step}{newer}) into a new folder: {command}"
 
@@ -130,7 +131,8 @@ def stopped_hint(run_dir: Any, overrides: Sequence[str] | None, multirun: bool) 
     own = _own_command(run_dir, overrides, multirun)
     if own is None and continue_prefix(run_dir, overrides):
         return f"continue it here: {job_command(overrides or (), run_dir, multirun=multirun)}"
-    return ("continue it here with the same command plus train.resume=auto" if own is None else
+    return (said_as("continue it here with the same command plus ", "continue it here by the same call with ")
+            + setting("train.resume", "auto") if own is None else
             f"continue it here with the settings it was launched with: {own}")
 
 
@@ -164,15 +166,22 @@ def _fresh_hint(run_dir: Path, ended: int, why: str, overrides: Sequence[str] | 
     """"; none of its checkpoints can be resumed (<why>): to run it again from the start into a new folder: <command>",
     the command as the run was given (its ``train.resume`` left out), into a folder not used yet, so a completed run
     whose every step is damaged gets a command, not only "choose another hydra.run.dir"."""
-    from gensbi_sharding.harness.override_grammar import hydra_override
-
     sweep = run_dir.parent if multirun or (run_dir.parent / "multirun.yaml").is_file() else None  # a sweep's job
     name, copy = f"{sweep.name + '-' if sweep else ''}{run_dir.name}-again", 1
     while (new_dir := (sweep or run_dir).with_name(name + (f"-{copy}" if copy > 1 else ""))).exists():
         copy += 1  # a folder not used yet, or the command would be refused in turn
     kept = [shlex.quote(o) for o in with_search_path(overrides or ()) if o.startswith(SEARCH_PATH)
             or not o.startswith(("train.resume=", "hydra."))]
-    tail = [*(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", new_dir)]
-    command = ("the same command with " if overrides is None else command_for() + " ") + " ".join([*kept, *tail])
+    command = _same_command(overrides, "", kept, [*(["hydra.mode=RUN"] if multirun else []),
+                                                 setting("hydra.run.dir", new_dir)])
     return (f"; none of its checkpoints can be resumed (step {ended} is its last; {why}): to run it again from the "
             f"start into a new folder: {command}")
+
+
+def _same_command(overrides: Sequence[str] | None, env: str, kept: Sequence[str], tail: Sequence[str]) -> str:
+    """The command that runs with ``kept`` and ``tail`` (``env`` before it): where the command's ``overrides`` are not
+    known, "the same command with <tail>", to a Python caller (``run(cfg)``) "the same call with <its settings>",
+    joined by "and" (``python_words.setting``: launch.py's overrides or cfg's settings, said as they are made)."""
+    if overrides is None:
+        return said_as("the same command with ", "the same call with ") + said_as(" ", " and ").join([*kept, *tail])
+    return env + command_for() + " " + " ".join([*kept, *tail])

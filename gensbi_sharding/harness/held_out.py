@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gensbi_sharding.harness.python_words import fix_said, setting
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.split_rows import held_out_pairs
 
@@ -99,9 +100,9 @@ def held_out_changes(saved_config: dict, saved_info: dict, now: dict, process_co
     elif before != after:
         written = "null" if config_value(now, "data.shards") is None else config_value(now, "data.shards")
         # data.shards must be a multiple of the processes: name it only where these processes take it.
-        fix = (f"add data.shards={before} for the checkpoint's pairs" if before % process_count == 0 else
-               f"the checkpoint's {before} shard(s) do not split over {process_count} processes: its pairs need a "
-               f"process count that divides {before}, with data.shards={before}")
+        fix = (f"{fix_said([f'data.shards={before}'])} for the checkpoint's pairs" if before % process_count == 0
+               else f"the checkpoint's {before} shard(s) do not split over {process_count} processes: its pairs need "
+               f"a process count that divides {before}, with {setting('data.shards', before)}")
         changed.append(f"data shards {before} -> {after} (data.shards={written} in {process_count} process(es); {fix})")
     return changed
 

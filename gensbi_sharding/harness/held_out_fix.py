@@ -13,6 +13,7 @@ from typing import Any
 
 from gensbi_sharding.harness.held_out import HELD_OUT_KEYS, config_value
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.python_words import fix_said, said_as
 
 __all__ = ["keep_split_overrides", "held_out_warning"]
 
@@ -61,7 +62,8 @@ def held_out_warning(changed: Sequence[str], overrides: Sequence[str], *, sampli
     """
     lead = "its newest weights are sampled, not its best" if sampling else "early stopping starts afresh"
     # sample.py reads the checkpoint's own config: an override there is no fix, so it is offered to training only
-    fix = (f"; add {' '.join(overrides)} to the command to keep the checkpoint's data split and its best weights"
-           if overrides and not sampling else "")
+    # In the caller's words: run(cfg) from Python sets cfg's settings, and has no command
+    fix = (f"; {fix_said(overrides)}{said_as(' to the command', '')} to keep the checkpoint's data split and its best "
+           "weights" if overrides and not sampling else "")
     return (f"{lead}: the checkpoint's validation losses were measured on other held-out pairs or draws "
             f"({', '.join(changed)}){fix}")

@@ -241,10 +241,18 @@ def _setting(word: str) -> str:
 
 
 @contextmanager
-def in_python_words() -> Iterator[None]:
+def in_python_words(reword: bool = True) -> Iterator[None]:
     """Refusals made inside said to a Python caller where no Hydra app runs (``run(cfg)`` from Python): those that
     say their fixes from data (``python_caller``) in its settings as they are made, any other refusal of the folder
-    or resume raised again in ``python_words``; under launch.py (or ``as_overrides``), as launch.py says them."""
+    or resume raised again in ``python_words`` (``reword``; False where every refusal inside says its fixes from
+    data: ``validate``'s "train.steps=-3 must be >= 1" names the value refused, like "seed=-1 must be >= 0", and
+    is no override to reword); under launch.py (or ``as_overrides``), as launch.py says them.
+
+    Parameters
+    ----------
+    reword : bool
+        Whether a refusal raised inside is reworded by its text (``python_words``) on the way out.
+    """
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.config import ConfigError
@@ -257,7 +265,7 @@ def in_python_words() -> Iterator[None]:
         # Another run's command line, quoted in a FolderInUseError, is named as it ran, not reworded as settings.
         quoted = getattr(refused, "holder", "") or "\0"
         said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
-        if not python_caller() or said == str(refused):
+        if not reword or not python_caller() or said == str(refused):
             raise
         raise type(refused)(said) from None
     finally:

@@ -13,6 +13,7 @@ from typing import Any
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.held_out import config_value
+from gensbi_sharding.harness.python_words import fix_said
 from gensbi_sharding.harness.stopped_step import stopped_at_step
 from gensbi_sharding.harness.units import is_int
 from gensbi_sharding.harness.x64_words import x64_lead, x64_on
@@ -79,8 +80,8 @@ def compute_dtype_note(saved: dict, now: dict, step: int) -> tuple[str, bool] | 
         return None  # nothing is computed in either dtype
     does = " and ".join(verb for verb, done in (("trains", trains), ("scores", scores)) if done)
     return (f"train.resume: the checkpoint at step {step} was computed in model.dtype={old} (this run: "
-            f"model.dtype={new}): from step {step} this run {does} in {new}; add model.dtype={old} to "
-            "compute as the saved run did", unfinished)
+            f"model.dtype={new}): from step {step} this run {does} in {new}; {fix_said([f'model.dtype={old}'])} to "
+            "compute as the saved run did", unfinished)  # the fix in the caller's words: run(cfg)'s is a setting
 
 
 def _saver_x64(record: dict, step: int) -> tuple[object, str]:

@@ -31,6 +31,7 @@ from gensbi_sharding.harness.local_cluster import run_local_job, watch_parent
 from gensbi_sharding.harness.parent_signal import stop_signal
 from gensbi_sharding.harness.peer_stop import peer_stop_line, stopped_by_peer
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
+from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.run_steps import claim_first, run_steps
 from gensbi_sharding.harness.stop_watchdog import watch_setup
 
@@ -144,7 +145,8 @@ def run_job(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_fol
     """The job's steps (``run_steps``), or ``distributed=local``'s processes started to run them; ``metrics`` filled
     in. Returns the processes' failure (a traceback's text) where they failed, else None."""
     if cfg.distributed.local_processes > 1 and cfg.distributed.process_id is None:
-        validate_every(cfg)
+        with in_python_words(reword=False):  # run(cfg) from Python: its fixes as cfg's settings
+            validate_every(cfg)
         return run_local_job(cfg, out, metrics, watch)
     watch_setup(cfg, watch, metrics=metrics, out=out, start=start, folder=folder)  # XLA is not waited for
     metrics.update(run_steps(cfg, out, metrics, folder, watch))

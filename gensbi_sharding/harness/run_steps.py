@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from gensbi_sharding.harness import console, loss_history, outputs, processes, run_folder, run_report
+from gensbi_sharding.harness import console, loss_history, outputs, processes, python_words, run_folder, run_report
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.checked_fix import validate_every
 from gensbi_sharding.harness.console_lines import evaluation_header, step_header
@@ -44,7 +44,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     # reach their one console (else each printed "[1/7]"); else one process (reset: an earlier run may have set it).
     several = dist.mode == "explicit" and dist.process_id is not None and (dist.num_processes or 0) > 1
     console.set_process(dist.process_id if several else 0, dist.num_processes if several else 1)
-    validate_every(cfg)
+    with python_words.in_python_words(reword=False):  # run(cfg) from Python: its fixes as cfg's settings
+        validate_every(cfg)
     # Accepted, yet the model (or its program) is the same without them.
     if (unused := ignored_settings(cfg.model, cfg.activation, cfg.mesh)) is not None:
         log.warning("%s", unused, extra=console.EVERY_PROCESS)
@@ -93,8 +94,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     with stopped_during("setup") if cfg.dry_run else contextlib.nullcontext():
         watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
     mesh = run_mesh(cfg, source, rule_name, table)
-    # the resolved mesh, as the user asked for it
-    log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh, dry_run=cfg.dry_run))
+    log.info("%s", run_report.mesh_step_line(cfg.mesh, mesh, dry_run=cfg.dry_run))  # resolved, as asked for
     metrics.update(mesh_shape=list(mesh.devices.shape) if mesh else None,
                    mesh_axes=list(mesh.axis_names) if mesh else None, device_count=jax.device_count(),
                    process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh),
@@ -129,7 +129,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     metrics.update(val_pairs=pipe.val_pairs, non_finite_simulations=pipe.dropped_non_finite)
     watch.check()
     log.info("%s", run_report.model_step_line(cfg, rule_name, mesh))  # what it trains with, as set
-    with overrides_named("model", cfg.model, ConfigError):
+    # run(cfg) from Python: a restore's refusal and held-out warning say their fixes as cfg's settings
+    with overrides_named("model", cfg.model, ConfigError), python_words.in_python_words(reword=False):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
     if resume_dir is not None:  # steps counts this attempt's steps, these where it started, final_step where it ended
@@ -138,7 +139,6 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                                                  mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
     if run_folder.is_writer():  # now, not at [7/7]: a run stopped or failed later has it too
         outputs.write_atomic(out / "sharding.txt", sharding_table)
-
     watch.check()
     functions, state = train.make_step_functions(ts.model, ts.optimizer, mesh, ema=ts.ema)
     mesh_text = "x".join(map(str, mesh.devices.shape)) if mesh is not None else "none"

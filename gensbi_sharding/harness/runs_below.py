@@ -24,7 +24,7 @@ def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseEx
         The folder given where one run's folder belongs.
     key : str, optional
         The setting it was given as (``train.resume``): the newest run is then named as that override, as the
-        shell and Hydra read it back; else as a path.
+        shell and Hydra read it back (to a Python caller, ``cfg.train.resume='/runs/b'``); else as a path.
     refusal : BaseException, optional
         ``find_checkpoint``'s refusal of ``folder``: where it scanned the folder already, the runs are taken from it
         (its ``runs``), not scanned for again (was: twice, minutes on a folder of thousands of runs).
@@ -41,9 +41,9 @@ def runs_note(folder: str | os.PathLike, key: str | None = None, refusal: BaseEx
         below = runs_below(folder)
     if not below:
         return ""
-    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.python_words import setting  # launch.py's override, or run(cfg)'s setting
 
-    newest = hydra_override(key, below[0]) if key else str(below[0])
+    newest = setting(key, below[0]) if key else str(below[0])
     return f"; it holds {len(below)} run folder(s) with a checkpoint, the newest: {newest}" + ("" if key else
                                                                                          ": pass one of them")
 
