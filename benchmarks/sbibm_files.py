@@ -111,8 +111,8 @@ def read_published(path: Path, tasks: tuple, budgets: tuple) -> tuple[dict[tuple
 
 def add_by_observation(path: Path, rows: dict[tuple[str, int], dict]) -> None:
     """Give each row of ``rows`` sbibm's C2ST per observation (``"by_observation": {k: (npe, best)}``) from ``path``,
-    checked against the row: its 10 observations, its best algorithm, and means equal to the row's (to 4 decimals).
-    A row scored on fewer observations is then set beside sbibm's means over the same ones (``published_columns``)."""
+    checked against the row: its 10 observations, its best algorithm, and means and sds equal to the row's (to 4
+    decimals). A row scored on fewer observations is then set beside sbibm's over the same ones (``published_over``)."""
     fix = f"restore it (git checkout -- {path.name}, in {path.parent})"
     try:
         lines = [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
@@ -129,25 +129,77 @@ def add_by_observation(path: Path, rows: dict[tuple[str, int], dict]) -> None:
                              f"sbibm_published.csv, with its best algorithm; {fix}") from None
     for cell, row in rows.items():
         each = found.get(cell, {})
-        means = [sum(v[i] for v in each.values()) / 10 for i in (0, 1)]
+        # the sds too: the table prints them beside the means, so a per-observation copy must give both
+        stats = [f(v[i] for v in each.values()) for i in (0, 1) for f in (_mean, _sd)] if len(each) > 1 else []
         if sorted(each) != list(range(1, 11)) or any(abs(m - float(row[c])) > 6e-5 for m, c in
-                                                     zip(means, ("npe_mean", "best_mean"))):
+                                                     zip(stats, ("npe_mean", "npe_sd", "best_mean", "best_sd"))):
             raise SystemExit(f"{path}: {cell[0]} at {cell[1]} simulations has not the 10 observations whose means are "
-                             f"sbibm_published.csv's ({row['npe_mean']}, {row['best_mean']}); {fix}")
+                             f"sbibm_published.csv's ({row['npe_mean']}, {row['best_mean']}), with its sds "
+                             f"({row['npe_sd']}, {row['best_sd']}); {fix}")
         row["by_observation"] = each
 
 
-def published_columns(ref: dict | None, observations: list[int]) -> str:
-    """The table's sbibm columns for a row scored on ``observations``: sbibm's means over the same observations
-    (over 1-10, the published means; over fewer, marked ``(obs. 1-3)``: a mean over other observations misled, a
-    row of observations 1-3 at 0.559 read as above NPE's 0.553, which reads 0.566 over 1-3), or not published."""
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def _sd(values) -> float:
+    """The sd (ddof=1, as sbibm_published.csv's), nan for one value (no spread)."""
+    values = list(values)
+    if len(values) < 2:
+        return math.nan
+    mean = _mean(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def published_over(ref: dict | None, observations: list[int]) -> dict:
+    """sbibm's numbers for a row scored on ``observations``, as the table (md and csv) gives them.
+
+    Over observations 1-10 (or none: a row not counted) the published mean and sd; over fewer, sbibm's mean and sd
+    over the same observations, named in ``over`` (``"obs. 1-3"``; ``""`` for the published ones): a mean over
+    other observations misled, a row of observations 1-3 at 0.559 read as above NPE's 0.553, which reads 0.566
+    over 1-3. ``ref`` None (a task or budget sbibm did not publish): nan and ``not published``.
+
+    Returns
+    -------
+    dict
+        ``npe_mean``, ``npe_sd``, ``best_algorithm``, ``best_mean``, ``best_sd`` (floats; an sd nan over one
+        observation) and ``over``.
+    """
     if ref is None:
-        return "| not published | not published |"
+        return dict(npe_mean=math.nan, npe_sd=math.nan, best_algorithm="not published", best_mean=math.nan,
+                    best_sd=math.nan, over="")
+    numbers = {c: float(ref[c]) for c in ("npe_mean", "npe_sd", "best_mean", "best_sd")}
     each = ref.get("by_observation", {})
-    if sorted(observations) == list(range(1, 11)) or not observations or not set(observations) <= set(each):
-        return f"| {float(ref['npe_mean']):.3f} | {float(ref['best_mean']):.3f} ({ref['best_algorithm']}) |"
     ks = sorted(observations)
-    which = (f"obs. {ks[0]}-{ks[-1]}" if len(ks) > 2 and ks == list(range(ks[0], ks[-1] + 1))
-             else f"obs. {', '.join(map(str, ks))}")
-    npe, best = (sum(each[k][i] for k in ks) / len(ks) for i in (0, 1))
-    return f"| {npe:.3f} ({which}) | {best:.3f} ({ref['best_algorithm']}, {which}) |"
+    if ks == list(range(1, 11)) or not ks or not set(ks) <= set(each):
+        return dict(numbers, best_algorithm=ref["best_algorithm"], over="")
+    over = (f"obs. {ks[0]}-{ks[-1]}" if len(ks) > 2 and ks == list(range(ks[0], ks[-1] + 1))
+            else f"obs. {', '.join(map(str, ks))}")
+    (npe_mean, npe_sd), (best_mean, best_sd) = ((_mean(each[k][i] for k in ks), _sd(each[k][i] for k in ks))
+                                                for i in (0, 1))
+    return dict(npe_mean=npe_mean, npe_sd=npe_sd, best_algorithm=ref["best_algorithm"], best_mean=best_mean,
+                best_sd=best_sd, over=over)
+
+
+def published_fields(numbers: dict) -> list[str]:
+    """``published_over``'s ``numbers`` as ``sbibm_table.csv``'s five sbibm columns: npe mean and sd, best algorithm,
+    best mean and sd (4 decimals; ``nan`` where there is none)."""
+    return [numbers["best_algorithm"] if c == "best_algorithm" else f"{numbers[c]:.4f}"
+            for c in ("npe_mean", "npe_sd", "best_algorithm", "best_mean", "best_sd")]
+
+
+def published_columns(numbers: dict) -> str:
+    """The table's two sbibm columns of ``published_over``'s ``numbers``: ``| 0.606 +- 0.039 | 0.554 +- 0.024
+    (SNPE) |``, over fewer observations ``| 0.566 +- 0.013 (obs. 1-3) | 0.539 +- 0.015 (SNPE, obs. 1-3) |`` (one
+    observation: no spread, as this harness's column), or not published."""
+    if numbers["best_algorithm"] == "not published":
+        return "| not published | not published |"
+
+    def shown(mean: float, sd: float) -> str:  # "+- nan" would read as a failed computation
+        return f"{mean:.3f}" + ("" if math.isnan(sd) else f" +- {sd:.3f}")
+
+    over = f", {numbers['over']}" if numbers["over"] else ""
+    return (f"| {shown(numbers['npe_mean'], numbers['npe_sd'])}{f' ({over[2:]})' if over else ''} | "
+            f"{shown(numbers['best_mean'], numbers['best_sd'])} ({numbers['best_algorithm']}{over}) |")

@@ -23,7 +23,7 @@ import numpy as np
 
 from cli_args import Refused, command_line, not_a_script
 from gensbi_sharding.harness.outputs import MAKE_ROOM, write_atomic
-from sbibm_files import published_columns
+from sbibm_files import published_columns, published_fields, published_over
 from sbibm_method import AMORTISED, Method, cell_of, method_of
 from table_kept import keep_previous
 not_a_script(__name__, __file__)  # run as a script: name the one to run
@@ -184,9 +184,10 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
 
     ``cells``, ``settings`` and ``left_out`` (``{cell: why}`` of the cells with no job counted: their rows say so)
     are ``parse_results``'s; ``published`` is ``(rows, where they come from)`` of sbibm's numbers; ``plot`` makes
-    the PNG of ``(cells, rows, left_out)``. ``source``: the ``sbibm_results.csv`` read, if any: an existing
-    ``out/sbibm_results.csv`` other than the rebuilt one (that file itself, rebuilt otherwise, or another run's)
-    may be the only record of hours of training, so nothing is written then.
+    the PNG of ``(cells, rows, left_out)``. sbibm's columns, in the md and the csv alike, are its mean and sd over
+    the observations the row scored (``published_over``). ``source``: the ``sbibm_results.csv`` read, if any: an
+    existing ``out/sbibm_results.csv`` other than the rebuilt one (that file itself, rebuilt otherwise, or another
+    run's) may be the only record of hours of training, so nothing is written then.
     """
     paper, origin = published
     taken = [str(out / name) for name in OUTPUTS if (out / name).is_dir()]
@@ -196,27 +197,25 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     problem = overwrite_problem(out / "sbibm_results.csv", files["sbibm_results.csv"], cells, source)
     if problem:
         raise Refused(problem)
-    lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE | sbibm best |",
+    lines = ["| task | simulations | this harness: C2ST mean +- sd (observations) | sbibm NPE: mean +- sd "
+             "| sbibm best: mean +- sd |",
              "|---|---|---|---|---|"]
     summary = []
-    missing = {"npe_mean": "nan", "best_mean": "nan", "best_algorithm": "not published"}
     for cell in sorted([*cells, *left_out], key=row_order):
         task, budget = cell[:2]
         # a sequential row is its own, named, its budget spent per observation (as sbibm's sequential methods)
         name, simulations = ((task, f"{budget:,}") if len(cell) == 2 else
                              (f"{task}, {Method.from_label(method_of(cell)).title}", f"{budget:,} per observation"))
-        ref = paper.get((task, budget), missing)
-        scored = [int(r["observation"]) for r in cells.get(cell, [])]  # sbibm's columns: means over these
-        columns = published_columns(None if ref is missing else ref, scored)
+        # sbibm's columns (md and csv alike): its mean and sd over the observations this row scored
+        theirs = published_over(paper.get((task, budget)), [int(r["observation"]) for r in cells.get(cell, [])])
+        columns, sbibm = published_columns(theirs), published_fields(theirs)
         if cell in left_out:  # c2st_mean nan over 0 observations, and why in the last column
-            summary.append([task, budget, "nan", "nan", 0, ref["npe_mean"], ref["best_algorithm"], ref["best_mean"],
-                            left_out[cell], method_of(cell)])
+            summary.append([task, budget, "nan", "nan", 0, *sbibm, left_out[cell], method_of(cell)])
             lines.append(f"| {name} | {simulations} | not counted ({left_out[cell]}) {columns}")
             continue
         values = [float(r["c2st"]) for r in cells[cell]]
         mean, sd = mean_sd(values)
-        summary.append([task, budget, f"{mean:.4f}", f"{sd:.4f}", len(values), ref["npe_mean"],
-                        ref["best_algorithm"], ref["best_mean"], "", method_of(cell)])
+        summary.append([task, budget, f"{mean:.4f}", f"{sd:.4f}", len(values), *sbibm, "", method_of(cell)])
         # One observation has no spread: "+- nan" read as a failed computation (the CSV keeps its exact nan).
         mark = "" if len(values) == 10 else f" ({len(values)} obs.{', no spread' if len(values) == 1 else ''})"
         spread = f" +- {sd:.3f}" if len(values) > 1 else ""
@@ -231,7 +230,8 @@ def write_tables(cells: dict, left_out: dict, settings: dict, published: tuple[d
     f = io.StringIO()
     writer = csv.writer(f)
     writer.writerow(["task", "num_simulations", "c2st_mean", "c2st_sd", "observations", "sbibm_npe_mean",
-                     "sbibm_best_algorithm", "sbibm_best_mean", "not_counted", "method"])
+                     "sbibm_npe_sd", "sbibm_best_algorithm", "sbibm_best_mean", "sbibm_best_sd", "not_counted",
+                     "method"])
     writer.writerows(summary)
     files["sbibm_table.csv"] = f.getvalue()
     files["sbibm.png"] = plot(cells, paper, left_out)

@@ -803,7 +803,8 @@ def test_a_metrics_json_without_a_status_costs_its_job_only(sbibm, tmp_path, mon
     metrics.write_text(record)
     monkeypatch.setattr(sbibm, "plot", lambda *a: b"")  # the table's text is under test, not its plot
     text = sbibm.table([tmp_path], tmp_path / "out")
-    assert "| slcp | 1,000 | not counted (status damaged) | 0.975 | 0.921 (SNLE) |" in text.splitlines()
+    assert ("| slcp | 1,000 | not counted (status damaged) | 0.975 +- 0.013 | 0.921 +- 0.025 (SNLE) |"
+            in text.splitlines())
     assert f"left out {metrics.parent}: status damaged ({metrics} {why})" in capsys.readouterr().err
 
 
@@ -1082,11 +1083,12 @@ def test_table_keeps_a_row_saying_why_for_each_cell_it_cannot_count(sbibm, tmp_p
     record_asked(root, ["two_moons", "slcp", "lotka_volterra"], [1000])
     text = sbibm.table([root, tmp_path / "other"], tmp_path / "out")
     assert text.splitlines()[2:-2] == [
-        "| two_moons | 1,000 | 0.650 +- 0.071 (2 obs.) | 0.681 (obs. 1, 2) | 0.575 (SNPE, obs. 1, 2) |",
-        "| gaussian_linear | 10,000 | not counted (damaged c2st.csv) | 0.552 | 0.536 (SNRE) |",
-        "| slcp | 1,000 | not counted (status preempted) | 0.975 | 0.921 (SNLE) |",
-        "| sir | 10,000 | not counted (status error) | 0.680 | 0.561 (SNPE) |",
-        "| lotka_volterra | 1,000 | not counted (not run) | 0.999 | 0.909 (SNLE) |"]
+        "| two_moons | 1,000 | 0.650 +- 0.071 (2 obs.) | 0.681 +- 0.021 (obs. 1, 2) "
+        "| 0.575 +- 0.015 (SNPE, obs. 1, 2) |",
+        "| gaussian_linear | 10,000 | not counted (damaged c2st.csv) | 0.552 +- 0.032 | 0.536 +- 0.006 (SNRE) |",
+        "| slcp | 1,000 | not counted (status preempted) | 0.975 +- 0.013 | 0.921 +- 0.025 (SNLE) |",
+        "| sir | 10,000 | not counted (status error) | 0.680 +- 0.135 | 0.561 +- 0.028 (SNPE) |",
+        "| lotka_volterra | 1,000 | not counted (not run) | 0.999 +- 0.001 | 0.909 +- 0.046 (SNLE) |"]
     with open(tmp_path / "out" / "sbibm_table.csv", newline="") as f:
         rows = {(r["task"], r["num_simulations"]): (r["c2st_mean"], r["observations"], r["not_counted"])
                 for r in csv.DictReader(f)}
@@ -1126,7 +1128,8 @@ def test_table_of_a_stopped_multirun_keeps_a_row_for_each_job_it_never_started(s
     text = sbibm.table([sweep], tmp_path / "out")
     assert text.splitlines()[2:-2] == ["| two_moons | 1,000 | 0.600 (1 obs., no spread) | 0.666 (obs. 1) | "
                                        "0.586 (SNPE, obs. 1) |",
-                                       "| slcp | 1,000 | not counted (not run) | 0.975 | 0.921 (SNLE) |"]
+                                       "| slcp | 1,000 | not counted (not run) | 0.975 +- 0.013 "
+                                       "| 0.921 +- 0.025 (SNLE) |"]
     assert (f"not run: slcp at 1,000 simulations, a job of the multirun {sweep}, has no job folder there; its "
             "command with train.resume=auto runs it") in capsys.readouterr().err
 
@@ -1465,10 +1468,11 @@ def test_a_table_rebuilt_from_its_results_csv_is_the_job_folders_table(sbibm, tm
     for name in sbibm.OUTPUTS:  # the plot's too: the same cells, the same rows
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
     assert made.splitlines()[2:5] == [
-        "| two_moons | 1,000 | 0.705 +- 0.007 (2 obs.) | 0.681 (obs. 1, 2) | 0.575 (SNPE, obs. 1, 2) |",
+        "| two_moons | 1,000 | 0.705 +- 0.007 (2 obs.) | 0.681 +- 0.021 (obs. 1, 2) "
+        "| 0.575 +- 0.015 (SNPE, obs. 1, 2) |",
         "| slcp | 10,000 | 0.900 (1 obs., no spread) | 0.944 (obs. 1) | 0.702 (SNLE, obs. 1) |",
         "| sir, sequential: 2 rounds per observation, box, margin 0.5 | 10,000 per observation | 0.555 +- 0.007 "
-        "(2 obs.) | 0.925 (obs. 1, 2) | 0.535 (SNPE, obs. 1, 2) |"]
+        "(2 obs.) | 0.925 +- 0.039 (obs. 1, 2) | 0.535 +- 0.012 (SNPE, obs. 1, 2) |"]
     assert "two_moons 1,000: mesh=none; slcp 10,000: train.steps=20; sir 10,000 sequential rounds=2 region=box " \
            "margin=0.5: mesh=none" in made
     # In place (--out defaults to the csv's folder): the same four files; a csv without the settings column
@@ -1501,7 +1505,7 @@ def test_a_table_rebuilt_from_its_results_csv_keeps_the_rows_not_counted(sbibm, 
                             "slcp,10000,1,0.900000,0.010000,amortised,train.steps=20,",
                             "sir,10000,,,,sequential rounds=2 region=box margin=0.1,,status stopped",
                             "sir,10000,1,0.550000,0.010000,sequential rounds=2 region=box margin=0.5,mesh=none,"]
-    assert "| gaussian_linear | 1,000 | not counted (not run) | 0.695 | 0.628 (SNLE) |" in made
+    assert "| gaussian_linear | 1,000 | not counted (not run) | 0.695 +- 0.044 | 0.628 +- 0.031 (SNLE) |" in made
     sbibm.main(["table", "--from-results", str(tmp_path / "a" / "sbibm_results.csv"), "--out", str(tmp_path / "b")])
     for name in sbibm.OUTPUTS:  # the plot's inputs too: the same cells, the same rows not counted
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name

@@ -83,8 +83,9 @@ def test_sbibm_table_leaves_out_unfinished_jobs_naming_them(tmp_path, capsys):
     out, err = capsys.readouterr()
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
     # Its row says so (was missing, which read as never run).
-    assert rows == ["| two_moons | 10,000 | 0.650 +- 0.071 (2 obs.) | 0.556 (obs. 1, 2) | 0.537 (SNPE, obs. 1, 2) |",
-                    "| slcp | 10,000 | not counted (status error) | 0.901 | 0.713 (SNLE) |"]
+    assert rows == ["| two_moons | 10,000 | 0.650 +- 0.071 (2 obs.) | 0.556 +- 0.020 (obs. 1, 2) "
+                    "| 0.537 +- 0.015 (SNPE, obs. 1, 2) |",
+                    "| slcp | 10,000 | not counted (status error) | 0.901 +- 0.047 | 0.713 +- 0.052 (SNLE) |"]
     assert f"left out {tmp_path / 'slcp_10000' / 'job'}: status error" in err
 
 
