@@ -2,6 +2,7 @@
 composed and checked by the commands the page gives beside it; rules.md's account of a rule table from Python;
 and pages written to a reader, not in the project's rounds or changelog."""
 
+import math
 import re
 import shlex
 import shutil
@@ -283,8 +284,13 @@ def test_readme_sbibm_table_is_the_committed_one_and_that_is_rebuilt_from_the_co
     readme = _tables((REPO / "README.md").read_text())[header]
     assert [row.replace("**", "") for row in readme] == committed
     for row in readme[2:]:
-        ours, best = (float(re.search(r"[\d.]+", cell)[0]) for cell in row.replace("**", "").split("|")[3:6:2])
-        assert ("**" in row) == (ours < best), f"README: bold marks a row below sbibm's best, and only those: {row}"
+        cells = row.replace("**", "").split("|")
+        (ours, ours_sd), (best, best_sd) = ((float(m[1]), float(m[2] or "nan")) for m in
+                                            (re.match(r"\s*([\d.]+)(?: \+- ([\d.]+))?", cells[k]) for k in (3, 5)))
+        n = int(m[1]) if (m := re.search(r"\((\d+) obs\.", cells[3])) else 10
+        # bold, as the note under the table says: below sbibm's best by more than the difference's standard error
+        assert ("**" in row) == (best - ours > math.hypot(ours_sd, best_sd) / math.sqrt(n)), (
+            f"README: bold marks a row below sbibm's best by more than the standard error, and only those: {row}")
     assert _tables((REPO / "docs" / "posterior_quality.md").read_text())[header] == readme
 
 
