@@ -1,0 +1,31 @@
+"""REVIEW77A: faults found reviewing session 77's merged harness changes (letter k)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped): on another host, a live one may have that number."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=60)
+    return proc.pid
+
+
+def test_a_continued_run_leaves_a_temporary_file_that_is_not_a_run_write(tmp_path):
+    # Was: every ".<name>.<pid>.<8 hex>.tmp" whose pid is not alive on THIS host was deleted as a run claimed its
+    # folder. Pids are per host: `python sample.py runs/a x.npy --out runs/a` running on another host sharing the disk
+    # writes .x_posterior.npz.<its pid>.<hex>.tmp there, and the claim deleted it mid-write (its rename then failed).
+    from gensbi_sharding.harness.earlier_attempts import drop_cut_writes
+
+    dead = _dead_pid()
+    out = tmp_path / "run"
+    (out / ".hydra").mkdir(parents=True)
+    others = [f".x_posterior.npz.{dead}.0a1b2c3d.tmp", f".notes.txt.{dead}.deadbeef.tmp"]
+    ours = [f".metrics.json.{dead}.0a1b2c3d.tmp", f".posterior_samples_2.npz.{dead}.0a1b2c3d.tmp",
+            f".hydra/.config.yaml.{dead}.0a1b2c3d.tmp"]
+    for name in [*others, *ours]:
+        (out / name).write_bytes(b"cut")
+    assert drop_cut_writes(out) == sorted(ours)
+    assert sorted(p.name for p in out.iterdir() if p.is_file()) == sorted(others)
