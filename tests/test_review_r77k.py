@@ -47,3 +47,5 @@ def test_a_command_run_from_a_folder_holding_a_brace_is_refused_only_where_its_j
     said = _folder_brace_problem(["-m", "hydra.run.dir=/tmp/r"])
     assert said is not None and said.startswith(f"this command's folder, {here}, holds '${{'")
     assert _folder_brace_problem(["hydra.run.dir=runs/r"]).startswith(f"this command's folder, {here},")
+    assert _folder_brace_problem(["hydra.mode=RUN", "hydra.run.dir=/tmp/r"]) is None
+    assert _folder_brace_problem(["hydra.mode=MULTIRUN", "hydra.run.dir=/tmp/r"]) is not None

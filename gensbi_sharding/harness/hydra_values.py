@@ -221,7 +221,9 @@ def _folder_brace_problem(args: Sequence[str] | CommandLine) -> str | None:
     from gensbi_sharding.harness.paste_command import LITERAL_BRACE
 
     command, absolute = parse(args), False
-    made = "hydra.sweep.dir" if command.multirun else "hydra.run.dir"  # the folder this command's Hydra makes
+    # the folder this command's Hydra makes (CommandLine.multirun counts any hydra.mode=, RUN too)
+    multirun = command.multirun and not any(a.endswith("hydra.mode=RUN") for a in command.args)
+    made = "hydra.sweep.dir" if multirun else "hydra.run.dir"
     for o in command.parsed:
         key = o.typed.lstrip("+")
         if key not in _FOLDER_KEYS or "=" not in o.arg or not isinstance(value := o.hydra.value(), str):
