@@ -220,10 +220,8 @@ def _folder_brace_problem(args: Sequence[str] | CommandLine) -> str | None:
 
     from gensbi_sharding.harness.paste_command import LITERAL_BRACE
 
-    command, absolute = parse(args), False
-    # the folder this command's Hydra makes (CommandLine.multirun counts any hydra.mode=, RUN too)
-    multirun = command.multirun and not any(a.endswith("hydra.mode=RUN") for a in command.args)
-    made = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    command, absolute = parse(args), False  # made: the folder its Hydra makes (.multirun counts hydra.mode=RUN too)
+    made = f"hydra.{'sweep' if command.multirun and 'hydra.mode=RUN' not in command.args else 'run'}.dir"
     for o in command.parsed:
         key = o.typed.lstrip("+")
         if key not in _FOLDER_KEYS or "=" not in o.arg or not isinstance(value := o.hydra.value(), str):
