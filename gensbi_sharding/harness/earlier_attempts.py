@@ -31,6 +31,11 @@ ATTEMPT_FILES = re.compile(r"error\.txt|c2st\.csv|posterior\.png|posterior_sampl
 _ASIDE = re.compile(r"(?P<stem>.+)\.attempt(?P<n>\d+)(?P<suffix>\.[a-z]+)")
 #: ``outputs.write_atomic``'s temporary name, ``.<name>.<pid>.<8 hex>.tmp``.
 _CUT_WRITE = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
+#: The files a run (or a sweep, in its folder) writes with ``write_atomic`` under the folder's lock: only their cut-off
+#: writes are removed. The pid is this host's; another host's ``sample.py --out <run folder>`` (a pid not alive here)
+#: or a user's file of that shape is not the run's to delete.
+_RUN_WRITES = re.compile(ATTEMPT_FILES.pattern + r"|metrics\.json|train_losses\.npz|losses\.png|\.run\.owner\.json"
+                         r"|sweep_summary\.(csv|md|png)|multirun\.yaml|continue_unfinished\.sh")
 
 
 def _attempt_number(folder: Path, previous: dict | None) -> int:
@@ -85,7 +90,8 @@ def drop_cut_writes(folder: Path) -> list[str]:
     ``outputs.write_atomic`` writes ``.<name>.<pid>.<hex>.tmp`` and renames it; an attempt killed outright in between
     (SIGKILL, out of memory) left it there for good: a hidden, cut-off copy of ``metrics.json`` or of a samples file
     (megabytes) in every folder such a kill hit, which no later attempt wrote over. Called as a run claims its
-    folder (the lock held: no other run writes there); a file whose process is still alive is left alone.
+    folder (the lock held: no other run writes there); a file whose process is still alive is left alone, and so is
+    one not named after a file runs and sweeps write (``.hydra/``: any), whatever its pid: the pid is this host's.
 
     Parameters
     ----------
@@ -100,7 +106,9 @@ def drop_cut_writes(folder: Path) -> list[str]:
     folder, removed = Path(folder), []
     for place in (folder, folder / ".hydra"):
         for path in place.iterdir() if place.is_dir() else ():
-            if (m := _CUT_WRITE.fullmatch(path.name)) and path.is_file() and not _alive(int(m["pid"])):
+            m = _CUT_WRITE.fullmatch(path.name)
+            ours = m is not None and (place != folder or _RUN_WRITES.fullmatch(m["name"]) is not None)  # .hydra/: all
+            if ours and path.is_file() and not _alive(int(m["pid"])):
                 path.unlink(missing_ok=True)
                 removed.append(str(path.relative_to(folder)))
     return sorted(removed)

@@ -220,13 +220,15 @@ def _folder_brace_problem(args: Sequence[str] | CommandLine) -> str | None:
 
     from gensbi_sharding.harness.paste_command import LITERAL_BRACE
 
-    command, absolute = parse(args), False
+    command, absolute = parse(args), False  # made: the folder its Hydra makes (.multirun counts hydra.mode=RUN too)
+    made = f"hydra.{'sweep' if command.multirun and 'hydra.mode=RUN' not in command.args else 'run'}.dir"
     for o in command.parsed:
         key = o.typed.lstrip("+")
         if key not in _FOLDER_KEYS or "=" not in o.arg or not isinstance(value := o.hydra.value(), str):
             continue
         escaped, named = LITERAL_BRACE.search(value), "${" in value and os.path.isdir(value)
-        absolute = absolute or (key != "hydra.sweep.subdir" and os.path.isabs(value))
+        if key == made:  # the last one given; an interpolation (${oc.env:SCRATCH}/runs) may name an absolute path
+            absolute = os.path.isabs(value) or value.startswith("${")
         if escaped or named:  # named: runs/a${b} read as text, which an interpolation of b would not give
             folder = value.replace("\\${", "${") if escaped else value
             return (f"{o.arg}: Hydra cannot run a job in a folder whose path holds '${{' ({folder}): it reads its own "
