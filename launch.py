@@ -89,7 +89,7 @@ try:
     from gensbi_sharding.harness.config_loads import keep_parsed_config_files, share_the_config_store
     from gensbi_sharding.harness.hydra_room import next_job_room_lines
     from gensbi_sharding.harness.processes import folder_owner
-    from gensbi_sharding.harness.interrupt_lines import interrupted_line, job_ended, record_stamp
+    from gensbi_sharding.harness.interrupt_lines import ended_run_exit, interrupted_line, job_ended, record_stamp
     from gensbi_sharding.harness.preemption import EXIT_INTERRUPTED, EXIT_PREEMPTED
     from gensbi_sharding.harness import stop_watchdog
     from gensbi_sharding.harness.run import run
@@ -253,6 +253,11 @@ if __name__ == "__main__":
         if not running and sweep_end_written():  # as the sweep's summary was written: written again, whole
             print(*summary_stop_lines(ran[-1], signal.SIGINT, sys.argv, rewrite=True)[0], sep="\n", file=sys.stderr)
             sys.exit(EXIT_INTERRUPTED)
+        # A single run that had ended (its record written): nothing to stop, so it exits as its record says (as a
+        # SIGTERM there does), where it said "interrupted by Ctrl-C after 1 job(s) ended" and 130 after an ok record
+        if not running and in_sweep == [False] and (ended := ended_run_exit(ran[-1])) is not None:
+            print(ended[1], file=sys.stderr, flush=True)
+            sys.exit(ended[0])
         if not running:  # after a job ended (between a sweep's jobs): its metrics.json says how it ended
             # The next job's folder, if Hydra made it, says so (an empty launch.log reads like a run that failed)
             mark_not_started(job_dir := current_job_dir(), f"interrupted by Ctrl-C after {len(ran)} job(s) of the "
@@ -278,4 +283,6 @@ if __name__ == "__main__":
             # A SIGTERM while the interpreter shuts down (Python gives its handlers back to the default action then,
             # and JAX tears down for half a second) would kill a completed run's process: exit 143 after ok.
             ignore_preemption_signals()
+            # A Ctrl-C now only cut JAX's teardown short: a KeyboardInterrupt traceback under the final line, exit 0
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(1 if failed_jobs or sweep_lost() else 0)  # a sweep whose folder moved: its jobs there not counted

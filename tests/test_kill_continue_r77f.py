@@ -50,8 +50,6 @@ def _killed_after(out, step):
 
 
 @pytest.mark.slow  # two end-to-end runs in this process, one in a second interpreter
-@pytest.mark.xfail(strict=True, reason="BREAK77: a killed attempt's train losses live nowhere its continuation reads "
-                                       "(fix outside BREAK77's files: findings, F4)")
 def test_a_run_killed_outright_keeps_the_losses_of_the_steps_its_checkpoint_holds(tmp_path, devices):
     # Was (the kill loop, scenario s02): SIGKILL at step ~20, continued by train.resume=auto from checkpoints/10;
     # the run ended ok, final_step 60, but train_losses.npz and losses.png held steps 11..60 only, where the docs

@@ -18,7 +18,7 @@ from typing import Any
 from gensbi_sharding.harness.not_started import mark_not_started
 
 __all__ = ["JOB_OVERRIDES_ENV", "job_overrides", "again_command", "stop_advice", "record_stamp", "job_ended",
-           "interrupted_line"]
+           "interrupted_line", "ended_run_exit"]
 
 #: A ``distributed=local`` job's overrides and whether it is a multirun's (JSON), set by its parent for its processes:
 #: a process's own are its share of the job (``distributed.process_id=0 ... devices.cpu_count=4``), and a command
@@ -183,3 +183,31 @@ def interrupted_line(run_dir: Any, *, owner: bool | None, stamp: int | None, dry
     return (f"interrupted by Ctrl-C as the run started, before it could record the stop: nothing was trained and no "
             f"metrics.json was written{earlier}; {run_dir} keeps Hydra's record of the config (.hydra/) and "
             f"launch.log; start it again with: {again_command(run_dir, same_folder=now is None or not dry_run)}")
+
+
+def ended_run_exit(run_dir: Any) -> tuple[int, str] | None:
+    """A Ctrl-C after a single run ended (its record written, its final line maybe printed): the exit its record gives,
+    as a SIGTERM there gets, and the one line saying so, not "interrupted by Ctrl-C" (exit 130) after an ``ok`` record.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run's folder, whose ``metrics.json`` its run wrote before the Ctrl-C.
+
+    Returns
+    -------
+    (int, str) or None
+        The exit code (0 for ``ok``, 75 for ``preempted``, 1 for any other end) and the line; None where the record is
+        unreadable or says ``interrupted`` (the Ctrl-C stopped the run: launch.py's own lines and 130 are true).
+    """
+    import json
+
+    try:
+        status = json.loads((Path(run_dir) / "metrics.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):  # unreadable or not a record: not known to have ended
+        return None
+    if not isinstance(status, str) or status == "interrupted":
+        return None
+    code = {"ok": 0, "preempted": 75}.get(status, 1)  # EXIT_PREEMPTED (preemption.py), not imported: a light module
+    return code, (f"Ctrl-C after the run had ended (status {status}): nothing left to stop; "
+                  f"{Path(run_dir) / 'metrics.json'} records how it ended")

@@ -86,7 +86,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
           stop_requested: Callable[[], bool] | None = None,
           early_stopping: EarlyStopping | None = None, timer: StepTimer | None = None,
           on_validated: Callable[[int, Any], None] | None = None,
-          window_head: Sequence[float] = ()) -> TrainResult:
+          window_head: Sequence[float] = (), losses_so_far: list | None = None) -> TrainResult:
     """Run up to ``steps`` train steps under ``mesh_context(mesh)``, validating as it goes.
 
     Every ``val_every`` steps (and after the last) the sampled weights (the EMA when
@@ -115,6 +115,8 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
     timed separately (``compile_s``). ``window_head``: a resumed run's earlier losses of the
     steps of ``start_step``'s window (from its joined history), counted in the first window's
     loss shown, so the progress bar shows the uninterrupted run's (its steps are not timed).
+    ``losses_so_far``: a list the loop appends each step's loss to (a device scalar, not copied: no sync per step),
+    for a caller that reads them as it goes (a checkpoint save writes the curve so far); None: a list of its own.
 
     Raises
     ------
@@ -150,7 +152,7 @@ def train(functions: StepFunctions, state: Any, batches: Iterator[dict], *, step
         # The program the loop runs, read, not compiled again: a sweep ranks its jobs by it as a dry run's
         report = compiled_report(compiled)  # one read of the program for its memory and its collectives alike
         step_memory = (report["memory"] or {}).get("total_bytes")
-        losses, windows = [], []
+        losses, windows = (losses_so_far if losses_so_far is not None else []), []
         bar = progress_bar(total=steps, initial=0, disable=not progress, desc="train", unit="step",
                            dynamic_ncols=True, leave=False)
         timer = timer if timer is not None else StepTimer()

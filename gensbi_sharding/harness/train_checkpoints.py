@@ -43,6 +43,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     trains nothing and goes on to evaluation (with the best weights put back). Afterwards the watch knows training is
     over (``training_done``): a signal during evaluation stops the run at once, naming the final checkpoint.
     ``statistics``, the data's z-score statistics, are saved in each checkpoint's info (``NORMALIZATION``).
+    Before each checkpoint the writing process writes ``train_losses.npz``, the curve up to that step (one host copy
+    of the steps since the last save), so a continued run keeps the losses of an attempt killed outright.
     ``window_head``: ``train.train``'s (the earlier attempt's losses in the resumed step's logging window).
     ``announce``: called with whether any step will run, and why not (``"early stopping"``, ``"train.steps"``), once
     that is known (after a resumed run's pending validation, which may end its early stopping), before training.
@@ -62,7 +64,10 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
 
     from gensbi_sharding import checkpoint, mesh_context
     from gensbi_sharding.harness import train, validation
+    from gensbi_sharding.harness import outputs
     from gensbi_sharding.harness.held_out import DATA_SHARDS
+    from gensbi_sharding.harness.loss_history import joined_loss_history
+    from gensbi_sharding.harness.run_folder import is_writer
     from gensbi_sharding.harness.resumed_draws import drawn_otherwise
     from gensbi_sharding.harness.schedule import COUNTS_STEPS
     from gensbi_sharding.harness.simulation_data import NORMALIZATION
@@ -108,6 +113,18 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                          keep=cfg.train.keep, config=config)
     timer = StepTimer()  # a save is not step time
     shards = cfg.data.shards or jax.process_count()  # effective: a resumed run compares it (held_out.py)
+    so_far, copied = [], []  # this attempt's losses (device scalars, train.train appends), the host copies made
+
+    def write_curve(step: int) -> None:
+        # Before the checkpoint: a kill after it never leaves a checkpoint beyond the file's last step (a resume keeps
+        # the file's steps <= its own, so a file ahead of the checkpoint, killed before the commit, is harmless).
+        copied.append(train.host_values(so_far[sum(map(len, copied)):step - start]))  # the new steps only
+        mine = stopper.history[len(ts.early_stopping.history) if ts.early_stopping else 0:]
+        # Only this attempt's validations past the resume: the file's steps <= start_step stay the earlier file's
+        # as they were, so run_steps' join at the end, which reads this file as the earlier one, is unchanged.
+        curve = joined_loss_history(np.concatenate(copied), start_step=start, resume_dir=ts.resumed_from,
+                                    val_points=[(s, v) for s, v in mine if s > start], val_afresh=ts.val_afresh)
+        outputs.write_npz(out / "train_losses.npz", **curve.arrays())
 
     def save(step: int, current: Any) -> None:  # the early-stopping state too: state.checkpoint_tree
         best = stopper.best_weights if stopper.best_weights is not None else functions.weights(current)
@@ -116,6 +133,8 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
         current = functions.variables(current)
         # A second Ctrl-C: once the checkpoint is written; the watchdog's stop of a hung step: never during a save.
         with timer.paused(current), hold_interrupt(), watch.stop_lock:
+            if is_writer():  # the curve so far: a run killed outright (SIGKILL) keeps it (F4 of BREAK77)
+                write_curve(step)
             writer.save(step, checkpoint_tree(current, best), ts.key,
                         info={EARLY_STOPPING: stopper.scalars(), DATA_SHARDS: shards, NORMALIZATION: statistics,
                               COUNTS_STEPS: ts.counts_steps})  # its optimizer state's form: a resume builds it alike
@@ -154,7 +173,7 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
                                  on_step=on_step, val_every=cfg.train.val_every, patience=cfg.train.patience,
                                  val_draws=cfg.train.val_draws, stop_requested=stop_requested,
                                  early_stopping=stopper, timer=timer, on_validated=on_validated,
-                                 window_head=window_head)
+                                 window_head=window_head, losses_so_far=so_far)
             save(ts.start_step + result.steps, result.state)
     except FloatingPointError as err:
         # The value that diverged and one to try; after 1e30 the default, not 1e29. A resumed run's checkpoint is
