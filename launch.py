@@ -7,6 +7,7 @@ outputs go. Importing this file never starts JAX's backend, and imports JAX only
 ``distributed=local`` process (elsewhere the run imports it, as it starts the devices).
 """
 
+import functools
 import os
 import signal
 import time
@@ -98,7 +99,8 @@ try:
     from gensbi_sharding.harness.run_report import final_line
     from gensbi_sharding.harness.log_file import console_fits, drop_late_callbacks
     from gensbi_sharding.harness.console_lines import remember_stopped_sweep, stopped_sweep_line
-    from gensbi_sharding.harness.signal_hold import hold_preemption_signals, ignore_preemption_signals, take_held
+    from gensbi_sharding.harness.signal_hold import (exit_as_decided, hold_preemption_signals,
+                                                     ignore_preemption_signals, take_held)
     from gensbi_sharding.harness.summary import sweep_end_written
     from gensbi_sharding.harness.folder_gone import sweep_lost
     from gensbi_sharding.harness.summary_stop import summary_stop_lines
@@ -143,6 +145,7 @@ running: list[bool] = []  # [True] while a job's run() is under way: only then d
 ran: list = []  # the folder of each job whose run() started
 in_sweep: list[bool] = []  # [True] once a multirun's job started (Hydra forgets a job's config as the job ends)
 stop_note: list[str] = []  # the Ctrl-C line true for this process's job (interrupt_lines), made while Hydra knows it
+decided: list[int] = []  # the exit code, once every job has ended and been counted (signal_hold.exit_as_decided)
 
 
 def counted_from_start(metrics: dict, sweep: bool, now: float | None = None) -> dict:
@@ -283,6 +286,9 @@ if __name__ == "__main__":
             # A SIGTERM while the interpreter shuts down (Python gives its handlers back to the default action then,
             # and JAX tears down for half a second) would kill a completed run's process: exit 143 after ok.
             ignore_preemption_signals()
-            # A Ctrl-C now only cut JAX's teardown short: a KeyboardInterrupt traceback under the final line, exit 0
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(1 if failed_jobs or sweep_lost() else 0)  # a sweep whose folder moved: its jobs there not counted
+            # A Ctrl-C now only cut JAX's teardown short (a KeyboardInterrupt traceback under the final line): it
+            # ends the process at once with the exit code decided. Not ignored: a teardown that hung (a dead peer)
+            # could not be stopped from the terminal.
+            signal.signal(signal.SIGINT, functools.partial(exit_as_decided, sys.exc_info()[1], decided))
+    decided.append(1 if failed_jobs or sweep_lost() else 0)  # a sweep whose folder moved: its jobs there not counted
+    sys.exit(decided[0])

@@ -4,7 +4,8 @@ Was: Ctrl-C pressed as the run ended ("[7/7] outputs" printed, metrics.json ``st
 "interrupted by Ctrl-C after 1 job(s) ended, each recorded in its folder's metrics.json" (a wrapper read an
 interrupted run; a SIGTERM there exits 0), and one pressed a moment later, as JAX tore down at exit, printed
 "Exception ignored in atexit callback ... KeyboardInterrupt" under the final line. Now the exit is the record's (0 for
-``ok``, as a SIGTERM's), with one line naming the record, and a Ctrl-C during the exit is ignored.
+``ok``, as a SIGTERM's), with one line naming the record, and a Ctrl-C during the exit ends it at once with that code
+(quietly; ignored, a teardown that hung could not be stopped from the terminal).
 """
 
 import json
@@ -63,8 +64,9 @@ def test_a_ctrl_c_as_a_finished_run_ends_exits_0_with_one_line(tmp_path, where):
     lines = [line for line in done.stderr.splitlines() if "Ctrl-C" in line]
     assert lines == [f"Ctrl-C after the run had ended (status ok): nothing left to stop; {tmp_path / 'run'}"
                      "/metrics.json records how it ended"], done.stderr[-3000:]
-    # the Ctrl-C during the exit: ignored, the exit went on (was a KeyboardInterrupt traceback from the callback)
-    assert "exit went on" in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    # the Ctrl-C during the exit: the process ends there, with the code decided (was a KeyboardInterrupt traceback
+    # from the callback); not ignored, so that a teardown that hung can be stopped (the callback's sleep cut short)
+    assert "exit went on" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "Exception ignored" not in done.stderr and "KeyboardInterrupt" not in done.stderr
 
 

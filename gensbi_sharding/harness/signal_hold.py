@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from gensbi_sharding.harness.interrupt_hold import in_finalizer  # imported now: never first inside the handler
 
-__all__ = ["PREEMPT_SIGNALS", "hold_preemption_signals", "ignore_preemption_signals", "take_held",
+__all__ = ["PREEMPT_SIGNALS", "exit_as_decided", "hold_preemption_signals", "ignore_preemption_signals", "take_held",
            "stop_after_run", "raise_interrupt", "AGAIN_AFTER_S"]
 
 #: How long after a Ctrl-C that landed in a finalizer it is sent again: a garbage-collector callback takes far less.
@@ -120,3 +121,28 @@ def raise_interrupt(signum: int, frame: Any) -> None:
         timer.start()
         return
     raise KeyboardInterrupt
+
+
+def exit_as_decided(leaving: BaseException | None, decided: list[int], signum: int, frame: Any) -> None:
+    """SIGINT's handler in ``launch.py`` once every job has ended: the process ends at once with the exit code its jobs
+    decided. Python's own handler printed a ``KeyboardInterrupt`` traceback under the final line (a Ctrl-C in JAX's
+    teardown); ignoring it would leave a teardown that hung (a dead peer) unstoppable from the terminal.
+
+    Parameters
+    ----------
+    leaving : BaseException or None
+        The exception in flight as the handler was set: a ``SystemExit`` gives the code (``sys.exit(75)``: 75), any
+        other means a crash (1).
+    decided : list of int
+        Where ``launch.py`` puts the code it exits with when nothing is in flight; empty as it is being decided (130,
+        as an interrupted run's).
+    signum, frame
+        As ``signal.signal`` passes them.
+    """
+    if isinstance(leaving, SystemExit):
+        status = leaving.code if isinstance(leaving.code, int) else 0 if leaving.code is None else 1
+    else:
+        status = 1 if leaving is not None else decided[0] if decided else 130  # preemption.EXIT_INTERRUPTED
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(status)
