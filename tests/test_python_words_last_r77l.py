@@ -120,3 +120,22 @@ def test_the_open_dict_note_follows_a_folder_named_as_cfg_output_dir(tmp_path):
         ensure_fresh(killed)
     assert str(refused.value).endswith(f"and cfg.output_dir='<new folder>'{NOTE}"), refused.value
     assert str(refused.value).count(NOTE) == 1
+
+
+def test_a_busy_folders_refusal_says_cfgs_folder_and_the_note_from_data(tmp_path):
+    from filelock import FileLock
+
+    from gensbi_sharding.harness.folder_lock import FolderInUseError, FolderLock
+
+    held = FileLock(tmp_path / FolderLock.LOCK, timeout=0, is_singleton=False)  # another open file: flock refuses
+    held.acquire()
+    try:
+        with pytest.raises(FolderInUseError) as launch:
+            FolderLock(tmp_path).acquire()
+        assert str(launch.value).endswith("or choose another hydra.run.dir (or hydra.sweep.dir)"), launch.value
+        with pytest.raises(FolderInUseError) as python, in_python_words(), in_python_words():
+            FolderLock(tmp_path).acquire()
+        assert str(python.value).endswith(f"wait for it to end, or choose another cfg.output_dir{NOTE}"), python.value
+        assert str(python.value).count(NOTE) == 1
+    finally:
+        held.release()

@@ -13,7 +13,7 @@ from gensbi_sharding.harness.foreign_record import another_apps_record
 from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
-from gensbi_sharding.harness.python_words import said_as
+from gensbi_sharding.harness.python_words import OPEN_DICT, said_as
 from gensbi_sharding.harness.python_words import setting as typed  # launch.py's override as typed, or cfg's setting
 from gensbi_sharding.write_probe import array_path_fault, array_path_renamed, write_denied  # tests patch write_denied
 
@@ -77,7 +77,7 @@ class FolderLock:
             holder = self.holder()
             refused = FolderInUseError(f"{self.folder} is in use by another run ({holder}): two runs must not write "
                                        "into one folder; wait for it to end, or choose another "
-                                       f"{said_as('hydra.run.dir (or hydra.sweep.dir)', 'cfg.output_dir')}")
+                                       f"{said_as('hydra.run.dir (or hydra.sweep.dir)', f'cfg.output_dir{OPEN_DICT}')}")
             refused.holder = holder
             raise refused from None
         CLAIMED.add(self.folder)  # folder_gone.gone_note speaks only of a folder this process claimed

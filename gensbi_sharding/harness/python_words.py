@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "override_said", "fix_said", "said_as",
-           "python_words", "settings_of", "WITHOUT_RESUME"]
+           "python_words", "settings_of", "WITHOUT_RESUME", "OPEN_DICT"]
 
 _COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside as_overrides
 _PYTHON = contextvars.ContextVar("python_caller", default=False)  # inside in_python_words, no Hydra app running
@@ -50,8 +50,8 @@ _LAUNCHED = "was launched with: "
 #: ran.
 _SHELL_LEAD = re.compile(r"(?<![\w./-])(?:env -u JAX_ENABLE_X64 |JAX_ENABLE_X64=1 )?python3? "
                          r"(?:'[^']*\.py'|[^\s']*\.py)(?=\s|$)|(?<=: )[^\s'()]*\.py(?= )")
-#: ``python_words``' note once a setting names ``cfg.output_dir``: said once (a refusal worded twice keeps one).
-_OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
+#: The note once a refusal names ``cfg.output_dir``: said once (a refusal worded twice keeps one).
+OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
 
 
 def python_caller() -> bool:
@@ -195,8 +195,8 @@ def python_words(message: str) -> str:
         said += [_overrides_said(head[end:start]), head[start:stop]]
         end = stop
     said = "".join(said) + _overrides_said(head[end:]) + launched + tail
-    reworded = said.replace(_OPEN_DICT, "")
-    return said + (_OPEN_DICT if "cfg.output_dir" in reworded and _OPEN_DICT not in said else "")
+    reworded = said.replace(OPEN_DICT, "")
+    return said + (OPEN_DICT if "cfg.output_dir" in reworded and OPEN_DICT not in said else "")
 
 
 def _shell_commands(message: str) -> list[tuple[int, int]]:
@@ -270,15 +270,12 @@ def in_python_words(reword: bool = True) -> Iterator[None]:
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.folder_lock import FolderInUseError
 
     token = _PYTHON.set(not HydraConfig.initialized())
     try:
         yield
-    except (ConfigError, FileExistsError, FileNotFoundError, FolderInUseError) as refused:
-        # Another run's command line, quoted in a FolderInUseError, is named as it ran, not reworded as settings.
-        quoted = getattr(refused, "holder", "") or "\0"
-        said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
+    except (ConfigError, FileExistsError, FileNotFoundError) as refused:  # folder_lock's FolderInUseError: as made
+        said = python_words(str(refused))
         if not reword or not python_caller() or said == str(refused):
             raise
         raise type(refused)(said) from None
