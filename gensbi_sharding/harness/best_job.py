@@ -88,7 +88,7 @@ def best_note(jobs: list[Path], named=str) -> str:
     jobs : list of Path
         The sweep's job folders with a checkpoint.
     named : callable
-        How a job is written in the refusal (``str``, or ``lambda j: hydra_override("train.resume", j)``).
+        How a job is written in the refusal (``str``, or ``lambda j: python_words.setting("train.resume", j)``).
 
     Returns
     -------

@@ -13,6 +13,8 @@ from gensbi_sharding.harness.foreign_record import another_apps_record
 from gensbi_sharding.harness.folder_note import (OWNER_NOTE, drop_owner_note, owner_line, remove_owner_notes,
                                                  write_owner_note)
 from gensbi_sharding.harness.outputs import read_metrics
+from gensbi_sharding.harness.python_words import OPEN_DICT, said_as
+from gensbi_sharding.harness.python_words import setting as typed  # launch.py's override as typed, or cfg's setting
 from gensbi_sharding.write_probe import array_path_fault, array_path_renamed, write_denied  # tests patch write_denied
 
 __all__ = ["CLAIMED", "FolderLock", "FolderInUseError", "folder_problem", "remove_owner_notes", "run_folder_holding",
@@ -30,6 +32,8 @@ _RUN_OUTPUTS = re.compile(r"(metrics\.json|sharding\.txt|launch\.log|c2st(\.atte
                           r"train_losses\.npz|losses\.png|error(\.attempt\d+)?\.txt|checkpoints|"
                           r"posterior_samples(_\d+)?(\.attempt\d+)?\.npz|process_\d+(\.attempt\d+)?\.log)")
 _SWEEP_OUTPUTS = re.compile(r"(sweep_summary\.(csv|md|png)|continue_unfinished\.sh|\d+)")
+#: How a run's folder lies in a sweep's, said after "choose another hydra.run.dir" (a Python caller runs no sweep).
+_SWEEP_JOB = " (a sweep's job: hydra.run.dir=<sweep>/<job>)"
 _MARKS = {False: (".run.lock", ".hydra", "metrics.json", "checkpoints"), True: (".run.lock", "multirun.yaml")}
 
 
@@ -72,8 +76,8 @@ class FolderLock:
         except Timeout:
             holder = self.holder()
             refused = FolderInUseError(f"{self.folder} is in use by another run ({holder}): two runs must not write "
-                                       "into one folder; wait for it to end, or choose another hydra.run.dir (or "
-                                       "hydra.sweep.dir)")
+                                       "into one folder; wait for it to end, or choose another "
+                                       f"{said_as('hydra.run.dir (or hydra.sweep.dir)', f'cfg.output_dir{OPEN_DICT}')}")
             refused.holder = holder
             raise refused from None
         CLAIMED.add(self.folder)  # folder_gone.gone_note speaks only of a folder this process claimed
@@ -122,19 +126,18 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
     ``as_typed``: ``key`` unresolved (the config's ``outputs/${now:...}``), where a relative one under a working
     directory TensorStore misreads is refused naming that directory, not a timestamped folder the user never typed.
     """
-    from gensbi_sharding.harness.override_grammar import hydra_override as typed  # as typed, a space or ( quoted
     key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
     folder = physical(folder)
-    named = typed(key, folder)
+    named, another = typed(key, folder), said_as(key, "cfg.output_dir")  # a Python caller's folder
     blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
     # A symbolic link to nothing (its target moved, not made yet) cannot be made a folder: named, not "[Errno 17]
     # File exists", which names neither the link nor the fix.
     if dangling := next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()), None):
         target = Path(os.path.join(dangling.parent, os.readlink(dangling)))
         return (f"{named}: {dangling} is a symbolic link to {target}, which does not exist; make that folder "
-                f"(mkdir -p {shlex.quote(str(target))}), or choose another {key}")
+                f"(mkdir -p {shlex.quote(str(target))}), or choose another {another}")
     if blocker is not None and not blocker.is_dir():
-        return f"{named}: {blocker} is a file, not a folder; choose another {key}"
+        return f"{named}: {blocker} is a file, not a folder; choose another {another}"
     # its checkpoints/ (each job's, in a sweep's): the writer refused it only at [5/7], after the setup's minutes; a
     # dry run saves none, so TensorStore never reads the path. The fault in the library's words; the fix another folder
     if saves and (fault := array_path_fault(folder / "checkpoints", "its checkpoint folder")) is not None:
@@ -142,17 +145,17 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
             return (f"{cwd[0]}, and {key} ({as_typed}) puts the {'sweep' if sweep else 'run'}'s folder under it; run "
                     f"from a folder without it, or set {key} to one outside it, e.g. "
                     f"{shlex.quote(f'{key}={cwd[1] / as_typed}')}")  # quoted: ${now:...} pastes as Hydra's, not bash's
-        return f"{named}: {fault}; choose another {key}, e.g. {typed(key, str(array_path_renamed(folder)))}"
+        return f"{named}: {fault}; choose another {another}, e.g. {typed(key, str(array_path_renamed(folder)))}"
     if (in_conf := config_folder_problem(folder, named, key)) is not None:  # hydra.run.dir=conf: never run there
         return in_conf
     metrics, sweep_file = folder / "metrics.json", folder / "multirun.yaml"
     if sweep and metrics.is_file():
         status = read_metrics(metrics).get("status", "unknown")
         return (f"{named} holds a single run's outputs ({metrics}, status {status}): a sweep never "
-                f"writes into a run's folder; choose another {key}")
+                f"writes into a run's folder; choose another {another}")
     if not sweep and sweep_file.is_file():
         return (f"{named} is a sweep's folder ({sweep_file}): a run never writes into a sweep's folder; "
-                f"choose another {key} (a sweep's job: hydra.run.dir=<sweep>/<job>)")
+                f"choose another {another}{said_as(_SWEEP_JOB, '')}")
     # Not hydra.run.dir=<a run>/checkpoints/20: a run there is a step folder, whose checkpoint sample.py and
     # train.resume=<the run> would read as the run's own newest; nor <a run>/sub, inside a completed run's folder.
     if host := run_folder_holding(folder.parent):
@@ -167,8 +170,8 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
         then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)} "
-                f"{key}=<a new folder>")
-        return f"{named}: {denied}; choose another {key}, in a folder you can write to{then if saved else ''}"
+                f"{said_as(' ', ' and ')}{typed(key, '<a new folder>')}")
+        return f"{named}: {denied}; choose another {another}, in a folder you can write to{then if saved else ''}"
     if folder.is_dir() and not any((folder / mark).exists() and not (mark == ".hydra" and another_apps_record(
             folder / mark)) for mark in _MARKS[sweep]):  # another Hydra app's .hydra/ marks no run of ours
         outputs = _SWEEP_OUTPUTS if sweep else _RUN_OUTPUTS  # a sweep's job folder: marked as a run's
@@ -177,7 +180,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
         if names:  # a c2st.csv of one's own, say: no run there to refuse, yet overwritten
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             return (f"{named} holds {shown}, not written by a {'sweep' if sweep else 'run'}, which it would "
-                    f"overwrite; choose another {key} (a new or empty folder), or move them out")
+                    f"overwrite; choose another {another} (a new or empty folder), or move them out")
     return _shared_with_running(folder, sweep, key) if before_hydra else None
 
 
@@ -272,9 +275,7 @@ def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
     """
     from filelock import FileLock, Timeout
 
-    from gensbi_sharding.harness.override_grammar import hydra_override as typed
-
-    named = typed(key, folder)
+    named, another = typed(key, folder), said_as(key, "cfg.output_dir")  # a Python caller's folder
     if not sweep:
         others = [folder.parent] if (folder.parent / "multirun.yaml").is_file() else []
     else:
@@ -287,9 +288,9 @@ def _shared_with_running(folder: Path, sweep: bool, key: str) -> str | None:
             holder = FolderLock(other).holder()
             if sweep:
                 return (f"{named}: its job folder {other} is in use by a run ({holder}); wait for that run to "
-                        f"end, or choose another {key}")
+                        f"end, or choose another {another}")
             return (f"{named} is a job folder of the sweep {other}, which is running ({holder}): the sweep "
-                    f"writes its jobs; wait for it to end, or choose another {key}")
+                    f"writes its jobs; wait for it to end, or choose another {another}")
         except OSError:  # a lock file we cannot open: folder_problem's write check names the folder
             continue
         lock.release()

@@ -9,11 +9,13 @@ from pathlib import Path
 from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
 from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics
+from gensbi_sharding.harness.python_words import said_as, setting
 from gensbi_sharding.harness.resume_command import AUTO, RESUMABLE, folder_resume, holds_checkpoint, requeued_step
 
 __all__ = ["ensure_fresh", "RESUMABLE"]
 
 _DIR = {False: "hydra.run.dir", True: "hydra.sweep.dir"}
+_FOLDER = "cfg.output_dir"  # the folder a Python caller (run(cfg)) sets
 
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
@@ -54,9 +56,9 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
             status == "error" and not dry_run and not _holds_complete_step(out_dir, has_checkpoints)):
         hint = (("continue it by its own command" if multirun and resume_from else  # auto: a sweep's jobs from step 0
                  rerun_hint(out_dir, *_again(out_dir), overrides, multirun))
-                + f", or choose another {_DIR[multirun]}"
+                + f", or choose another {said_as(_DIR[multirun], _FOLDER)}"
                 if status in RESUMABLE and not dry_run else "choose another "
-                + ("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)")
+                + said_as("hydra.sweep.dir" if multirun else "hydra.run.dir (or hydra.sweep.dir)", _FOLDER)
                 + (" for the dry run (a dry run writes only into a fresh folder)" if dry_run else
                    train_further_hint(out_dir, (step_folder_names(out_dir) or [None])[-1], steps, overrides,
                                       multirun=multirun, stopped_early=bool(previous.get("stopped_early")))))
@@ -64,14 +66,14 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
                               f"outputs, which are never overwritten; {hint}")
     if dry_run and has_checkpoints:
         raise FileExistsError(f"{checkpoints} holds a run's checkpoints; a dry run writes only into a fresh "
-                              "folder: choose another hydra.run.dir for the dry run")
+                              f"folder: choose another {said_as('hydra.run.dir', _FOLDER)} for the dry run")
     # (a failed run's record and only a save cut short: rerun above, not "a run with no record")
     if not (resume_auto or retry or previous is not None) and has_checkpoints:  # the folder as Hydra and the shell
-        # read it back, not the raw path
-        from gensbi_sharding.harness.override_grammar import hydra_override  # its settings where not the command's
+        # read it back, not the raw path; to a Python caller, cfg's settings
         raise FileExistsError(f"{checkpoints} holds the checkpoints of a run with no record (stopped, or its record "
                               f"could not be written); {stopped_hint(out_dir, overrides, multirun)}, or in a "
-                              f"new folder with {hydra_override('train.resume', out_dir)} hydra.run.dir=<new folder>")
+                              f"new folder with {setting('train.resume', out_dir)}{said_as(' ', ' and ')}"
+                              f"{setting('hydra.run.dir', '<new folder>')}")
     return previous
 
 

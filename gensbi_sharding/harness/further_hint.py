@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gensbi_sharding.harness.paste_command import command_for
-from gensbi_sharding.harness.python_words import said_as, setting
+from gensbi_sharding.harness.python_words import override_said, said_as, setting
 from gensbi_sharding.harness.resume_settings import continue_prefix
 from gensbi_sharding.harness.sweep_hints import SEARCH_PATH, with_search_path
 
@@ -110,7 +110,7 @@ def rerun_hint(run_dir: Any, again: str, why: str, overrides: Sequence[str] | No
     from gensbi_sharding.harness.resume_command import folder_resume
     from gensbi_sharding.harness.sweep_hints import job_command
 
-    said = f"rerun with {folder_resume(run_dir)} to {again} in this folder{why}"
+    said = f"rerun with {override_said(folder_resume(run_dir))} to {again} in this folder{why}"  # or cfg's setting
     own, env = _own_command(run_dir, overrides, multirun), continue_prefix(run_dir, overrides)
     if own is None and env:  # a sweep's job: the whole sweep's command, as the user typed it, led by the setting
         from gensbi_sharding.harness.sweep_continue import sweep_again

@@ -5,9 +5,10 @@ train.resume=auto``. A Python caller takes none of them: it sets ``cfg.output_di
 no field of the composed config), ``cfg.model.width = 32``, ``cfg.train.resume``, or composes with a preset
 (``experiment=quick``). The caller chooses the words (``in_python_words``: a Python caller where no Hydra app runs;
 ``as_overrides``: launch.py's command-line checks), and a refusal made inside says its fix from data
-(``setting``, ``fix_said``, ``said_as``; ``refusal.said``), never by reading its own prose back. Refusals made by
-modules that do not say them so yet (``folder_lock``, ``fresh_folder``, ``best_job``, ``runs_below``, the library's)
-are reworded on the way out (``python_words``: the folder, ``train.resume`` and ``train.steps`` overrides only).
+(``setting``, ``override_said``, ``fix_said``, ``said_as``; ``refusal.said``), never by reading its own prose back.
+Refusals made by modules that do not say them so yet (``checkout_folders``' folder in conf/ or a checkout,
+``outputs.read_metrics``' damaged record) are reworded on the way out (``python_words``: the folder,
+``train.resume`` and ``train.steps`` overrides only).
 Pure Python: no JAX.
 """
 
@@ -21,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "fix_said", "said_as", "python_words",
-           "settings_of", "WITHOUT_RESUME"]
+__all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "override_said", "fix_said", "said_as",
+           "python_words", "settings_of", "WITHOUT_RESUME", "OPEN_DICT"]
 
 _COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside as_overrides
 _PYTHON = contextvars.ContextVar("python_caller", default=False)  # inside in_python_words, no Hydra app running
@@ -49,8 +50,8 @@ _LAUNCHED = "was launched with: "
 #: ran.
 _SHELL_LEAD = re.compile(r"(?<![\w./-])(?:env -u JAX_ENABLE_X64 |JAX_ENABLE_X64=1 )?python3? "
                          r"(?:'[^']*\.py'|[^\s']*\.py)(?=\s|$)|(?<=: )[^\s'()]*\.py(?= )")
-#: ``python_words``' note once a setting names ``cfg.output_dir``: said once (a refusal worded twice keeps one).
-_OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
+#: The note once a refusal names ``cfg.output_dir``: said once (a refusal worded twice keeps one).
+OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
 
 
 def python_caller() -> bool:
@@ -107,6 +108,19 @@ def setting(key: str, value: Any, typed: str | None = None) -> str:
         return hydra_override(key, value) if text else f"{key}={value}"
     value = os.fspath(value) if isinstance(value, os.PathLike) else value
     return f"{_SETTING.get(key, f'cfg.{key}')}={value!r}"
+
+
+def override_said(word: str, typed: str | None = None) -> str:
+    """``word``, one override as a record keeps it (``train.resume=runs/my run``: Hydra's words, no shell quotes), as
+    the caller gives it: under launch.py ``typed`` (default ``word``, e.g. ``shlex.quote(word)``), to a Python caller
+    the setting of the value Hydra reads from it (``cfg.train.resume='runs/my run'``). Returns str."""
+    if not python_caller():
+        return word if typed is None else typed
+    from gensbi_sharding.harness.override_grammar import parse
+
+    key, written = word.split("=", 1)
+    parsed = parse([word]).parsed  # as Hydra reads it: escapes undone, "123" a folder (text), not 123
+    return setting(key, parsed[0].hydra.value() if parsed else written)
 
 
 def fix_said(words: Sequence[str], lead: str = "add ") -> str:
@@ -181,8 +195,8 @@ def python_words(message: str) -> str:
         said += [_overrides_said(head[end:start]), head[start:stop]]
         end = stop
     said = "".join(said) + _overrides_said(head[end:]) + launched + tail
-    reworded = said.replace(_OPEN_DICT, "")
-    return said + (_OPEN_DICT if "cfg.output_dir" in reworded and _OPEN_DICT not in said else "")
+    reworded = said.replace(OPEN_DICT, "")
+    return said + (OPEN_DICT if "cfg.output_dir" in reworded and OPEN_DICT not in said else "")
 
 
 def _shell_commands(message: str) -> list[tuple[int, int]]:
@@ -256,15 +270,12 @@ def in_python_words(reword: bool = True) -> Iterator[None]:
     from hydra.core.hydra_config import HydraConfig
 
     from gensbi_sharding.harness.config import ConfigError
-    from gensbi_sharding.harness.folder_lock import FolderInUseError
 
     token = _PYTHON.set(not HydraConfig.initialized())
     try:
         yield
-    except (ConfigError, FileExistsError, FileNotFoundError, FolderInUseError) as refused:
-        # Another run's command line, quoted in a FolderInUseError, is named as it ran, not reworded as settings.
-        quoted = getattr(refused, "holder", "") or "\0"
-        said = python_words(str(refused).replace(quoted, "\0")).replace("\0", quoted)
+    except (ConfigError, FileExistsError, FileNotFoundError) as refused:  # folder_lock's FolderInUseError: as made
+        said = python_words(str(refused))
         if not reword or not python_caller() or said == str(refused):
             raise
         raise type(refused)(said) from None

@@ -173,13 +173,14 @@ def auto_problem(run_dir: Any, config: Any) -> str | None:
     """
     from omegaconf import OmegaConf
 
-    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.python_words import override_said, said_as, setting  # launch.py's, or cfg's
 
     if OmegaConf.select(config, "train.resume", default=None) != "auto" or (kept := folder_resume(run_dir)) == AUTO:
         return None
-    return (f"{hydra_override('hydra.run.dir', run_dir)} holds a run continuing {kept.split('=', 1)[1]} that saved no "
-            "checkpoint of its own: train.resume=auto would train it from step 0 instead; rerun with "
-            f"{shlex.quote(kept)} (its own command), or choose another hydra.run.dir")
+    return (f"{setting('hydra.run.dir', run_dir)} holds a run continuing {kept.split('=', 1)[1]} that saved no "
+            f"checkpoint of its own: {setting('train.resume', 'auto')} would train it from step 0 instead; rerun "
+            f"with {override_said(kept, shlex.quote(kept))} (its own command), or choose another "
+            f"{said_as('hydra.run.dir', 'cfg.output_dir')}")
 
 
 def resumed_here(command: str, run_dir: Any) -> str:
@@ -216,10 +217,10 @@ def resumed_metrics(metrics: Path, resume: Any) -> dict:
         ``train.resume`` as given.
     """
     from gensbi_sharding.harness.outputs import metrics_problem, read_metrics
-    from gensbi_sharding.harness.override_grammar import hydra_override
+    from gensbi_sharding.harness.python_words import WITHOUT_RESUME, said_as, setting  # launch.py's, or cfg's
 
     if (problem := metrics_problem(metrics)) is None:
         return read_metrics(metrics)
-    raise FileNotFoundError(f"{hydra_override('train.resume', resume)}: {metrics.parent} holds no complete "
+    raise FileNotFoundError(f"{setting('train.resume', resume)}: {metrics.parent} holds no complete "
                             f"checkpoint, and its record {metrics} cannot be read ({problem}): nothing there to "
-                            "resume; start a new run without train.resume")
+                            f"resume; start a new run {said_as(*WITHOUT_RESUME)}")
