@@ -13,8 +13,8 @@ import shlex
 
 import pytest
 
-from gensbi_sharding.harness.override_grammar import hydra_override
-from gensbi_sharding.harness.python_words import python_words
+from gensbi_sharding.harness.config import ConfigError
+from gensbi_sharding.harness.python_words import in_python_words, said_as, setting
 from gensbi_sharding.harness.sweep_hints import job_command
 
 
@@ -23,37 +23,37 @@ def test_a_quoted_continue_command_is_left_a_shell_command(tmp_path):
     job.mkdir(parents=True)
     command = job_command(["rule=tensor", "train.steps=2000"], job, multirun=True)
     for written in (command, f"env -u JAX_ENABLE_X64 {command}"):
-        said = (f"{hydra_override('train.resume', tmp_path)} is a sweep's folder: resume one of its jobs, "
-                f"{hydra_override('train.resume', tmp_path / 'my sweep' / '0')}; job 1 stopped before finishing "
-                f"(status interrupted at step 40): to continue it in its own folder: {written}")
-        python = python_words(said)
+        with pytest.raises(ConfigError) as refused, in_python_words():  # as resume_step_dir says it to run(cfg)
+            raise ConfigError(f"{setting('train.resume', tmp_path)} is a sweep's folder: resume one of its jobs, "
+                              f"{setting('train.resume', tmp_path / 'my sweep' / '0')}; job 1 stopped before "
+                              f"finishing (status interrupted at step 40): to continue it in its own folder: {written}")
+        python = str(refused.value)
         assert python == (f"cfg.train.resume={str(tmp_path)!r} is a sweep's folder: resume one of its jobs, "
                           f"cfg.train.resume={str(tmp_path / 'my sweep' / '0')!r}; job 1 stopped before finishing "
                           f"(status interrupted at step 40): to continue it in its own folder: {written}"), python
         assert shlex.split(python.rpartition("own folder: ")[2])[-1] == f'hydra.run.dir={job}'
-        assert python_words(python) == python
-    # two commands, each to the sentence's end: the words between them still reworded
-    two = f"job 0: {command}; job 1: {command}, or rerun with train.resume=auto"
-    assert python_words(two) == f"job 0: {command}; job 1: {command}, or rerun with cfg.train.resume='auto'"
 
 
 def test_the_command_line_of_a_lock_holder_is_said_as_it_ran():
-    said = ("train.resume=/r: a run is still writing in /r (pid 12 on h, started 2026-12-07 17:00:00: launch.py "
-            "experiment=quick train.resume=auto hydra.run.dir=/r), and deletes older checkpoints as it saves new ones; "
-            "wait for that run to end, or copy its newest complete step folder and give train.resume=<copy>")
-    assert python_words(said) == (
+    with pytest.raises(ConfigError) as refused, in_python_words():  # as resume._writing_run says it to run(cfg)
+        raise ConfigError(f"{setting('train.resume', '/r')}: a run is still writing in /r (pid 12 on h, started "
+                          "2026-12-07 17:00:00: launch.py experiment=quick train.resume=auto hydra.run.dir=/r), and "
+                          "deletes older checkpoints as it saves new ones; wait for that run to end, or copy its "
+                          f"newest complete step folder and give {setting('train.resume', '<copy>')}")
+    assert str(refused.value) == (
         "cfg.train.resume='/r': a run is still writing in /r (pid 12 on h, started 2026-12-07 17:00:00: launch.py "
         "experiment=quick train.resume=auto hydra.run.dir=/r), and deletes older checkpoints as it saves new ones; "
         "wait for that run to end, or copy its newest complete step folder and give cfg.train.resume='<copy>'")
 
 
-@pytest.mark.parametrize("said", ["/x is a file, not a folder; choose another hydra.run.dir",
-                                  "or in a new folder with train.resume=/a/b hydra.run.dir=<new folder>"])
+@pytest.mark.parametrize("said", ["/x is a file, not a folder; choose another {}",
+                                  "or in a new folder with cfg.train.resume='/a/b' and {}='<new folder>'"])
 def test_the_open_dict_note_is_said_once(said):
-    python = python_words(said)
+    with pytest.raises(FileExistsError) as refused, in_python_words(), in_python_words():  # raised through two
+        raise FileExistsError(said.format(said_as("hydra.run.dir", "cfg.output_dir")))
+    python = str(refused.value)
     assert python.count("omegaconf.open_dict") == 1 and python.endswith(
-        "; set cfg.output_dir in omegaconf.open_dict(cfg)"), python
-    assert python_words(python) == python  # was: the note twice
+        "; set cfg.output_dir in omegaconf.open_dict(cfg)"), python  # was: the note twice
 
 
 @pytest.mark.slow  # saves a checkpoint per job

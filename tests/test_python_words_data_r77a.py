@@ -13,7 +13,7 @@ import logging
 import pytest
 
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.python_words import fix_said, in_python_words, python_caller, python_words, setting
+from gensbi_sharding.harness.python_words import fix_said, in_python_words, python_caller, setting
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.schedule import schedule_change_note, schedule_refusal
 
@@ -115,13 +115,11 @@ def test_a_reworded_fix_still_renders_in_python():
     # knew only "add"/"(or": it left "; set model.width=32" as launch.py's.
     launch = Refusal("the checkpoint was saved with model.width=32", ("model.width=32", "model.name='my mlp'"))
     assert launch == "the checkpoint was saved with model.width=32; set model.width=32 model.name='my mlp'"
-    assert python_words(launch) == launch  # text alone: not reworded
     with in_python_words():
         python = Refusal("the checkpoint was saved with model.width=32", ("model.width=32", "model.name='my mlp'"))
         assert python == ("the checkpoint was saved with model.width=32; set cfg.model.width=32 and "
                           "cfg.model.name='my mlp'")
         assert python.fix == ("model.width=32", "model.name='my mlp'")  # the data checks try: unchanged
-        assert python_words(python) == python  # a second pass changes nothing
 
 
 def test_a_presets_fix_is_the_overrides_to_compose_with():

@@ -139,3 +139,24 @@ def test_a_busy_folders_refusal_says_cfgs_folder_and_the_note_from_data(tmp_path
         assert str(python.value).count(NOTE) == 1
     finally:
         held.release()
+def test_the_config_folder_and_damaged_record_refusals_say_cfgs_settings_from_data(tmp_path):
+    # checkout_folders' and outputs.read_metrics' refusals, the last the text fallback reworded
+    from gensbi_sharding.harness.paste_command import CHECKOUT
+
+    in_conf = CHECKOUT / "conf" / "my_run"
+    assert folder_problem(in_conf, sweep=False).endswith("choose a folder outside it, e.g. hydra.run.dir=outputs/my_run")
+    assert folder_problem(CHECKOUT, sweep=False).endswith(
+        f"choose a new folder, e.g. hydra.run.dir={CHECKOUT / 'outputs' / 'new_run'}")
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "metrics.json").write_text("{not json")
+    with pytest.raises(FileExistsError) as launch:
+        ensure_fresh(damaged)
+    assert "choose another hydra.run.dir (or hydra.sweep.dir), or move" in str(launch.value)
+    with in_python_words(reword=False):
+        assert folder_problem(in_conf, sweep=False).endswith("e.g. cfg.output_dir='outputs/my_run'")
+        assert folder_problem(CHECKOUT, sweep=False).endswith(
+            f"e.g. cfg.output_dir={str(CHECKOUT / 'outputs' / 'new_run')!r}")
+        with pytest.raises(FileExistsError) as python:
+            ensure_fresh(damaged)
+    assert f"choose another cfg.output_dir, or move {damaged / 'metrics.json'} aside" in str(python.value), python.value

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from faults_helpers import REPO, compose_tiny, run_tiny
-from gensbi_sharding.harness.python_words import in_python_words
+from gensbi_sharding.harness.python_words import in_python_words, said_as
 
 
 @pytest.mark.slow  # a run(cfg) (the run's imports and its folder), twice
@@ -113,7 +113,7 @@ def test_a_run_that_stopped_early_is_trained_further_by_cfgs_settings(tmp_path):
     assert launch.endswith(f"into a new folder: the same command with train.steps=16 train.patience=0 "
                            f"train.resume={run} hydra.run.dir={run}-steps16"), launch
     with pytest.raises(FileExistsError) as refused, in_python_words():
-        raise FileExistsError(f"never overwritten; choose another hydra.run.dir (or hydra.sweep.dir)"
+        raise FileExistsError(f"never overwritten; choose another {said_as('hydra.run.dir', 'cfg.output_dir')}"
                               f"{train_further_hint(run, 8, 16, None, stopped_early=True)}")
     assert str(refused.value) == (
         f"never overwritten; choose another cfg.output_dir; to train it further from its final checkpoint (step 8) "

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from faults_helpers import as_hydra_job, compose_tiny, run_tiny, saved_checkpoint
 from gensbi_sharding.harness.config import ConfigError
-from gensbi_sharding.harness.python_words import python_words
+from gensbi_sharding.harness.python_words import in_python_words
 
 SAVED_WIDTH = ("the checkpoint was saved with model.width=32 (this run: model.width=48): {}. The saved weights compute "
                "that model, not this one; or start a new run {}")
@@ -72,4 +72,6 @@ def test_a_fixs_overrides_in_python_words(words, said, python):
     "add it to its keywords",
 ])
 def test_python_words_leaves_what_it_does_not_reword(said):
-    assert python_words(said) == said
+    with pytest.raises(ConfigError) as refused, in_python_words():  # raised again only with cfg.output_dir named
+        raise ConfigError(said)
+    assert str(refused.value) == said

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from gensbi_sharding.harness import paste_command
+from gensbi_sharding.harness.python_words import setting  # launch.py's override, or a Python caller's setting
 
 __all__ = ["config_folder_problem", "checkout_folder_problem"]
 
@@ -34,18 +35,18 @@ def config_folder_problem(folder: Path, named: str, key: str) -> str | None:
         return None
     top = "multirun" if key == "hydra.sweep.dir" else "outputs"
     return (f"{named} lies inside the harness's config folder {conf}, whose every folder Hydra reads as a config "
-            f"group: outputs never go there; choose a folder outside it, e.g. {key}={top}/{folder.name}")
+            f"group: outputs never go there; choose a folder outside it, e.g. "
+            f"{setting(key, f'{top}/{folder.name}', typed=f'{key}={top}/{folder.name}')}")
 
 
 def checkout_folder_problem(folder: Path, named: str, key: str) -> str:
     """The refusal of a checkout's own folder (``launch.py`` and ``conf/config.yaml`` there) as an output folder:
     its run's ``.hydra/`` and ``metrics.json`` (a sweep's ``multirun.yaml``) would make the checkout a run's (a
     sweep's) folder, inside which every later default run under ``outputs/`` (sweep under ``multirun/``) is refused."""
-    from gensbi_sharding.harness.override_grammar import hydra_override  # Hydra's parser: loaded for a refusal only
 
     sweep = key == "hydra.sweep.dir"
     what, top, files = ("sweep", "multirun", "its multirun.yaml and job folders") if sweep else (
         "run", "outputs", "its outputs")
-    instead = hydra_override(key, folder / top / ("new_sweep" if sweep else "new_run"))
+    instead = setting(key, folder / top / ("new_sweep" if sweep else "new_run"))
     return (f"{named} is a checkout of the harness (launch.py, conf/): a {what} never writes {files} among its "
             f"files, where every later {what} under {top}/ would lie inside it; choose a new folder, e.g. {instead}")

@@ -155,8 +155,11 @@ def read_metrics(path: Path) -> dict:
         Naming the file and what to do: its folder holds a run's record, which is never overwritten.
     """
     if (problem := metrics_problem(path)) is not None:
+        from gensbi_sharding.harness.python_words import said_as  # launch.py's words, or a Python caller's
+
         raise FileExistsError(f"{path} cannot be read ({problem}): this folder holds an earlier run's damaged "
-                              "record, which is never overwritten; choose another hydra.run.dir (or hydra.sweep.dir), "
+                              "record, which is never overwritten; choose another "
+                              f"{said_as('hydra.run.dir (or hydra.sweep.dir)', 'cfg.output_dir')}, "
                               f"or move {path} aside")
     return json.loads(Path(path).read_text())
 

@@ -5,17 +5,14 @@ train.resume=auto``. A Python caller takes none of them: it sets ``cfg.output_di
 no field of the composed config), ``cfg.model.width = 32``, ``cfg.train.resume``, or composes with a preset
 (``experiment=quick``). The caller chooses the words (``in_python_words``: a Python caller where no Hydra app runs;
 ``as_overrides``: launch.py's command-line checks), and a refusal made inside says its fix from data
-(``setting``, ``override_said``, ``fix_said``, ``said_as``; ``refusal.said``), never by reading its own prose back.
-Refusals made by modules that do not say them so yet (``checkout_folders``' folder in conf/ or a checkout,
-``outputs.read_metrics``' damaged record) are reworded on the way out (``python_words``: the folder,
-``train.resume`` and ``train.steps`` overrides only).
+(``setting``, ``override_said``, ``fix_said``, ``said_as``; ``refusal.said``), never by reading its own prose back;
+one naming ``cfg.output_dir`` (no field of the composed config) gains the ``omegaconf.open_dict`` note on the way out.
 Pure Python: no JAX.
 """
 
 from __future__ import annotations
 
 import contextvars
-import re
 import shlex
 import os
 from collections.abc import Iterator, Sequence
@@ -23,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "override_said", "fix_said", "said_as",
-           "python_words", "settings_of", "WITHOUT_RESUME", "OPEN_DICT"]
+           "settings_of", "WITHOUT_RESUME", "OPEN_DICT"]
 
 _COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside as_overrides
 _PYTHON = contextvars.ContextVar("python_caller", default=False)  # inside in_python_words, no Hydra app running
@@ -34,22 +31,6 @@ _SETTING = {"hydra.run.dir": "cfg.output_dir", "train.resume": "cfg.train.resume
 _COMPOSE_TAIL = " to the overrides cfg is composed with"
 #: How a refusal says to start afresh (``said_as(*WITHOUT_RESUME)``): launch.py leaves the override out.
 WITHOUT_RESUME = ("without train.resume", "with cfg.train.resume=None")
-#: Matched by the words of refusals made elsewhere (``folder_lock``, ``fresh_folder``, ``best_job``, the library's):
-#: an override of the folder, ``train.resume`` or ``train.steps`` as one shell word: plain (a sentence's ``.:,;)``
-#: after it not its value's), as ``shlex.quote`` writes it, a value quoted as typed, or a placeholder
-#: (``hydra.run.dir=<new folder>``); never inside a setting already said (``cfg.train.resume=...``).
-_KEYS = r"(?<![\w.])(?:hydra\.run\.dir|train\.resume|train\.steps)="
-_OVERRIDE = re.compile(rf"""'{_KEYS}[^']*'(?:"'"'[^']*')*|"""
-                       rf"""{_KEYS}(?:'[^']*'|<[^>]*>(?:/<[^>]*>)*|[^\s'"]*[^\s'".:,;)])""")
-#: Where a refusal quotes another run's command line (``saving_record.launched_with``): said as it ran.
-_LAUNCHED = "was launched with: "
-#: A command line a refusal quotes, from its ``python <script>.py`` on (``paste_command.command_for``: ``best_job``'s
-#: note over a sweep folder, the recorded command that continues a stopped job, ``sweep_hints.job_command``), or from
-#: a bare ``<script>.py`` after ": " (the process holding a run's lock, ``folder_note.owner_line``): launch.py's
-#: command, pasted into a shell as written (its overrides reworded as settings ran nowhere), or another run's, as it
-#: ran.
-_SHELL_LEAD = re.compile(r"(?<![\w./-])(?:env -u JAX_ENABLE_X64 |JAX_ENABLE_X64=1 )?python3? "
-                         r"(?:'[^']*\.py'|[^\s']*\.py)(?=\s|$)|(?<=: )[^\s'()]*\.py(?= )")
 #: The note once a refusal names ``cfg.output_dir``: said once (a refusal worded twice keeps one).
 OPEN_DICT = "; set cfg.output_dir in omegaconf.open_dict(cfg)"
 
@@ -174,98 +155,17 @@ def settings_of(overrides: Sequence[str]) -> str | None:
     return " and ".join(settings) if settings else None
 
 
-def python_words(message: str) -> str:
-    """``message``, made where the caller's words were not known, with each override of the run's folder,
-    ``train.resume`` or ``train.steps`` written as the setting a Python caller sets (``hydra.run.dir=runs/a`` ->
-    ``cfg.output_dir='runs/a'``; ``'hydra.run.dir=/tmp/my runs'`` -> ``cfg.output_dir='/tmp/my runs'``); a command
-    line it quotes (launch.py's to paste, another run's: "was launched with: ...") as it ran.
-
-    Parameters
-    ----------
-    message : str
-        A refusal of the run's folder, as launch.py's run says it.
-
-    Returns
-    -------
-    str
-    """
-    head, launched, tail = message.partition(_LAUNCHED)
-    said, end = [], 0
-    for start, stop in _shell_commands(head):  # a shell command quoted: as written, the words around it reworded
-        said += [_overrides_said(head[end:start]), head[start:stop]]
-        end = stop
-    said = "".join(said) + _overrides_said(head[end:]) + launched + tail
-    reworded = said.replace(OPEN_DICT, "")
-    return said + (OPEN_DICT if "cfg.output_dir" in reworded and OPEN_DICT not in said else "")
-
-
-def _shell_commands(message: str) -> list[tuple[int, int]]:
-    """Where each shell command ``message`` quotes (``_SHELL_LEAD``) starts and ends: at the first unquoted
-    sentence punctuation (``; ``, ``, ``, ``. ``, ``: ``, ``)``) or ``(``, which the shell words the harness writes
-    (``shlex.quote``, ``hydra_override``) never hold unquoted, or at the end."""
-    spans: list[tuple[int, int]] = []
-    for lead in _SHELL_LEAD.finditer(message):
-        if spans and lead.start() < spans[-1][1]:
-            continue
-        at, quote = lead.end(), ""
-        while at < len(message):
-            char = message[at]
-            if quote:
-                quote = "" if char == quote else quote
-                at += 2 if char == "\\" and quote == '"' else 1  # an escaped character inside "..."
-                continue
-            if char in "'\"":
-                quote = char
-            elif char in "()" or char in ";,.:" and message[at + 1:at + 2] in ("", " "):
-                break
-            at += 2 if char == "\\" else 1
-        spans.append((lead.start(), min(at, len(message))))
-    return spans
-
-
-def _overrides_said(message: str) -> str:
-    """``message`` with each override of ``_OVERRIDE`` (the folder, ``train.resume``, ``train.steps``) a setting."""
-    said, end, joined = [], 0, False  # joined: the word before this one was a setting (both set: "and")
-    for found in _OVERRIDE.finditer(message):
-        between = _prose(message[end:found.start()])
-        said += [" and " if joined and between == " " else between, _setting(found[0])]
-        end, joined = found.end(), True
-    return "".join(said) + _prose(message[end:])
-
-
-def _prose(text: str) -> str:
-    """The words around the overrides, in a Python caller's terms."""
-    text = text.replace("hydra.run.dir (or hydra.sweep.dir)", "hydra.run.dir").replace("hydra.run.dir",
-                                                                                     "cfg.output_dir")
-    text = text.replace("without train.resume", "with cfg.train.resume=None")
-    return text.replace("with the same command plus", "by the same call with").replace("the same command with",
-                                                                                      "the same call with")
-
-
-def _setting(word: str) -> str:
-    """``word`` (one override, as ``_OVERRIDE`` finds it) as the setting: the value Hydra reads from it."""
-    from gensbi_sharding.harness.override_grammar import parse
-
-    override = shlex.split(word)[0] if word.startswith("'") else word
-    key, written = override.split("=", 1)
-    # As Hydra reads it: "runs/a(1)" its string, escapes undone; 16 a number, "123" a folder (quoted, not 123);
-    # a placeholder (<new folder>) is none.
-    parsed = [] if written.startswith("<") else parse([override]).parsed
-    return f"{_SETTING[key]}={(parsed[0].hydra.value() if parsed else written)!r}"
-
-
 @contextmanager
 def in_python_words(reword: bool = True) -> Iterator[None]:
-    """Refusals made inside said to a Python caller where no Hydra app runs (``run(cfg)`` from Python): those that
-    say their fixes from data (``python_caller``) in its settings as they are made, any other refusal of the folder
-    or resume raised again in ``python_words`` (``reword``; False where every refusal inside says its fixes from
-    data: ``validate``'s "train.steps=-3 must be >= 1" names the value refused, like "seed=-1 must be >= 0", and
-    is no override to reword); under launch.py (or ``as_overrides``), as launch.py says them.
+    """Refusals made inside said to a Python caller where no Hydra app runs (``run(cfg)`` from Python), each in its
+    settings as it is made (``python_caller``: ``setting``, ``said_as``, ...), one naming ``cfg.output_dir`` raised
+    again with the ``omegaconf.open_dict`` note (``reword``); under launch.py (or ``as_overrides``), as launch.py
+    says them.
 
     Parameters
     ----------
     reword : bool
-        Whether a refusal raised inside is reworded by its text (``python_words``) on the way out.
+        Whether a refusal raised inside that names ``cfg.output_dir`` gains the ``omegaconf.open_dict`` note.
     """
     from hydra.core.hydra_config import HydraConfig
 
@@ -275,10 +175,10 @@ def in_python_words(reword: bool = True) -> Iterator[None]:
     try:
         yield
     except (ConfigError, FileExistsError, FileNotFoundError) as refused:  # folder_lock's FolderInUseError: as made
-        said = python_words(str(refused))
-        if not reword or not python_caller() or said == str(refused):
+        said = str(refused)
+        if not reword or not python_caller() or "cfg.output_dir" not in said or OPEN_DICT in said:
             raise
-        raise type(refused)(said) from None
+        raise type(refused)(said + OPEN_DICT) from None
     finally:
         _PYTHON.reset(token)
 
