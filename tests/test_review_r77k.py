@@ -36,16 +36,16 @@ def test_a_command_run_from_a_folder_holding_a_brace_is_refused_only_where_its_j
     # Was: any absolute hydra.run.dir/sweep.dir let it through, the one the command does not use too (-m with an
     # absolute hydra.run.dir: the sweep's relative multirun/... folder, below this one, failed in Hydra), and an
     # interpolation naming an absolute folder (${oc.env:HOME}/r, which Hydra resolves) was refused.
-    from gensbi_sharding.harness.hydra_values import _folder_brace_problem
+    from gensbi_sharding.harness.hydra_values import hydra_type_problem
 
     here = tmp_path / "a${b}"
     here.mkdir()
     monkeypatch.chdir(here)
-    assert _folder_brace_problem(["hydra.run.dir=${oc.env:HOME}/r"]) is None
-    assert _folder_brace_problem(["hydra.run.dir=/tmp/r"]) is None
-    assert _folder_brace_problem(["-m", "hydra.sweep.dir=/tmp/s"]) is None
-    said = _folder_brace_problem(["-m", "hydra.run.dir=/tmp/r"])
+    assert hydra_type_problem(["hydra.run.dir=${oc.env:HOME}/r"]) is None
+    assert hydra_type_problem(["hydra.run.dir=/tmp/r"]) is None
+    assert hydra_type_problem(["-m", "hydra.sweep.dir=/tmp/s"]) is None
+    said = hydra_type_problem(["-m", "hydra.run.dir=/tmp/r"])
     assert said is not None and said.startswith(f"this command's folder, {here}, holds '${{'")
-    assert _folder_brace_problem(["hydra.run.dir=runs/r"]).startswith(f"this command's folder, {here},")
-    assert _folder_brace_problem(["hydra.mode=RUN", "hydra.run.dir=/tmp/r"]) is None
-    assert _folder_brace_problem(["hydra.mode=MULTIRUN", "hydra.run.dir=/tmp/r"]) is not None
+    assert hydra_type_problem(["hydra.run.dir=runs/r"]).startswith(f"this command's folder, {here},")
+    assert hydra_type_problem(["hydra.mode=RUN", "hydra.run.dir=/tmp/r"]) is None
+    assert hydra_type_problem(["hydra.mode=MULTIRUN", "hydra.run.dir=/tmp/r"]) is not None

@@ -169,7 +169,7 @@ def folder_problem(folder: Path, *, sweep: bool, before_hydra: bool = False, sav
     if blocker is not None and (denied := write_denied(blocker, folder)):
         # A stopped run's checkpoints there stay readable; train.resume=auto in another folder starts from step 0.
         saved = not sweep and blocker == folder and any(p.name.isdigit() for p in folder.glob("checkpoints/*"))
-        then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)} "
+        then = (f"; to continue from its checkpoints in a new folder: {typed('train.resume', folder)}"
                 f"{said_as(' ', ' and ')}{typed(key, '<a new folder>')}")
         return f"{named}: {denied}; choose another {another}, in a folder you can write to{then if saved else ''}"
     if folder.is_dir() and not any((folder / mark).exists() and not (mark == ".hydra" and another_apps_record(
