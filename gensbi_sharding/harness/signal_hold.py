@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gensbi_sharding.harness.interrupt_hold import in_finalizer  # imported now: never first inside the handler
+from gensbi_sharding.harness.units import is_int
 
 __all__ = ["PREEMPT_SIGNALS", "exit_as_decided", "hold_preemption_signals", "ignore_preemption_signals", "take_held",
            "stop_after_run", "raise_interrupt", "AGAIN_AFTER_S"]
@@ -140,7 +141,7 @@ def exit_as_decided(leaving: BaseException | None, decided: list[int], signum: i
         As ``signal.signal`` passes them.
     """
     if isinstance(leaving, SystemExit):
-        status = leaving.code if isinstance(leaving.code, int) else 0 if leaving.code is None else 1
+        status = leaving.code if is_int(leaving.code) else 0 if leaving.code is None else 1  # as Python exits
     else:
         status = 1 if leaving is not None else decided[0] if decided else 130  # preemption.EXIT_INTERRUPTED
     for stream in (sys.stdout, sys.stderr):
