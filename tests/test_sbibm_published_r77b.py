@@ -7,21 +7,18 @@ same reference samples, so the paper's numbers (NPE 0.6605, best 0.5834 at 10^4)
 below sbibm's best, which the rerun puts at 0.551.
 """
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from faults_helpers import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def sbibm():
-    spec = importlib.util.spec_from_file_location("sbibm_script_r77b", REPO / "benchmarks" / "sbibm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sbibm")
 
 
 def test_gaussian_mixture_is_compared_with_sbibms_rerun_of_the_fixed_task(sbibm):

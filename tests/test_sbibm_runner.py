@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from faults_helpers import load_benchmark
 from library_helpers import unwritable  # noqa: F401 (a fixture, shared)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,10 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def sbibm():
-    spec = importlib.util.spec_from_file_location("sbibm_script", REPO / "benchmarks" / "sbibm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sbibm")
 
 
 def fake_job(job, task, budget, scores_text, status="ok", observations=None, overrides=()):

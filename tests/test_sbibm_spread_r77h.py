@@ -7,7 +7,6 @@ over 1-10, where the md table gave the means over 1-3.
 """
 
 import csv
-import importlib.util
 import math
 import re
 import shutil
@@ -15,6 +14,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from faults_helpers import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
@@ -22,10 +22,7 @@ PUBLISHED = REPO / "benchmarks" / "sbibm_published.csv"
 
 @pytest.fixture(scope="module")
 def sbibm():
-    spec = importlib.util.spec_from_file_location("sbibm_script_r77h", REPO / "benchmarks" / "sbibm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sbibm")
 
 
 def by_observation(task: str, budget: int) -> dict[int, tuple[float, float]]:
