@@ -36,14 +36,18 @@ def test_launch_keeps_a_ctrl_c_that_lands_in_a_gc_callback():
     from pathlib import Path
 
     launch = Path(__file__).resolve().parents[1] / "launch.py"
+    # The first SIGINT handler launch.py sets (once its jobs have ended, it sets signal_hold.exit_as_decided)
     probe = ("import runpy, signal, sys\n"
+             "installed, setting = [], signal.signal\n"
+             "signal.signal = lambda signum, handler: (signum == signal.SIGINT and installed.append(handler),\n"
+             "                                         setting(signum, handler))[1]\n"
              f"sys.argv = [{str(launch)!r}, '--help']\n"
              "try:\n"
              f"    runpy.run_path({str(launch)!r}, run_name='__main__')\n"
              "except SystemExit:\n"
              "    pass\n"
              "from gensbi_sharding.harness.signal_hold import raise_interrupt\n"
-             "print(signal.getsignal(signal.SIGINT) is raise_interrupt)\n")
+             "print(installed[0] is raise_interrupt)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
                           cwd=launch.parent)
     assert done.stdout.strip().splitlines()[-1] == "True", done.stdout + done.stderr
