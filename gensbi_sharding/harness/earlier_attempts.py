@@ -23,6 +23,8 @@ import re
 import shutil
 from pathlib import Path
 
+from gensbi_sharding.harness.folder_note import running
+
 __all__ = ["ATTEMPT_FILES", "set_aside", "with_aside_copies", "take_back", "plotted_after", "drop_cut_writes"]
 
 #: The files an attempt writes anew (or not at all), which an earlier attempt's would stand in for.
@@ -108,22 +110,10 @@ def drop_cut_writes(folder: Path) -> list[str]:
         for path in place.iterdir() if place.is_dir() else ():
             m = _CUT_WRITE.fullmatch(path.name)
             ours = m is not None and (place != folder or _RUN_WRITES.fullmatch(m["name"]) is not None)  # .hydra/: all
-            if ours and path.is_file() and not _alive(int(m["pid"])):
+            if ours and path.is_file() and not running(int(m["pid"])):  # this process's too: alive
                 path.unlink(missing_ok=True)
                 removed.append(str(path.relative_to(folder)))
     return sorted(removed)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (this process counts as alive: its writes are under way)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # none; a number no pid can be
-        return False
-    except PermissionError:  # another user's process: not ours to judge
-        return True
     return True
 
 

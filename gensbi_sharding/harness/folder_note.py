@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gensbi_sharding.harness.outputs import write_json
 
-__all__ = ["OWNER_NOTE", "write_owner_note", "drop_owner_note", "remove_owner_notes", "owner_line"]
+__all__ = ["OWNER_NOTE", "write_owner_note", "drop_owner_note", "remove_owner_notes", "owner_line", "running"]
 
 #: The note beside the lock file: the holder's pid, host, start time and command line.
 OWNER_NOTE = ".run.owner.json"
@@ -93,13 +93,13 @@ def owner_line(folder: Path) -> str:
         said = f"pid {owner['pid']} on {owner['host']}, started {owner['started']}: {owner['command']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "its owner note is not written yet"
-    if owner["host"] == socket.gethostname() and not _running(owner["pid"]):
+    if owner["host"] == socket.gethostname() and not running(owner["pid"]):
         return (f"its owner note is not written yet; {folder / OWNER_NOTE} names pid {owner['pid']}, which has "
                 f"ended ({said}): an earlier run's note, not the holder's")
     return said
 
 
-def _running(pid) -> bool:
+def running(pid) -> bool:
     """Whether a process ``pid`` of this host is running (another user's too); True where it cannot be told."""
     try:
         os.kill(int(pid), 0)

@@ -13,8 +13,8 @@ Pure Python: no JAX.
 from __future__ import annotations
 
 import contextvars
-import shlex
 import os
+import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -87,7 +87,11 @@ def setting(key: str, value: Any, typed: str | None = None) -> str:
             return typed or f"{key}={value}"
         text = isinstance(value, (str, os.PathLike))  # a folder: one shell word Hydra reads back as text
         return hydra_override(key, value) if text else f"{key}={value}"
-    value = os.fspath(value) if isinstance(value, os.PathLike) else value
+    return _python_setting(key, os.fspath(value) if isinstance(value, os.PathLike) else value)
+
+
+def _python_setting(key: str, value: Any) -> str:
+    """The Python setting of ``key`` (``cfg.train.resume='runs/a'``; the folder's ``cfg.output_dir``)."""
     return f"{_SETTING.get(key, f'cfg.{key}')}={value!r}"
 
 
@@ -151,7 +155,7 @@ def settings_of(overrides: Sequence[str]) -> str | None:
         parsed = parse([override]).overrides[0].hydra
         if override.startswith(("+", "~", "hydra.")) or "." not in key and (CONF / key).is_dir() or parsed is None:
             return None
-        settings.append(f"{_SETTING.get(key, f'cfg.{key}')}={parsed.value()!r}")
+        settings.append(_python_setting(key, parsed.value()))
     return " and ".join(settings) if settings else None
 
 
