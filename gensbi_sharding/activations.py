@@ -77,11 +77,9 @@ class PartitionAxis(_Fields):
 
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> "PartitionAxis | None":
-        """Activations split where the weights of ``rule`` are (Megatron-LM, arXiv:1909.08053): the batch over the
-        batch axes of size > 1 (less the rule's tensor-parallel axes on a mesh without ``"model"``), heads where the
-        rule puts ``"heads"``, hidden state where it puts ``"embed"``, less the batch's axes and axes of size 1; others
-        None. A mesh axis splits one dimension, the batch first: ``{"heads": ("data", "model")}`` gives
-        ``head_axis="model"``.
+        """Activations split where ``rule``'s weights are (Megatron-LM, arXiv:1909.08053): the batch over the batch
+        axes of size > 1, heads where the rule puts ``"heads"``, hidden state where it puts ``"embed"`` (less the
+        batch's axes: ``{"heads": ("data", "model")}`` gives ``head_axis="model"``); others None.
 
         Parameters
         ----------

@@ -1,5 +1,4 @@
 """Annotating a model's variables with logical axes, and reading an annotation back (every key Flax has used).
-
 Without JAX or Flax at import, as ``rules``: the harness's config checks read the package without them."""
 
 from typing import TYPE_CHECKING
@@ -81,7 +80,6 @@ def logical_axes_of(var: "nnx.Variable") -> tuple[str | None, ...] | None:
 
 
 def raw_annotation(var: "nnx.Variable") -> object:
-    """``var``'s annotation as stored, the first of ``ANNOTATION_KEYS`` its metadata holds not None, or None: a
-    ``("embed")`` there is the str ``"embed"`` (a forgotten comma, not a 1-tuple), which ``logical_axes_of`` reads."""
+    """``var``'s annotation as stored (the first ``ANNOTATION_KEYS`` entry not None), or None: ``("embed")`` a str."""
     meta = var.get_metadata()
     return next((meta[key] for key in ANNOTATION_KEYS if meta.get(key) is not None), None)

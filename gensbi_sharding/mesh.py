@@ -20,7 +20,6 @@ __all__ = ["make_mesh", "resolve_mesh", "mesh_context", "check_model_groups_loca
            "model_mesh"]
 
 _MESH_SPEC_KEYS = ("devices", "model_axis")
-_MAX_SIMULATED = 1024  # CPU devices make_mesh's advice offers to simulate: JAX starts that many in seconds
 
 
 def mesh_label(mesh: Any) -> str:
@@ -30,8 +29,8 @@ def mesh_label(mesh: Any) -> str:
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """Build the ``("data", "model")`` mesh, sizes ``(len(devices) // model_axis, model_axis)``, both Auto; each row
-    (a tensor-parallel group) is ``model_axis`` consecutive devices. One knob, as Levanter's ``TrainerConfig``.
+    """Build the ``("data", "model")`` mesh, both axes Auto; each row (a tensor-parallel group) is ``model_axis``
+    consecutive devices.
 
     Parameters
     ----------
@@ -75,8 +74,8 @@ def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh
     if twice is not None:
         raise ValueError(f"device {twice} appears twice in the mesh's device list; list each device once")
     if len(devices) % model_axis:
-        simulate = len(devices) < model_axis <= _MAX_SIMULATED and all(d.platform == "cpu" for d in devices)  # a
-        # laptop's 1 device; never 10**30, which no jax_num_cpu_devices starts
+        # A laptop's 1 device: simulating up to 1024 CPU devices (JAX starts that many in seconds), never 10**30
+        simulate = len(devices) < model_axis <= 1024 and all(d.platform == "cpu" for d in devices)
         raise ValueError(f"{len(devices)} {'devices are' if len(devices) != 1 else 'device is'} not divisible by "
                          f"model_axis={model_axis}: choose a model_axis among {divisors}" + (
                              f", or simulate {model_axis} CPU devices: jax.config.update('jax_num_cpu_devices', "
@@ -207,8 +206,7 @@ def check_model_groups_local(mesh: Mesh) -> None:
 
 
 def _devices_from_ids(devices: Any, model_axis: Any = None) -> list[Any]:
-    """A spec's device list with ids replaced by ``jax.Device`` objects; ``ValueError`` for a bad list or id (its fix
-    a list ``make_mesh`` takes: each id once, as many as ``model_axis`` divides)."""
+    """A spec's device list, ids made ``jax.Device`` objects; ``ValueError`` for a bad list or id, naming a fit."""
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__") or getattr(devices, "ndim", 1) == 0:
         raise ValueError(f"mesh spec devices must be a list of device ids or jax.Device objects, got "  # a 0-d array
                          f"{shown(devices)}")  # has __iter__ but iterating it raised NumPy's "iteration over a 0-d"
@@ -262,8 +260,7 @@ class MeshSummary:
 
 
 def model_mesh(model: Any) -> tuple[Mesh | None, bool]:
-    """The one mesh ``model``'s arrays are on (None: none is) and whether it is abstract; else ``ValueError`` naming
-    each placement (``init_optimizer_sharded``'s)."""
+    """The one mesh ``model``'s arrays are on (or None) and whether it is abstract; else ``ValueError`` naming each."""
     where, abstract = {}, False
     for name, value in named_leaves(model):
         if is_array_like(value):

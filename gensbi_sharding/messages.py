@@ -37,8 +37,7 @@ def shown(value: object, limit: int = 60) -> str:
 
 
 def _opens(line: str, i: int) -> bool:
-    """Whether the quote at ``line[i]`` opens a quoted value: not an apostrophe inside a word ("can't"), but one after
-    a string literal's prefix, as repr writes bytes (``b'...'``, whose bytes must not be cut inside)."""
+    """Whether the quote at ``line[i]`` opens a value: not an apostrophe in a word ("can't"), but one after ``b``."""
     start = i
     while start > 0 and i - start < 2 and line[start - 1] in "bBrRuUfF":
         start -= 1

@@ -130,8 +130,7 @@ def is_node(node: Any, inner: bool = False) -> bool:
 
 
 def check_node(node: Any, caller: str, *, factory: bool = False, hint: str = "") -> None:
-    """``TypeError`` naming ``caller`` unless ``node`` passes ``is_node`` (``factory``: or is callable); ``hint`` ends
-    the message of a value no node."""
+    """``TypeError`` naming ``caller`` unless ``is_node(node)`` (``factory``: or callable); ``hint`` ends."""
     if is_node(node):  # Flax 0.12 keeps an array attribute (self.buf = jnp.ones(3)) as state (iter_graph: or graphdef)
         name = next((path_key(p) for p, v in nnx.iter_graph(node) if is_array_like(v)), None)
         if name is not None:
@@ -231,9 +230,8 @@ def placed_dtype(dtype: Any) -> Any:
 
 
 def check_filter(wrt: Any) -> None:
-    """``TypeError`` unless ``wrt`` is an nnx filter (or a list or tuple of them, nested): None, ``...``, a str, a
-    bool, a type, or a callable taking ``(path, value)``. A callable of other arguments (a Mesh is callable, as a
-    context decorator) would reach Flax's TypeError as the optimizer is built, naming neither ``wrt`` nor a filter."""
+    """``TypeError`` unless ``wrt`` is an nnx filter or nested lists/tuples of them: None, ``...``, a str, a bool, a
+    type, a callable taking ``(path, value)`` (a Mesh, callable, reached Flax's TypeError naming no ``wrt``)."""
     filters = jax.tree.leaves(wrt, is_leaf=lambda f: not isinstance(f, (list, tuple)))  # Flax's nest
     if not all(f is None or f is ... or isinstance(f, (str, bool)) or callable(f) for f in filters):
         raise TypeError(f"wrt={shown(wrt)} must be an nnx filter, e.g. nnx.Param or (nnx.Param, nnx.BatchStat)")

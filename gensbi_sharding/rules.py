@@ -1,8 +1,5 @@
-"""The contract's vocabulary and rules: logical axes, the annotation keys, the named rules, a rule resolved once;
-the activation names ``constrain`` takes (``ACTIVATION_NAMES``, ``check_activation_names``).
-
-``RULES`` and ``LOGICAL_AXES`` are pinned by a test against ``heal_swin_nnx.sharding``. A rule table (logical axis ->
-mesh axes) is Flax's and MaxText's ``logical_axis_rules``; its placements GSPMD's (Xu et al. 2021, arXiv:2105.04663)."""
+"""The contract's vocabulary (``RULES``, ``LOGICAL_AXES``: pinned against ``heal_swin_nnx.sharding``), a rule resolved
+once (a table: Flax's and MaxText's ``logical_axis_rules``), and the activation names ``constrain`` takes."""
 
 import dataclasses
 import difflib
@@ -54,8 +51,6 @@ ABSENT_AXIS = ("logical axis {name!r} maps to mesh axis {axis!r}, absent from th
 #: Said with an unknown rule name: the harness's rule files are tables, not names.
 RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
               "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
-#: ``typo_of`` names every known name whose difflib score is within this of the closest one's.
-CLOSE_AS = 0.1
 #: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
 RULE_TYPO = {"cutoff": 0.8, "then": ""}
 
@@ -191,14 +186,13 @@ def check_table(table: Mapping, repeats: bool = True) -> None:
 
 
 def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6, then: str = " if not, ") -> str:
-    """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` (the logical axes: 'mpl', 'embedd';
-    activation names: 'lenght'), else ``""``: every lookup in a closed set of names guesses alike. A rule's name
-    (``RULE_TYPO``) only for a close typo, the guess said alone: a far name is more likely a rule file's."""
-    # Only str names: difflib takes len() of each (a mesh axis named 1). Every name about as close as the closest is
-    # said: 'q_sequence' is 'sequence' (0.89) as likely as 'query_sequence' (0.83); one guess alone could mislead.
+    """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` ('mpl', 'embedd'), else ``""``; a rule's
+    name (``RULE_TYPO``) only for a close typo, said alone: a far name is more likely a rule file's."""
+    # Only str names (difflib takes len() of each). Every name within 0.1 of the closest is said: 'q_sequence' is
+    # 'sequence' (0.89) as likely as 'query_sequence' (0.83); one guess alone could mislead.
     scores = sorted(((difflib.SequenceMatcher(None, name, k).ratio(), k) for k in dict.fromkeys(known)
                      if isinstance(k, str)), key=lambda p: -p[0]) if isinstance(name, str) else []
-    near = [repr(k) for score, k in scores if score >= max(cutoff, scores[0][0] - CLOSE_AS)]
+    near = [repr(k) for score, k in scores if score >= max(cutoff, scores[0][0] - 0.1)]
     return f"did you mean {' or '.join(filter(None, (', '.join(near[:-1]), near[-1])))}?{then}" if near else ""
 
 

@@ -1,7 +1,5 @@
-"""PartitionSpecs: one variable's from its logical axes under a rule table (``partition_spec_for``, Flax's
-``logical_to_mesh_axes`` plus checks), and the checks every placing module shares: a spec entry's mesh axes, whether
-a spec splits a shape on a mesh or a plan fits a node, whether a value is a mesh; a plan's fallback text
-(``fallback_text``). ``rules`` stays free of JAX."""
+"""PartitionSpecs: a variable's from its logical axes (``partition_spec_for``), the checks every placing module shares
+(a spec entry's mesh axes, a spec on a shape, a plan on a node, a mesh), a plan's fallback text. ``rules``: no JAX."""
 
 import math
 from itertools import combinations
@@ -80,9 +78,7 @@ def split_twice(names: tuple, first: int, at: int, axis: str, table: Mapping) ->
 
 
 def _divisible_fix(name: str, dim: int, mesh: Any) -> str:
-    """The fixes of a size ``dim`` that ``name``'s mesh axes do not divide: the sizes some of ``mesh``'s axes make that
-    divide it; else the axis sizes a mesh of as many devices could have that would (they divide both counts), beside
-    this mesh's, which none of its axes' products is."""
+    """Fixes of a size ``dim`` ``name``'s mesh axes do not divide: ``mesh``'s axis products that do, else a mesh's."""
     made = {math.prod(c) for k in range(1, len(mesh.shape) + 1) for c in combinations(mesh.shape.values(), k)}
     fit = [str(k) for k in sorted(made) if k > 1 and not dim % k]
     fix = f"; map {name!r} to None" + f" or to mesh axes of total size {' or '.join(fit)}" * bool(fit)
