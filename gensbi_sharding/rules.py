@@ -51,8 +51,6 @@ ABSENT_AXIS = ("logical axis {name!r} maps to mesh axis {axis!r}, absent from th
 #: Said with an unknown rule name: the harness's rule files are tables, not names.
 RULE_FILES = ("a harness rule file, conf/rule/<name>.yaml, is a rule table once its name: key is dropped, e.g. {k: v "
               "for k, v in OmegaConf.load('conf/rule/fsdp_tensor.yaml').items() if k != 'name'}")
-#: ``typo_of``'s settings for a rule's name: 'fsdpp' -> "did you mean 'fsdp'?", 'my_rule' -> nothing.
-RULE_TYPO = {"cutoff": 0.8, "then": ""}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,9 +103,12 @@ class Rule:
         return f"rule {self.name!r} with an edited table" if self.name in RULES else "custom rule table"
 
 
-def unknown_rule(rule: Any, then: str) -> ValueError:
-    """The refusal of ``rule``, no name in ``RULES``, its fix ``then`` (as each caller takes rules) after the names."""
-    return ValueError(f"unknown sharding rule {shown(rule)}; choose one of {tuple(RULES)}{then}")
+def unknown_rule(rule: Any, then: str, files: str | None = "") -> ValueError:
+    """The refusal of ``rule``, no name in ``RULES``: ``then`` (as each caller takes rules) after the names, then the
+    name meant or ``RULE_FILES`` and ``files`` (None: neither)."""
+    # 'fsdpp' -> "did you mean 'fsdp'?" alone; 'my_rule' -> no guess: a far name is more likely a rule file's
+    fix = "" if files is None else typo_of(str(rule), RULES, cutoff=0.8, then="") or RULE_FILES + files
+    return ValueError(f"unknown sharding rule {shown(rule)}; choose one of {tuple(RULES)}{then}{fix}")
 
 
 def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
@@ -145,8 +146,7 @@ def resolve_rule(rule: str | RuleTable | Rule) -> Rule:
     if rule is None or isinstance(rule, str):
         if rule in RULES:
             return Rule(rule, dict(RULES[rule]))  # builtin: Rule derives it
-        raise unknown_rule(rule, " or pass a rule table (logical axis -> mesh axis or None); "
-                                 f"{typo_of(str(rule), RULES, **RULE_TYPO) or RULE_FILES}")
+        raise unknown_rule(rule, " or pass a rule table (logical axis -> mesh axis or None); ")
     raise ValueError(f"rule must be a name in {tuple(RULES)}, a rule table mapping or (logical axis, mesh axes) "
                      f"pairs, got {shown(rule, 120)}; e.g. {{'embed': 'data'}} or RULES['fsdp']")
 
@@ -186,8 +186,7 @@ def check_table(table: Mapping, repeats: bool = True) -> None:
 
 
 def typo_of(name: Any, known: Iterable[str] = LOGICAL_AXES, cutoff: float = 0.6, then: str = " if not, ") -> str:
-    """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` ('mpl', 'embedd'), else ``""``; a rule's
-    name (``RULE_TYPO``) only for a close typo, said alone: a far name is more likely a rule file's."""
+    """``"did you mean 'mlp'? if not, "`` for a name close to one of ``known`` ('mpl', 'embedd'), else ``""``."""
     # Only str names (difflib takes len() of each). Every name within 0.1 of the closest is said: 'q_sequence' is
     # 'sequence' (0.89) as likely as 'query_sequence' (0.83); one guess alone could mislead.
     scores = sorted(((difflib.SequenceMatcher(None, name, k).ratio(), k) for k in dict.fromkeys(known)

@@ -21,8 +21,8 @@ from gensbi_sharding.nodes import (abstract_state, array_leaves, array_variables
 from gensbi_sharding.specs import (UNLIKE_PARAMETER, check_mesh, check_plan_fits, fallback_text, forgotten_comma,
                                    partition_spec_for)
 from gensbi_sharding.annotations import logical_axes_of, raw_annotation
-from gensbi_sharding.rules import (RULES, RULE_TYPO, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
-                                   RULE_FILES, resolve_rule, typo_of, unknown_rule)
+from gensbi_sharding.rules import (RULES, ExperimentalRuleWarning, Rule, RuleTable, ShardingFallbackWarning,
+                                   resolve_rule, unknown_rule)
 
 __all__ = ["Plan", "plan_shardings", "place", "shard_model", "shard_model_by_table"]
 
@@ -185,17 +185,16 @@ def plan_shardings(node: Any, mesh: Mesh, rule: str | RuleTable | Rule = "replic
     for key, var in array_variables(node):
         value, spec, reason = value_of(var), P(), None
         if rule.reads_annotations:
-            names, one = logical_axes_of(var), is_array_like(value)
-            if names is None:  # warned for a parameter only, but a 0-d one: no split to miss (as describe's)
+            raw, one = raw_annotation(var), is_array_like(value)  # ("embed") is the str "embed", a forgotten comma
+            if raw is None:  # warned for a parameter only, but a 0-d one: no split to miss (as describe's)
                 reason = "no annotation" if isinstance(var, nnx.Param) and not (one and value.shape == ()) else None
             elif not one:  # an annotation names one array's dimensions
                 reason = f"holds a {type(value).__name__} of arrays, not one array"
             else:
-                raw = raw_annotation(var)  # as stored: ("embed") is the str "embed", a forgotten comma, not a 1-tuple
                 spec, reason = partition_spec_for(raw, value.shape, rule, mesh)
                 if reason and isinstance(var, nnx.OptState) and not forgotten_comma(raw, value.shape) and (
-                        len(names) != len(value.shape) or math.prod(value.shape) == 1):  # Adam's moments of a
-                    reason = f"{UNLIKE_PARAMETER}; {reason}"  # kernel ("embed") carry its (copied) annotation
+                        len(logical_axes_of(var)) != len(value.shape) or math.prod(value.shape) == 1):
+                    reason = f"{UNLIKE_PARAMETER}; {reason}"  # a kernel's Adam moments carry its (copied) annotation
             if reason is not None:
                 fallbacks[key] = reason
         specs[key], shapes[key] = spec, shape_of(value)
@@ -257,10 +256,9 @@ def shard_model(node: Any, mesh: Mesh | None, rule: str = "replicated") -> None:
     """
     if isinstance(rule, (Mapping, list, tuple, Rule)):  # the contract's shard_model takes names only
         raise unknown_rule(rule, " (a rule table, (logical axis, mesh axes) pairs or a Rule go to "
-                                 "shard_model_by_table(node, mesh, rule))")
+                                 "shard_model_by_table(node, mesh, rule))", None)
     if not isinstance(rule, str) or rule not in RULES:
-        fix = typo_of(str(rule), RULES, **RULE_TYPO) or f"{RULE_FILES}, for shard_model_by_table"
-        raise unknown_rule(rule, f"; {fix}")
+        raise unknown_rule(rule, "; ", ", for shard_model_by_table")
     _plan_warn_place(node, mesh, rule, "shard_model")
 
 
