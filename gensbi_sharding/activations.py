@@ -197,9 +197,8 @@ def activation_spec(names: Sequence[str | None], shape: Sequence[int], partition
 
 def constrain(x: jax.Array, names: Sequence[str | None], partition_axis: PartitionAxis | None,
               mesh: Mesh | None = None) -> jax.Array:
-    """Pin the layout of activation ``x`` (GSPMD's sharding constraint, arXiv:2105.04663; outside jit a
-    ``jax.device_put``, Explicit axes by ``jax.sharding.reshard``, a ``shard_map``'s Manual axes left out); same
-    shape, dtype, values. ``x`` itself without ``partition_axis`` or a mesh, its names checked all the same.
+    """Pin activation ``x``'s layout (GSPMD's sharding constraint, arXiv:2105.04663; outside jit ``jax.device_put``,
+    Explicit axes by ``jax.sharding.reshard``, ``shard_map``'s Manual axes left out); ``names`` checked even unplaced.
 
     Parameters
     ----------

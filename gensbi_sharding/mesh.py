@@ -29,8 +29,7 @@ def mesh_label(mesh: Any) -> str:
 
 
 def make_mesh(devices: Sequence[Any] | None = None, model_axis: int = 1) -> Mesh:
-    """Build the ``("data", "model")`` mesh, both axes Auto; each row (a tensor-parallel group) is ``model_axis``
-    consecutive devices.
+    """Build the ``("data", "model")`` mesh, both Auto; a row (tensor-parallel group): ``model_axis`` devices in order.
 
     Parameters
     ----------
@@ -159,7 +158,6 @@ def mesh_context(mesh: Mesh | None) -> Iterator[Mesh | None]:
     Yields
     ------
     jax.sharding.Mesh or None
-        ``mesh``.
 
     Raises
     ------
