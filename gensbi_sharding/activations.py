@@ -78,8 +78,9 @@ class PartitionAxis(_Fields):
     @classmethod
     def for_rule(cls, rule: str | Mapping[str, Any] | Rule, mesh: Mesh | None) -> "PartitionAxis | None":
         """Activations split where ``rule``'s weights are (Megatron-LM, arXiv:1909.08053): the batch over the batch
-        axes of size > 1, heads where the rule puts ``"heads"``, hidden state where it puts ``"embed"`` (less the
-        batch's axes: ``{"heads": ("data", "model")}`` gives ``head_axis="model"``); others None.
+        axes of size > 1 (without ``"model"``: less the rule's tensor-parallel axes), heads where the rule puts
+        ``"heads"``, hidden state where it puts ``"embed"``, less axes of size 1 and the batch's (``{"heads": ("data",
+        "model")}`` gives ``head_axis="model"``); others None.
 
         Parameters
         ----------
