@@ -261,8 +261,7 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
 
 
 def _lost_data(folder: Path) -> str | None:
-    """Which data file the OCDBT database ``folder`` (Orbax's arrays) references is missing or cut short, read by
-    TensorStore's public ``ocdbt.dump`` of its manifest and B+tree nodes (no array data); None if each is whole."""
+    """Which data file of the OCDBT database ``folder`` (by ``ts.ocdbt.dump``) is missing or cut short; None if none."""
     if not any(folder.glob("*ocdbt*")):  # saved without OCDBT: nothing references a file
         return None
     base = ts.KvStore.open({"driver": "file", "path": f"{folder}/"}).result()
