@@ -75,8 +75,7 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict) 
     """Wait for ``manager``'s writes, close it, ``unlock`` (at exit, a save cut short warns naming ``status``)."""
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
-            manager.wait_until_finished()
-            manager.close()
+            manager.close()  # waits for its writes first
     except Exception as err:
         if threading.main_thread().is_alive():  # not at exit: the caller's error
             raise
