@@ -155,12 +155,12 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     raise error
 
 
-def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
-    """The run folders under ``folder`` (``outputs``, a sweep's), ``depth`` levels at most, holding a complete
+def runs_below(folder: str | os.PathLike) -> list[Path]:
+    """The run folders under ``folder`` (``outputs``, a sweep's), four levels at most, holding a complete
     checkpoint, newest step first; ``[]`` if none. A run's ``checkpoints/`` and ``.hydra/`` are not entered."""
     found: list[tuple[float, Path]] = []
     level = [Path(folder)]
-    for _ in range(depth):
+    for _ in range(4):
         below = []
         for parent in level:
             try:
