@@ -146,8 +146,8 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
         target = {name: _storage_target(name, leaf) for name, leaf in target.items()}
         # Zero-size arrays are never saved (Orbax refuses them): built here at their target shardings.
         empty = {name: target.pop(name) for name in [n for n, t in target.items() if t.size == 0 and n not in saved]}
-        kinds = {path_key(p): type(v) for p, v in jax.tree_util.tree_leaves_with_path(
-            abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable)) if isinstance(v, nnx.Variable)}
+        pairs, treedef = jax.tree.flatten_with_path(abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+        kinds = {path_key(p): type(v) for p, v in pairs if isinstance(v, nnx.Variable)}
         check_against({name: m for name, m in saved.items() if name not in sown}, target, step_dir,
                       lambda: bool(_json_item("config", step_dir)), kinds)
         target.update({name: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=_replicated_like(target)) for name, m in
@@ -163,7 +163,6 @@ def restore(path: str | os.PathLike, abstract_state: Any, *, base_dir: str | os.
     impls.update({name: impl for name, impl in meta.get("key_impls", {}).items() if name == "rng"})
     for name, impl in impls.items():
         values[name] = jax.random.wrap_key_data(values[name], impl=impl)
-    pairs, treedef = jax.tree.flatten_with_path(abstract_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
     leaves = [_rebuilt(keypath, old, values) for keypath, old in pairs]
     return Restored(state=jax.tree.unflatten(treedef, leaves), key=values.get("rng"),
                     step=int(meta["step"]), config=loaded["config"], path=step_dir, info=meta.get("info", {}))
@@ -232,8 +231,7 @@ def _json_item(item: str, step_dir: Path, named: bool = False) -> dict:
 
 
 def _read(step_dir: Path, items: str, read: Callable[[Path], Any], named: bool = False) -> Any:
-    """``read(step_dir)``; a damaged step folder (an item missing, bad JSON or array data) is named, not Orbax's error,
-    with the newest other step ``step_damage`` passes (``named``: the path passed was ``step_dir``)."""
+    """``read(step_dir)``; a damaged step folder named with the newest other step that reads (``named``: as passed)."""
     try:
         return read(step_dir)
     except Exception as raised:

@@ -20,12 +20,11 @@ _MAX_LISTED = 6  # mismatching variables quoted in full in an error
 
 
 def wrt_difference(saved: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
-    """The fix when both optimizer states cover other parameters (another ``wrt=``), else None; a leaf covers its path's
-    longest tail after ``opt_state`` ending a variable path (``.../opt_state/0/mu/b/bias``: ``b/bias``)."""
+    """The fix when the optimizer states cover other parameters (another ``wrt=``), else None."""
     outside = [n.split("/") for n in (*saved, *target) if "opt_state" not in n.split("/")]
     tails = {"/".join(parts[j:]) for parts in outside for j in range(1, len(parts))}
 
-    def covered(names) -> dict[str, str]:  # parameter tail -> one state path covering it
+    def covered(names) -> dict[str, str]:  # parameter path -> a state path ending in it (.../opt_state/0/mu/b/bias)
         found: dict[str, str] = {}
         for name, parts in ((name, name.split("/")) for name in names if "opt_state" in name.split("/")):
             if (tail := next((t for j in range(parts.index("opt_state") + 1, len(parts))
@@ -222,9 +221,8 @@ def whole_target(saved: Mapping[str, Any]) -> str:
 
 
 def foreign_fix(folder: Path, ours: Sequence[str], name: str | None = None) -> str | None:
-    """Orbax step folders of ``folder`` (or its step folder ``name``; None: every one), or a checkpoint in ``folder``
-    itself, that another writer saved (holding none of our items ``ours``), named with the Orbax call that reads one;
-    None if none."""
+    """Orbax step folders of ``folder`` (``name``: that one alone), or a checkpoint in ``folder`` itself, holding none
+    of ``ours`` (another writer's), named with the Orbax call that reads one; None if none."""
     paths = {s.step: Path(s.path) for s in ocp.step.standard_name_format().find_all(folder)
              if name in (None, Path(s.path).name)} if folder.is_dir() else {}
     if not paths and name is None and folder.is_dir() and not folder.name.isdigit():  # a step's: named by its parent
@@ -257,9 +255,8 @@ def foreign_fix(folder: Path, ours: Sequence[str], name: str | None = None) -> s
 
 
 def subfolder_fix(folder: Path, ours: Sequence[str]) -> str | None:
-    """``foreign_fix`` of the first subfolder of ``folder`` (not a step folder) holding a checkpoint another writer
-    saved, as Flax's guide saves one, ``StandardCheckpointer().save(ckpt_dir / 'state', state)``, and ``ckpt_dir`` is
-    passed; None if none does."""
+    """``foreign_fix`` of the first subfolder of ``folder`` holding another writer's checkpoint (Flax's guide's
+    ``StandardCheckpointer().save(ckpt_dir / 'state', state)``, ``ckpt_dir`` passed); None if none does."""
     try:
         children = sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.isdigit())
     except OSError:  # no folder, or none it may list: this refusal's words are "no checkpoint" all the same

@@ -131,8 +131,7 @@ def checked_step(step: Any) -> int:
 
 
 def check_state_and_key(state: Any, key: Any) -> None:
-    """``CheckpointWriter.save``'s ``state`` (a node or non-empty mapping) and ``key`` (a typed PRNG key, global with
-    several processes): ``TypeError``/``ValueError`` naming the bad one and the fix."""
+    """Refuse ``CheckpointWriter.save``'s ``state`` unless a node or non-empty mapping, ``key`` unless a typed key."""
     if not is_node(state) and not (isinstance(state, Mapping) and state):
         raise TypeError(f"state={shown(state)} must be an nnx.State (nnx.state(model)) or a mapping of arrays"
                         f"{non_node_part(state)}")

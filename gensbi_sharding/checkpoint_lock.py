@@ -1,9 +1,7 @@
 """``CheckpointWriter`` across processes and the script's end: its folder's checks and ``flock`` (process 0's: two
-writers of one folder delete each other's saves under way), its exit, its commit (docs/library.md).
-
-Python's exit refuses the threads Orbax needs to finish an asynchronous save before any ``atexit`` hook runs, so
-``watch_exit`` sees the script's own end through ``sys.monitoring``. A commit failing on process 0 never reaches
-Orbax's barrier: ``commit_barrier`` bounds the others' wait for it (Orbax's own is 20 minutes)."""
+writers of one folder delete each other's saves under way), its exit and its commit (docs/library.md). Python's exit
+refuses the threads Orbax needs to finish an asynchronous save before any ``atexit`` hook runs: ``watch_exit`` sees the
+script's end through ``sys.monitoring``. ``commit_barrier`` bounds the others' wait for process 0's commit."""
 
 import atexit
 import fcntl
@@ -14,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import warnings
 import weakref
 from collections.abc import Callable
@@ -39,8 +38,7 @@ _FIX = "call writer.close(), or save inside `with CheckpointWriter(...) as write
 
 
 def lock_directory(directory: Path) -> Lock:
-    """``flock`` ``directory`` (created if missing) until ``unlock``: None on processes but 0 and on file systems
-    without locks (some network mounts: unguarded); ``RuntimeError`` if another writer holds it (here or elsewhere)."""
+    """``flock`` ``directory`` (made if missing) until ``unlock``; None on processes but 0, or where locks fail."""
     if jax.process_index() != 0:
         return None
     try:  # a read-only folder refused now, not at the first save after all the training before it
@@ -77,8 +75,7 @@ def finish_and_unlock(manager: ocp.CheckpointManager, lock: Lock, status: dict) 
     """Wait for ``manager``'s writes, close it, ``unlock`` (at exit, a save cut short warns naming ``status``)."""
     try:
         if lock is None or lock[2] == os.getpid():  # a forked child's copy has no save of its own to wait for
-            manager.wait_until_finished()
-            manager.close()
+            manager.close()  # waits for its writes first
     except Exception as err:
         if threading.main_thread().is_alive():  # not at exit: the caller's error
             raise
@@ -113,14 +110,11 @@ def _ended(code: Any, *_: Any) -> None:
     """A frame of ``code`` ended: if it is the script's (run by nothing but ``runpy``), finish the open writers."""
     if code.co_name != "<module>" or threading.current_thread() is not threading.main_thread():
         return
-    main, frame = getattr(sys.modules.get("__main__"), "__dict__", None), inspect.currentframe()
-    while frame.f_code is not code:  # the frame ending: the nearest one running ``code``
-        frame = frame.f_back
+    main = getattr(sys.modules.get("__main__"), "__dict__", None)
+    frame = next(f for f, _ in traceback.walk_stack(inspect.currentframe()) if f.f_code is code)  # the frame ending
     if frame.f_globals is not main:
         return
-    outer = []  # its callers (inspect.getouterframes reads every module's file name: 26 ms)
-    while (frame := frame.f_back) is not None:
-        outer.append(frame)
+    outer = [f for f, _ in traceback.walk_stack(frame)][1:]  # its callers (inspect.stack reads every file: 26 ms)
     if any(f.f_globals is main and f.f_code.co_name == "<module>" for f in outer):
         return  # exec() of the script's own, inside it
     _disarm()
@@ -180,7 +174,8 @@ def _warn(message: str) -> None:
     warnings.warn_explicit(message, RuntimeWarning, "CheckpointWriter", 0)  # no source line: the exit is no caller's
 
 
-# Orbax's barrier after process 0's commit: only it gets the short bound (the one before waits for every write).
+# Orbax's barrier after process 0's commit, which a failed commit never reaches: only it gets the short bound, not
+# AsyncOptions.timeout_secs (20 minutes), which the barrier before it keeps (it waits for every write).
 _COMMIT_BARRIER = "async_commit_complete"
 
 
@@ -271,8 +266,7 @@ def continued(directory: Path) -> None:
 
 
 def warn_beside_earlier(directory: Path, steps: list[int], step: int, keep: int) -> None:
-    """Warn that a save of ``step`` goes beside ``steps`` in ``directory`` which this process neither restored from
-    nor saved (an earlier run's, this script's run again from its start): ``keep`` deletes them as new steps come."""
+    """Warn that ``step`` is saved beside ``steps`` this process neither restored from nor saved (an earlier run's)."""
     if not steps or Path(directory).resolve() in _CONTINUED:
         return
     gone = [s for s in sorted([*steps, step])[:-keep] if s in steps]

@@ -155,12 +155,12 @@ def find_checkpoint(path: str | os.PathLike, base_dir: str | os.PathLike | None 
     raise error
 
 
-def runs_below(folder: str | os.PathLike, depth: int = 4) -> list[Path]:
-    """The run folders under ``folder`` (``outputs``, a sweep's), ``depth`` levels at most, holding a complete
+def runs_below(folder: str | os.PathLike) -> list[Path]:
+    """The run folders under ``folder`` (``outputs``, a sweep's), four levels at most, holding a complete
     checkpoint, newest step first; ``[]`` if none. A run's ``checkpoints/`` and ``.hydra/`` are not entered."""
     found: list[tuple[float, Path]] = []
     level = [Path(folder)]
-    for _ in range(depth):
+    for _ in range(4):
         below = []
         for parent in level:
             try:
@@ -261,8 +261,7 @@ def step_damage(step_dir: str | Path, items: Sequence[str] = ITEMS) -> str | Non
 
 
 def _lost_data(folder: Path) -> str | None:
-    """Which data file the OCDBT database ``folder`` (Orbax's arrays) references is missing or cut short, read by
-    TensorStore's public ``ocdbt.dump`` of its manifest and B+tree nodes (no array data); None if each is whole."""
+    """Which data file of the OCDBT database ``folder`` (by ``ts.ocdbt.dump``) is missing or cut short; None if none."""
     if not any(folder.glob("*ocdbt*")):  # saved without OCDBT: nothing references a file
         return None
     base = ts.KvStore.open({"driver": "file", "path": f"{folder}/"}).result()
