@@ -253,8 +253,7 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
 
 
 def _checked_leaves(tree: Any) -> list[tuple[str, Any]]:
-    """``named_leaves(tree)``, refusing ``jax.typeof``'s values (their sharding omits Auto axes), traced (no placement:
-    bytes 0) and deleted arrays."""
+    """``named_leaves(tree)``, refusing ``jax.typeof``'s values (no Auto axes), traced and deleted arrays."""
     named = named_leaves(tree)
     for path, value in named:
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
