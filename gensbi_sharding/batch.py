@@ -1,6 +1,5 @@
-"""Batches on the mesh: the leading (batch) axis of each array leaf with ``ndim > 0`` split over the data-parallel
-devices. ``shard_batch`` takes the *global* batch; each process's own rows go through ``host_to_global_array``.
-Without a mesh, inputs come back as they are."""
+"""Batches on the mesh: each array leaf's leading axis split over the data-parallel devices. ``shard_batch`` takes the
+*global* batch (each process's own rows: ``host_to_global_array``); without a mesh, inputs come back as they are."""
 
 import math
 from typing import Any

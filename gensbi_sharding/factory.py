@@ -1,6 +1,5 @@
-"""Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), and the one refusal of
-what places arrays on a mesh inside the constructor it traces; in a trace, the mesh it runs on (``traced_mesh``,
-``check_active_mesh``)."""
+"""Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), refusing placing inside
+it; in a trace, the mesh it runs on (``traced_mesh``, ``check_active_mesh``)."""
 
 import contextvars
 import inspect

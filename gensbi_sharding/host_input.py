@@ -80,11 +80,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     ----------
     host_arrays : pytree
         ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
-        Python scalars and None kept. A NumPy scalar is placed as ``shard_batch`` places it, as the 0-d array it is
-        a value of, replicated: a step on the mesh runs once for all processes, so a value each process kept for
-        itself would take every process's own value into one program without a word; replicated, it is compared
-        across processes (``check_processes``) and a difference refused. A value of each process's own (its count
-        of real rows) is rows: pass ``np.full(1, value)``, one row per process.
+        Python scalars and None kept. A NumPy scalar is placed as ``shard_batch`` places it, a replicated 0-d array
+        (one program runs for all processes), compared across processes (``check_processes``); a value of each
+        process's own (its count of real rows) is rows: pass ``np.full(1, value)``, one row per process.
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
         A member or its value (0-d leaves then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
