@@ -57,8 +57,7 @@ def _is_rows(node: Any) -> bool:
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
-    """``TypeError`` naming a leaf of a dtype no JAX array holds, an array-like no array (torch), or a Module; and
-    ``check_placeable``'s errors."""
+    """``TypeError`` naming a leaf no JAX array holds (a str, a torch tensor) or a Module; and ``check_placeable``."""
     check_no_module(tree, what)
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name = leaf_name(path)
