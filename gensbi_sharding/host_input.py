@@ -25,7 +25,8 @@ __all__ = ["DataPartitionType", "input_partition_spec", "host_to_global_array"]
 
 
 class _Named(enum.EnumType):
-    """Looks a member up by its value alone, refusing any other value naming the choices (Python's named none)."""
+    """Looks a member up by its value alone, refusing any other value naming the choices (Python's own "is not a
+    valid DataPartitionType" named none; an array met "truth value ... is ambiguous" comparing it)."""
 
     def __call__(cls, value: Any, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:  # the functional API, Enum("Name", names): left to Python
@@ -209,8 +210,8 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
         raise ValueError(_OUTSIDE_JIT)
     if mesh is not None:
         return mesh
-    active = jax.sharding.get_mesh()  # none set: a `with mesh:` block's, if any
-    active = entered_mesh() if active.empty else active
+    active = jax.sharding.get_mesh()
+    active = entered_mesh() if active.empty else active  # none set: a `with mesh:` block's, if any
     if active is None:
         what = ("only an abstract mesh is active (jax.sharding.use_abstract_mesh), which has "
                 "no devices" if not jax.sharding.get_abstract_mesh().empty else "no mesh is active")

@@ -108,8 +108,9 @@ def check_placeable(leaf: Any, where: str) -> None:
 
 
 def host_view(leaf: Any, target: Any) -> Any:
-    """``leaf`` for ``jax.device_put(..., target)``: a JAX array <= 1 MiB on one CPU device bound for a split local
-    sharding as a NumPy copy (JAX compiled a 0.1 s slicing program per shape and sharding), else as it is."""
+    """``leaf`` for ``jax.device_put(..., target)``: a JAX array <= 1 MiB on one CPU device bound for a split sharding
+    of local devices as a NumPy copy (JAX compiled a 0.1 s slicing program per shape and sharding; a view's shards kept
+    its whole source alive), else as it is."""
     if (isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and not is_prng_key(leaf)
             and isinstance(target, jax.sharding.Sharding) and not target.is_fully_replicated
             and target.is_fully_addressable and len(leaf.sharding.device_set) == 1 and leaf.nbytes <= 2**20
