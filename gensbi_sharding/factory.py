@@ -49,7 +49,7 @@ def refuse_in_factory(name: str, fix: str) -> None:
 
 
 def refuse_traced(name: str, fix: str) -> None:
-    """``RuntimeError`` naming ``name`` and ``fix`` in a JAX transformation, not a traced factory (checkpoint I/O: once per call)."""
+    """``RuntimeError`` naming ``name`` and ``fix`` in a JAX transformation, not a traced factory (checkpoint I/O)."""
     if _TRACING_FACTORY.get() is None and under_transform():  # JAX's, Orbax's words, or a good checkpoint "damaged"
         raise RuntimeError(f"{name} called under a JAX transformation (jax.jit, nnx.jit, jax.vmap, ...): it {fix}")
 
