@@ -91,9 +91,8 @@ def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
     (every branch of a conditional: an upper bound), ``b`` the bytes one device sends (``_SENT_PER_RESULT_BYTE`` of
     each result, an empty group every device); ``ValueError`` as ``hlo_shape_bytes``."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
-    lines = text.splitlines()
-    header = lines[0] if lines else ""
-    devices = math.prod(int(m[1]) if (m := re.search(rf"\b{key}=(\d+)", header)) else 1
+    lines = text.splitlines() or [""]  # the first: the module's header
+    devices = math.prod(int(m[1]) if (m := re.search(rf"\b{key}=(\d+)", lines[0])) else 1
                         for key in ("num_partitions", "replica_count"))
     by_name = {m["name"]: line for line in lines if (m := _NAME.match(line))}
     for line, runs in zip(lines, _runs_per_step(lines)):
