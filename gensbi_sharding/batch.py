@@ -1,6 +1,5 @@
-"""Batches on the mesh: the leading (batch) axis of each array leaf with ``ndim > 0`` split over the data-parallel
-devices. ``shard_batch`` takes the *global* batch; each process's own rows go through ``host_to_global_array``.
-Without a mesh, inputs come back as they are."""
+"""Batches on the mesh: each array leaf's leading axis split over the data-parallel devices. ``shard_batch`` takes the
+*global* batch (each process's own rows: ``host_to_global_array``); without a mesh, inputs come back as they are."""
 
 import math
 from typing import Any
@@ -119,8 +118,7 @@ def pad_for_mesh(n: int, mesh: Mesh | None) -> tuple[int, int]:
 
 def _indivisible(tree: Any, what: str, size: int, mesh: Mesh, said: str, axes: str = "", call: str = "{}"
                  ) -> ValueError:
-    """The refusal of ``size`` rows (``said``: what holds them) the mesh cannot split, its sizes and ``pad_for_mesh``
-    named; ``tree`` (``what``) a list of rows never stacked: how to stack them into ``call`` (``unstacked_rows``)."""
+    """The refusal of ``size`` rows (``said``: what holds them) the mesh cannot split, or ``unstacked_rows``'."""
     divisor = batch_size_divisor(mesh)
     fix = (f"use {' or '.join(map(str, sorted(nearest_batch_sizes(size, divisor))))} rows (pad_for_mesh({size}, "
            f"mesh) returns the rows to pad to and the real ones, {pad_for_mesh(size, mesh)}: mask the padding out of "

@@ -87,16 +87,12 @@ def _group_size(line: str, devices: int) -> int:
 
 
 def collectives_in_hlo(text: str) -> dict[str, dict[str, int]]:
-    """``{op: {"count": n, "bytes": b}}`` per op of ``COLLECTIVES`` in ``text``, ``compiled.as_text()`` (the per-device
-    program): ``n`` runs per step (a loop body's times XLA's ``known_trip_count``, else once; every branch of a
-    conditional: an upper bound), ``b`` the bytes one device sends, from each result's size and its replica group's
-    by NCCL's ring algorithms (an all-reduce of S bytes over n devices sends 2(n-1)/n S: ``_SENT_PER_RESULT_BYTE``;
-    a dynamic shape at its bound; an empty group is every device, ``num_partitions`` x ``replica_count``).
-    ``ValueError`` for an unknown element type or an unbounded dimension (``hlo_shape_bytes``)."""
+    """``{op: {"count": n, "bytes": b}}`` per op of ``COLLECTIVES`` in ``compiled.as_text()``: ``n`` runs per step
+    (every branch of a conditional: an upper bound), ``b`` the bytes one device sends (``_SENT_PER_RESULT_BYTE`` of
+    each result, an empty group every device); ``ValueError`` as ``hlo_shape_bytes``."""
     out = {op: {"count": 0, "bytes": 0} for op in COLLECTIVES}
-    lines = text.splitlines()
-    header = lines[0] if lines else ""
-    devices = math.prod(int(m[1]) if (m := re.search(rf"\b{key}=(\d+)", header)) else 1
+    lines = text.splitlines() or [""]  # the first: the module's header
+    devices = math.prod(int(m[1]) if (m := re.search(rf"\b{key}=(\d+)", lines[0])) else 1
                         for key in ("num_partitions", "replica_count"))
     by_name = {m["name"]: line for line in lines if (m := _NAME.match(line))}
     for line, runs in zip(lines, _runs_per_step(lines)):

@@ -1,6 +1,5 @@
-"""Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), and the one refusal of
-what places arrays on a mesh inside the constructor it traces; in a trace, the mesh it runs on (``traced_mesh``,
-``check_active_mesh``)."""
+"""Tracing a model's factory (``init_sharded``, ``abstract_sharded``, ``abstract_state_for``), refusing placing inside
+it; in a trace, the mesh it runs on (``traced_mesh``, ``check_active_mesh``)."""
 
 import contextvars
 import inspect
@@ -42,8 +41,7 @@ _CALLERS = {"init_sharded": ("builds the model itself, on one device, then place
 
 
 def refuse_in_factory(name: str, fix: str) -> None:
-    """``ValueError`` naming ``name``, the caller and ``fix`` while ``trace_factory`` traces a constructor (else JAX's
-    words for tracers); ``fix`` may name ``{caller}``, ``{result}`` (what it returns) and ``{eager}`` (``_CALLERS``)."""
+    """``ValueError`` naming ``name`` and ``fix`` (``{caller}``, ``{result}``, ``{eager}``) in a traced factory."""
     if (caller := _TRACING_FACTORY.get()) is not None:
         work, result, eager = _CALLERS[caller]
         raise ValueError(f"{name} called inside the model's constructor while {caller} traces it: {caller} {work}; "
@@ -51,15 +49,13 @@ def refuse_in_factory(name: str, fix: str) -> None:
 
 
 def refuse_traced(name: str, fix: str) -> None:
-    """``RuntimeError`` naming ``name`` and ``fix`` under a JAX transformation (a traced factory: ``refuse_in_factory``
-    names its fix): a checkpoint's files are read or written once per call, which a trace cannot."""
+    """``RuntimeError`` naming ``name`` and ``fix`` in a JAX transformation, not a traced factory (checkpoint I/O)."""
     if _TRACING_FACTORY.get() is None and under_transform():  # JAX's, Orbax's words, or a good checkpoint "damaged"
         raise RuntimeError(f"{name} called under a JAX transformation (jax.jit, nnx.jit, jax.vmap, ...): it {fix}")
 
 
 def under_transform() -> bool:
-    """Whether a JAX transformation traces the caller, an eager ``jax.grad``/``vmap`` too (its constants are no tracers
-    there), where ``jax.set_mesh`` refuses saying "outside of `jax.jit`"; ``jax.sharding.get_mesh`` refuses alike."""
+    """Whether a JAX transformation traces the caller, an eager ``jax.grad``/``vmap`` too (``get_mesh`` refuses)."""
     try:
         jax.sharding.get_mesh()
     except ValueError:
@@ -92,8 +88,7 @@ def _asks_built(caller: str, ask: str) -> str:
 
 
 def check_no_arguments(factory: Callable[[], Any]) -> None:
-    """``ValueError`` unless ``factory`` can be called with no arguments (a class: its ``__init__``), before tracing:
-    abstract_state_for(nnx.Linear, ...) or (mesh, ...) raised the call's own TypeError from inside the trace."""
+    """``ValueError`` unless ``factory`` can be called with no arguments (a class: its ``__init__``), before tracing."""
     if isinstance(factory, (jax.sharding.Mesh, jax.sharding.AbstractMesh)):  # callable: a context decorator
         raise ValueError(f"factory is a mesh, {shown(factory)}: the factory goes first, the mesh second, e.g. "
                          "(lambda: Model(rngs=nnx.Rngs(0)), mesh, rule)")
@@ -109,9 +104,8 @@ def check_no_arguments(factory: Callable[[], Any]) -> None:
 
 
 def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flags: dict | None = None) -> tuple:
-    """Trace ``factory()`` into its graphdef and abstract state, scalars kept; ``ValueError`` naming ``caller`` if the
-    constructor reads a traced value or takes arguments. ``ref=True``/``hijax=True`` variables come back plain (paths
-    in ``flags``)."""
+    """``factory()``'s graphdef and abstract state, scalars kept, ``ref``/``hijax`` variables plain (paths: ``flags``);
+    ``ValueError`` naming ``caller`` if the constructor reads a traced value or takes arguments."""
     check_no_arguments(factory)
     found = {}
 
@@ -168,8 +162,7 @@ def trace_factory(factory: Callable[[], Any], caller: str = "init_sharded", flag
 
 
 def check_concrete(leaves: Any) -> None:
-    """``ValueError`` if a leaf of ``(name, leaf)`` pairs is abstract (JAX's "float() argument must be ..." names
-    no leaf)."""
+    """``ValueError`` if a leaf of ``(name, leaf)`` pairs is abstract (JAX's error named no leaf)."""
     if (name := next((n for n, leaf in leaves if isinstance(leaf, jax.ShapeDtypeStruct)), None)) is not None:
         raise ValueError(f"init_sharded: the factory built an abstract model ({name} is a jax.ShapeDtypeStruct, as "
                          "nnx.eval_shape's), holding no values; pass one that builds it: lambda: Model(..., "
@@ -177,9 +170,8 @@ def check_concrete(leaves: Any) -> None:
 
 
 def check_active_mesh(mesh: Mesh, caller: str) -> None:
-    """In a trace, ``ValueError`` if a mesh of another layout than ``mesh``, or of its layout on other devices (or in
-    another order), is active (``jax.set_mesh``), which JAX refused naming no fix: "Received incompatible devices for
-    jitted computation"."""
+    """In a trace, ``ValueError`` if the active mesh has another layout than ``mesh``, or other devices or their order
+    (JAX's "Received incompatible devices for jitted computation" named no fix)."""
     active = jax.sharding.get_abstract_mesh()
     if active.empty:
         return

@@ -81,11 +81,9 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     ----------
     host_arrays : pytree
         ``numpy.ndarray`` or process-local ``jax.Array`` leaves of shape ``(b, ...)``, ``b`` this process's rows;
-        Python scalars and None kept. A NumPy scalar is placed as ``shard_batch`` places it, as the 0-d array it is
-        a value of, replicated: a step on the mesh runs once for all processes, so a value each process kept for
-        itself would take every process's own value into one program without a word; replicated, it is compared
-        across processes (``check_processes``) and a difference refused. A value of each process's own (its count
-        of real rows) is rows: pass ``np.full(1, value)``, one row per process.
+        Python scalars and None kept. A NumPy scalar is placed as ``shard_batch`` places it, a replicated 0-d array
+        (one program runs for all processes), compared across processes (``check_processes``); a value of each
+        process's own (its count of real rows) is rows: pass ``np.full(1, value)``, one row per process.
     partition : DataPartitionType or str or pytree of jax.sharding.PartitionSpec, default DataPartitionType.FULL
         A member or its value (0-d leaves then replicated), or PartitionSpecs forming a prefix of ``host_arrays``.
     mesh : jax.sharding.Mesh, optional
@@ -121,9 +119,8 @@ def host_to_global_array(host_arrays: Any, *, partition: Any = DataPartitionType
     leaves, targets, error = [leaf for _, leaf in flat], {}, None
     paths = [leaf_name(keypath) for keypath, _ in flat]  # as messages name each leaf
     # a list of rows never stacked is named with the call that stacks them, the partition kept where it is a kind
-    call = f"host_to_global_array({{}}, partition={partition!r}, mesh=mesh)" if type(partition) is str else (
-        f"host_to_global_array({{}}, partition={partition.value!r}, mesh=mesh)" if isinstance(
-            partition, DataPartitionType) else "{}")
+    call = (f"host_to_global_array({{}}, partition={getattr(partition, 'value', partition)!r}, mesh=mesh)"
+            if isinstance(partition, DataPartitionType) or type(partition) is str else "{}")
     try:  # caught, so every process reaches the one collective of _check_processes_agree and raises too
         specs = _specs(partition, host_arrays, mesh)
         check_numeric_leaves(host_arrays, "host_arrays")
@@ -205,18 +202,15 @@ _OUTSIDE_JIT = (f"host_to_global_array was called {UNDER_TRANSFORM}: it runs out
 
 
 def _concrete_mesh(mesh: Mesh | None) -> Mesh:
+    if mesh is not None and not isinstance(mesh, Mesh):
+        raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} "
+                         f"{shown(mesh, 40)}; build one with make_mesh(...) or resolve_mesh(spec), or "
+                         "pass mesh=None (the active one)")
+    if under_transform():  # NumPy rows would become one process's constant in the program, not a global array
+        raise ValueError(_OUTSIDE_JIT)
     if mesh is not None:
-        if not isinstance(mesh, Mesh):
-            raise ValueError(f"mesh must be a concrete jax.sharding.Mesh, got {type(mesh).__name__} "
-                             f"{shown(mesh, 40)}; build one with make_mesh(...) or resolve_mesh(spec), or "
-                             "pass mesh=None (the active one)")
-        if under_transform():  # NumPy rows would become one process's constant in the program, not a global array
-            raise ValueError(_OUTSIDE_JIT)
         return mesh
-    try:
-        active = jax.sharding.get_mesh()
-    except ValueError as err:  # inside jit: only the abstract mesh exists
-        raise ValueError(_OUTSIDE_JIT) from err
+    active = jax.sharding.get_mesh()
     active = entered_mesh() if active.empty else active  # none set: a `with mesh:` block's, if any
     if active is None:
         what = ("only an abstract mesh is active (jax.sharding.use_abstract_mesh), which has "
@@ -229,12 +223,10 @@ def _concrete_mesh(mesh: Mesh | None) -> Mesh:
 def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
     """One PartitionSpec per leaf of ``host_arrays``."""
     if isinstance(partition, str):  # a DataPartitionType too
-        try:
-            kind = DataPartitionType(partition)
-        except ValueError:
-            known = [k.value for k in DataPartitionType]
+        if partition not in (known := [k.value for k in DataPartitionType]):
             raise ValueError(f"unknown partition {shown(partition)}; {typo_of(partition, known)}choose one of {known} "
-                             "or pass PartitionSpecs") from None
+                             "or pass PartitionSpecs")
+        kind = DataPartitionType(partition)
         split = input_partition_spec(mesh) if kind is DataPartitionType.FULL else batch_spec(mesh)
         return [P() if not is_array(leaf) or leaf.ndim == 0 or kind is DataPartitionType.REPLICATED else split
                 for leaf in jax.tree.leaves(host_arrays)]
@@ -256,8 +248,7 @@ def _specs(partition: Any, host_arrays: Any, mesh: Mesh) -> list[P]:
 
 def _check_local_shape(name: str, shape: tuple[int, ...], spec: P, mesh: Mesh,
                        unstacked: Callable[[str, int], str | None] = lambda fix, divisor: None) -> None:
-    """``ValueError`` for a spec ``shape`` cannot take here; a leading size no multiple of this process's shards
-    named by ``unstacked(fix, divisor)`` if it names a list of rows never stacked."""
+    """``ValueError`` for a spec ``shape`` cannot take here (rows never stacked: ``unstacked(fix, divisor)``)."""
     if any(entry is P.UNCONSTRAINED for entry in spec):
         raise ValueError(f"PartitionSpec {spec} for leaf {name} holds PartitionSpec.UNCONSTRAINED, which leaves a "
                          "layout to jit's compiler; an input array needs one: give None for that dimension")

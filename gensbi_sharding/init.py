@@ -1,6 +1,5 @@
-"""Sharded initialisation: a model (and its optimizer) built group by group, each computed by ``jax.jit`` on one device
-(values bit-identical on every mesh), then moved to its sharding while the next compiles (why not straight into
-shards: docs/memory.md#how-sharded-initialisation-works)."""
+"""Sharded initialisation: a model (and its optimizer) built group by group, each by ``jax.jit`` on one device (values
+bit-identical on every mesh), then moved to its sharding while the next compiles (docs/memory.md says why)."""
 
 import hashlib
 import warnings

@@ -1,7 +1,5 @@
-"""Whether a leaf can be placed on devices as it is: a row count per batch, a dtype a JAX array holds, values its
-placed dtype keeps, undonated, untraced (``shard_batch``, ``host_to_global_array``, ``shard_model``, ``init_sharded``
-and ``CheckpointWriter.save`` share them), and how a leaf is handed to a placement (``host_view``, ``in_memory_of``);
-a bad row count named with its fix (``row_count_fix``, ``pad_for_mesh``'s)."""
+"""Whether a leaf can be placed as it is (rows, dtype, values, undonated, untraced: every placing function's checks),
+how it is handed to a placement (``host_view``, ``in_memory_of``), and a bad row count's fix (``row_count_fix``)."""
 
 import math
 from typing import Any
@@ -33,9 +31,8 @@ def check_same_rows(batch: Any, what: str) -> int | None:
 
 def unstacked_rows(tree: Any, what: str, leaves_fix: str, divisor: int = 1, call: str = "{}",
                    of: str = "the data-parallel size") -> str | None:
-    """A refusal's words for a list (or tuple) in ``tree`` (named ``what``) of >= 2 arrays of one shape, a data
-    loader's rows never stacked (``[np.zeros(3)] * 8``), else None; the fix stacks them into ``call`` (``{}``: where
-    they go), a multiple of ``divisor`` (what ``of`` names), or is the caller's ``leaves_fix`` if they are leaves."""
+    """The refusal of a list in ``tree`` of >= 2 arrays of one shape, rows never stacked (``[np.zeros(3)] * 8``), else
+    None; the fix stacks them into ``call`` (``{}``), padded to a multiple of ``divisor`` (``of``) or ``leaves_fix``."""
     listed = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_rows)[0]
     path, rows = next(((path, node) for path, node in listed if _is_rows(node)), (None, None))
     if rows is None:
@@ -60,8 +57,7 @@ def _is_rows(node: Any) -> bool:
 
 
 def check_numeric_leaves(tree: Any, what: str) -> None:
-    """``TypeError`` naming the first leaf of ``tree`` of a dtype no JAX array holds (strings, objects), an array-like
-    that is no array (pandas, torch: else kept unplaced) or a Module; ``ValueError`` as ``check_placeable``."""
+    """``TypeError`` naming a leaf no JAX array holds (a str, a torch tensor) or a Module; and ``check_placeable``."""
     check_no_module(tree, what)
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         name = leaf_name(path)
@@ -124,8 +120,7 @@ def host_view(leaf: Any, target: Any) -> Any:
 
 
 def in_memory_of(leaf: Any, target: jax.sharding.NamedSharding) -> jax.sharding.NamedSharding:
-    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where ``target``'s devices have it, else
-    ``target``."""
+    """``target`` in the memory ``leaf`` is offloaded to (``pinned_host``) where its devices have one, else as is."""
     here = next(iter(leaf.sharding.addressable_devices), None) if isinstance(leaf, jax.Array) else None
     kind = leaf.sharding.memory_kind if here is not None else None
     there = {m.kind for device in list(target.addressable_devices)[:1] for m in device.addressable_memories()}

@@ -42,17 +42,9 @@ def bytes_per_device(tree: Any) -> dict[int, int]:
         A traced leaf (in a jit) or ``jax.typeof``'s; a leaf on an AbstractMesh; a deleted (donated) array.
     """
     totals: Counter[int] = Counter()
-    counted: set[int] = set()
-    for name, leaf in _checked_leaves(tree):  # a variable shared by two counts once (nnx.state holds it once)
-        totals.update(_device_bytes(leaf, path=name) if _first_count(leaf, counted) else {})
+    for name, leaf, first in _checked_leaves(tree):
+        totals.update(_device_bytes(leaf, path=name) if first else {})
     return dict(sorted(totals.items()))
-
-
-def _first_count(value: Any, counted: set[int]) -> bool:
-    """Whether ``value``'s bytes are counted (once per ``jax.Array``, held twice or not); ``counted``: ids so far."""
-    first = not (isinstance(value, jax.Array) and id(value) in counted)
-    counted.add(id(value))
-    return first
 
 
 def sharding_of(node: Any) -> dict[str, jax.sharding.Sharding | None]:
@@ -104,7 +96,7 @@ def _spec_text(spec: jax.sharding.PartitionSpec) -> str:
 def _leaf_shardings(node: Any, caller: str) -> list[tuple[str, Any, jax.sharding.Sharding | None]]:
     """``(path, leaf, its sharding or None)`` of every state leaf of ``node``, a non-node or traced leaf refused."""
     check_node(node, caller)  # a traced leaf would read "host"
-    return [(name, leaf, getattr(leaf, "sharding", None)) for name, leaf in _checked_leaves(node)]
+    return [(name, leaf, getattr(leaf, "sharding", None)) for name, leaf, _ in _checked_leaves(node)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,15 +192,14 @@ def describe(node: Any, mesh: Mesh | None, *, top: int = 5) -> PlacementReport:
     check_mesh(mesh)
     ids = {d.id for d in mesh.devices.flat} if mesh is not None else set()
     per_device, variables, outside, other, left_out = Counter(dict.fromkeys(ids, 0)), [], set(), {}, []
-    counted: set[int] = set()
-    for name, value in _checked_leaves(node):
+    for name, value, first in _checked_leaves(node):
         if not is_array_like(value):
             left_out.append(f"{name} ({type(value).__name__})")
             continue
         # Every process's devices, so none reads 0 B with several processes.
         sharding = getattr(value, "sharding", None)
         shards = _device_bytes(value, every=True, mesh=mesh, path=name)
-        per_device.update(shards if _first_count(value, counted) else {})
+        per_device.update(shards if first else {})
         if mesh is not None and isinstance(sharding, NamedSharding):  # placed (unplaced arrays may be anywhere)
             outside.update(set(shards) - ids)
             if not _same_layout(sharding.mesh, mesh):  # P('data') would read against the wrong axis sizes
@@ -252,11 +243,13 @@ def _device_bytes(value: Any, every: bool = False, mesh: Mesh | None = None, pat
     return {device.id: shard for device in (sharding.device_set if every else sharding.addressable_devices)}
 
 
-def _checked_leaves(tree: Any) -> list[tuple[str, Any]]:
-    """``named_leaves(tree)``, refusing ``jax.typeof``'s values (their sharding omits Auto axes), traced (no placement:
-    bytes 0) and deleted arrays."""
-    named = named_leaves(tree)
-    for path, value in named:
+def _checked_leaves(tree: Any) -> list[tuple[str, Any, bool]]:
+    """``named_leaves(tree)``, each with whether its bytes count (a ``jax.Array`` held twice: once), refusing
+    ``jax.typeof``'s values (no Auto axes), traced and deleted arrays."""
+    named, seen = [], set()
+    for path, value in named_leaves(tree):  # a shared variable is once in nnx.state; a shared array is not
+        named.append((path, value, not (isinstance(value, jax.Array) and id(value) in seen)))
+        seen.add(id(value))
         for keys, leaf in jax.tree_util.tree_leaves_with_path(value):
             name = path_key(keys, path)
             if isinstance(leaf, jax.core.Tracer):
