@@ -62,3 +62,20 @@ def test_the_csv_names_each_c2sts_samples(tmp_path):
         rows = list(csv.DictReader(f))
     assert [row["c2st_samples"] for row in rows] == ["40", "400", ""]
     assert "c2st_samples" not in summary.md_path.read_text()  # the printed table stays as it was
+
+
+def test_the_csv_names_each_rows_rule_where_the_sweep_did_not_vary_it(tmp_path):
+    """Found with the above: `-m model=mlp,transformer data=...` rows held params/device, optimizer/device and
+    collectives with no word of the rule that split them (mesh_shape only): beside another sweep's rows under
+    rule=fsdp they read as alike. Before: no rule column (KeyError). A sweep over rule keeps its one rule column."""
+    for job, (model, rule) in enumerate((("mlp", "replicated"), ("transformer", "fsdp+overrides"))):
+        write_job(tmp_path, job, f"model={model}", {**scored(0.9, 40), "rule": rule})
+    summary = write_summary(tmp_path, declared=["model"])
+    with open(summary.csv_path, newline="") as f:
+        assert [row["rule"] for row in csv.DictReader(f)] == ["replicated", "fsdp+overrides"]
+    for job in (0, 1):
+        (tmp_path / str(job) / ".hydra" / "overrides.yaml").write_text(f"- rule={('fsdp', 'tensor')[job]}\n")
+    summary = write_summary(tmp_path, declared=["rule"])
+    with open(summary.csv_path, newline="") as f:
+        header = next(csv.reader(f))
+    assert header.count("rule") == 1 and header[1] == "rule"

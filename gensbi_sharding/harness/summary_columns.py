@@ -214,13 +214,14 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
-#: rows of several sweeps compare (not only the swept keys: task, model, seed, budget and batch of the others too;
-#: step time, samples/s and memory/device depend on the batch).
+#: rows of several sweeps compare (not only the swept keys: task, model, seed, budget, batch and rule of the others too;
+#: step time, samples/s and memory/device depend on the batch, the bytes per device on the rule: `rule`, as the run
+#: names it, `fsdp+overrides` under `rule.mlp=model`).
 #: A job started from a checkpoint (train.resume) names it and its step: its step time, samples/s and losses are of
 #: the steps after it alone (unsaid, the row would read as a fresh run's of train.steps steps).
 PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
     "data.name", "model.name", "seed", "data.num_simulations", "data.batch_size", "train.steps")) + (
-    Column("final_step", "", lambda m: "", _integer("final_step")),
+    Column("rule", "", lambda m: "", _plain("rule")), Column("final_step", "", lambda m: "", _integer("final_step")),
     Column("resumed_from_step", "", lambda m: "", _integer("resumed_from_step")),
     Column("resumed_from", "", lambda m: "", _plain("resumed_from")))
 
