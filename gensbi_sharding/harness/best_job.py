@@ -5,7 +5,8 @@ instead. They named the first job by number, ``e.g. <sweep>/0``, whatever the jo
 sample the best one was pointed at job 0 (an MLP scoring C2ST 0.95 beside a Flux1 at 0.91) and had to open the
 summary to find which job that was. The refusal now names the best job and its score, by the numbers the sweep's
 summary shows: the lowest C2ST, else (no job scored, ``eval.enabled=false``) the lowest best validation loss; only
-where every completed job trained on one task (a sweep over tasks has no best model: each task its own).
+where every completed job trained on one task (a sweep over tasks has no best model: each task its own) and, for C2ST,
+was scored alike (the same observations, samples and folds: a sweep over ``eval.num_samples`` has no best model either).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from gensbi_sharding.harness.held_out import HELD_OUT_KEYS, config_value, effective_shards
 from gensbi_sharding.harness.units import format_count, is_number
 
-__all__ = ["DIGITS", "best_jobs", "best_line", "best_note", "lowest"]
+__all__ = ["DIGITS", "best_jobs", "best_line", "best_note", "c2st_measure", "lowest"]
 
 #: Decimals a score is compared and shown at: the sweep table's (C2ST to 3, a loss to 4)
 DIGITS = {"C2ST": 3, "best val loss": 4}
@@ -46,7 +47,8 @@ def best_jobs(jobs: list[Path]) -> tuple[str, float, list[Path]] | None:
         ``("C2ST", 0.912, [<sweep>/5])``: the lowest ``c2st`` of the completed jobs, and every job reading it to
         three decimals (the rules of one model train the same function, so they tie), the lowest unrounded first;
         else ``("best val loss", ...)`` by ``best_val_loss`` (four decimals). None where the completed jobs trained
-        on several tasks (``data``), none has either, or their val losses are not comparable (another setting of
+        on several tasks (``data``), none has either, their C2STs were scored on other observations, sample counts
+        or folds (``c2st_measure``), or their val losses are not comparable (another setting of
         ``data.theta_transform``, or the held-out pairs and draws, the seed's and effective data shards included).
     """
     return lowest({job: _record(job) for job in jobs})
@@ -58,6 +60,10 @@ def lowest(records: dict) -> tuple[str, float, list] | None:
         return None
     scored = {job: m["c2st"] for job, m in records.items() if is_number(m.get("c2st"))}
     name = "C2ST"
+    # C2ST reads lower on fewer samples (a classifier needs data to see a difference), and another observation is
+    # another posterior: `-m eval.num_samples=40,400` named the 40-sample job best, the same weights as the other's
+    if len({c2st_measure(records[job]) for job in scored}) > 1:
+        return None
     if not scored:
         scored = {job: m["best_val_loss"] for job, m in records.items() if is_number(m.get("best_val_loss"))}
         name = "best val loss"
@@ -69,6 +75,25 @@ def lowest(records: dict) -> tuple[str, float, list] | None:
     low = round(min(scored.values()), digits)
     # the lowest unrounded first (0.9516 before 0.9524, both 0.952); a stable sort: equal ones in job order
     return name, low, sorted((job for job, value in scored.items() if round(value, digits) == low), key=scored.get)
+
+
+def c2st_measure(record: dict) -> tuple:
+    """What makes two jobs' C2STs comparable: per observation scored, its number and the samples on each side (``n``),
+    and the classifier's folds (fewer samples, or fewer folds, train the classifier on less: it reads lower).
+
+    Parameters
+    ----------
+    record : dict
+        A job's ``metrics.json``; one without ``c2st_observations`` (recorded before them) gives ``()``.
+
+    Returns
+    -------
+    tuple
+        ``((1, 10000, 5), (2, 10000, 5))`` for observations 1 and 2 of 10,000 samples, 5 folds each.
+    """
+    rows = record.get("c2st_observations") or []
+    return tuple((row.get("observation"), row.get("n"), len(row.get("c2st_scores") or []))
+                 for row in rows if isinstance(row, dict))
 
 
 def _loss_measure(record: dict) -> tuple:

@@ -13,8 +13,8 @@ from gensbi_sharding.harness.units import (c2st_spread, compact_value, format_by
                                             format_seconds, is_number)
 
 __all__ = ["Column", "TRAIN_COLUMNS", "DRY_RUN_COLUMNS", "PROVENANCE_COLUMNS", "mesh_cell", "all_attempts_wall",
-           "wall_cell", "c2st_cell", "c2st_folds", "error_cell", "ERROR_CELL", "ERROR_COLUMN", "IDLE_NOTE",
-           "ranked_heading", "key_cell", "differing_settings", "provenance_columns"]
+           "wall_cell", "c2st_cell", "c2st_folds", "c2st_samples", "error_cell", "ERROR_CELL", "ERROR_COLUMN",
+           "IDLE_NOTE", "ranked_heading", "key_cell", "differing_settings", "provenance_columns"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,15 @@ def c2st_folds(m: dict[str, Any]) -> int | None:
         return len(scores)
     folds = _config("eval.c2st_folds")(m)
     return int(folds) if folds.isdigit() else None
+
+
+def c2st_samples(m: dict[str, Any]) -> str:
+    """The samples each side of the C2ST classifier (posterior and reference, ``n`` of each observation): ``"100"``,
+    one per observation where they differ (``"100 50"``); "" for a job with no C2ST or no such record."""
+    if not is_number(m.get("c2st")):
+        return ""
+    counts = [str(r["n"]) for r in m.get("c2st_observations") or [] if isinstance(r, Mapping) and "n" in r]
+    return counts[0] if len(set(counts)) == 1 else " ".join(counts)
 
 
 def c2st_cell(m: dict[str, Any]) -> str:
@@ -190,6 +199,8 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("c2st_sd_folds", "", lambda m: "", _fixed("c2st_sd_folds", 4)),  # the table: in the C2ST cell
     # Over how many folds that sd is (the cell says it; the CSV held the sd alone, its count in metrics.json only)
     Column("c2st_folds", "", lambda m: "", lambda m: "" if (n := c2st_folds(m)) is None else str(n)),
+    # And on how many samples a side (fewer read lower): rows of two sweeps at 100 and 10,000 read as alike
+    Column("c2st_samples", "", lambda m: "", lambda m: c2st_samples(m)),
     Column("c2st_sd_observations", "", lambda m: "", _fixed("c2st_sd_observations", 4)),
     # Which observations, weights and step each C2ST scored: runs' scores differ by them.
     Column("c2st_observations", "", lambda m: "", lambda m: " ".join(
@@ -203,13 +214,14 @@ TRAIN_COLUMNS: tuple[Column, ...] = (
     _FALLBACKS, _IDLE, _STATUS, ERROR_COLUMN)
 
 #: CSV-only, before status and error (but for a swept key of the name): what produced each row's numbers, so
-#: rows of several sweeps compare (not only the swept keys: task, model, seed, budget and batch of the others too;
-#: step time, samples/s and memory/device depend on the batch).
+#: rows of several sweeps compare (not only the swept keys: task, model, seed, budget, batch and rule of the others too;
+#: step time, samples/s and memory/device depend on the batch, the bytes per device on the rule: `rule`, as the run
+#: names it, `fsdp+overrides` under `rule.mlp=model`).
 #: A job started from a checkpoint (train.resume) names it and its step: its step time, samples/s and losses are of
 #: the steps after it alone (unsaid, the row would read as a fresh run's of train.steps steps).
 PROVENANCE_COLUMNS: tuple[Column, ...] = tuple(Column(key, "", lambda m: "", _config(key)) for key in (
     "data.name", "model.name", "seed", "data.num_simulations", "data.batch_size", "train.steps")) + (
-    Column("final_step", "", lambda m: "", _integer("final_step")),
+    Column("rule", "", lambda m: "", _plain("rule")), Column("final_step", "", lambda m: "", _integer("final_step")),
     Column("resumed_from_step", "", lambda m: "", _integer("resumed_from_step")),
     Column("resumed_from", "", lambda m: "", _plain("resumed_from")))
 
