@@ -101,3 +101,16 @@ def test_a_batch_no_budget_fills_is_told_cfgs_data_settings():
     with in_python_words(reword=False):
         assert said().endswith("but the smallest shard holds 3; raise cfg.data.num_simulations to at least 80 and "
                                "set cfg.data.batch_size=8, or to at least 640 to keep cfg.data.batch_size=64")
+
+
+@pytest.mark.slow  # a run(cfg) each
+@pytest.mark.parametrize("overrides, said", [
+    (("model=flux1", "model.dtype=float16"), "; set cfg.model.dtype='bfloat16' or cfg.model.dtype='float32', or run on "
+                                              "a GPU"),
+    (("strict=true", "rule=fsdp", "model.width=36"), "Set cfg.mesh.model_axis=4 or cfg.mesh.model_axis=2 (every "
+                                                      "annotation honoured)")])
+def test_run_cfgs_refusals_after_jax_starts_name_cfgs_settings(tmp_path, overrides, said):
+    from faults_helpers import run_tiny
+
+    metrics = run_tiny(tmp_path / "run", *overrides)
+    assert metrics["status"] == "error" and said in metrics["error"], metrics["error"]

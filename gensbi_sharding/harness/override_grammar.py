@@ -57,8 +57,8 @@ class CommandLine(typing.NamedTuple):
     ``model``: the one it picks (None when none or a sweep). ``multirun``: whether Hydra sweeps, by its precedence
     (``hydra._internal.utils._run_app``): ``-m`` always (over ``hydra.mode=RUN``, with Hydra's warning); else the
     ``hydra.mode`` it composes: the last one typed (``multirun_typed``: ``MULTIRUN`` or its number 2, over a
-    preset's), else a preset that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``).
-    ``search_paths``: the first ``hydra.searchpath=``'s entries.
+    preset's), else a preset that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``,
+    ``sweep=``). ``search_paths``: the first ``hydra.searchpath=``'s entries.
     """
 
     args: tuple[str, ...]
