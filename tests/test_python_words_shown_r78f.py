@@ -36,6 +36,15 @@ def test_a_model_axis_without_the_dict_mesh_names_cfgs_mesh_settings(spec, held)
         f"{tail}cfg.mesh.spec='dict' and cfg.mesh.model_axis=2 instead of cfg.mesh.spec={held}")
 
 
+def test_a_checked_fix_refused_in_turn_is_named_in_cfgs_settings():
+    # with another refusal beside it (listed): the fix tried, refused by the devices, then the one that passes
+    said = _refused("mesh=none", "mesh.model_axis=3", "seed=-1", python=True)
+    assert "use cfg.mesh.spec='dict' and cfg.mesh.model_axis=2 (cfg.mesh.spec='dict' and cfg.mesh.model_axis=3 is " \
+           "refused too: mesh.model_axis=3: 8 devices are not divisible by model_axis=3)" in said, said
+    assert "use mesh=dict mesh.model_axis=2 (mesh=dict mesh.model_axis=3 is refused too: " in _refused(
+        "mesh=none", "mesh.model_axis=3", "seed=-1", python=False)
+
+
 def test_patience_without_validations_offers_cfgs_patience():
     said = _refused("train.val_every=0", "train.patience=3", python=True)
     assert said.endswith("; set cfg.train.val_every=2, or cfg.train.patience=0 for no early stopping"), said
