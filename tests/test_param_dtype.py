@@ -182,6 +182,10 @@ def test_flux1_float16_compute_is_refused_on_cpu_before_any_simulation(tmp_path,
     assert platform_problem(compose_tiny("model=flux1", "model.param_dtype=float16").model, "cpu") is None
     monkeypatch.setattr(data, "simulate", lambda *a, **k: pytest.fail("simulated"))
     metrics = run_tiny(tmp_path / "run", "model=flux1", "model.dtype=float16")
+    from gensbi_sharding.harness.python_words import in_python_words
+
+    with in_python_words(reword=False):  # run(cfg) from Python says its fixes as cfg's settings (FIX78)
+        message = platform_problem(compose_tiny("model=flux1", "model.dtype=float16").model, "cpu")
     assert metrics["status"] == "error" and metrics["error"] == f"ConfigError: {message}"
 
 

@@ -30,8 +30,9 @@ def test_an_untraceable_constructor_is_refused_before_any_simulation_when_the_co
     assert "non_finite_simulations" not in metrics and "val_pairs" not in metrics  # no simulation was made
 
 
+# run(cfg) from Python: cfg's settings (FIX78; was launch.py's "drop dry_run=true and train it with model.init=eager")
 @pytest.mark.parametrize("setting, fix", [(("model.init=eager", "dry_run=true"),
-                                           "drop dry_run=true and train it with model.init=eager")])
+                                           "set cfg.dry_run=False and train it with cfg.model.init='eager'")])
 def test_an_untraceable_constructor_is_refused_where_it_must_be_traced(tmp_path, devices, setting, fix):
     # Was refused once traced, after the simulations ("model=flux1 cannot be traced ... ConcretizationTypeError", a run
     # folder made): the dry run traces the constructor whatever model.init says, which the config tells as well.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gensbi_sharding.harness.python_words import python_caller, settings_of
 from gensbi_sharding.harness.refusal import Refusal, fix_of, fix_refusal, fixes_of, listed, refused_too, said
 
 __all__ = ["with_checked_fix", "every_refusal", "validate_every", "MOST_LISTED"]
@@ -129,7 +130,9 @@ def with_checked_fix(cfg: Any, problem: str | None, check: Callable[[Any], str |
     sets, new = tuple(fix for fix in fixes if not fix.startswith("~")), fixes_of(fix_of(then))
     # a fix of several keeps those the next refusal does not replace (mesh.spec=dict beside a mesh.model_axis that
     # divides the devices: that axis alone is refused by the first check again, the refused fix offered)
-    kept, words = tuple(fix for fix in sets if _key(fix) not in {_key(n) for n in new}), problem.shown or said(sets)
+    kept = tuple(fix for fix in sets if _key(fix) not in {_key(n) for n in new})
+    # shown: launch.py's words; a Python caller's fix is cfg's settings (as Refusal says it)
+    words = said(sets) if problem.shown is None or python_caller() and settings_of(sets) is not None else problem.shown
     better = (*drops, *kept, *new)
     tried = {_key(fix) for fix in fixes} & {_key(fix) for fix in new} and (again := _applied(cfg, better)) is not None
     if tried and fix_refusal(check, _applied, again, better) is None:

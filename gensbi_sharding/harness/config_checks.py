@@ -93,8 +93,11 @@ def _with_fix(message: str, cfg: DictConfig) -> str:
 
     The default is the one the command composes (``experiment=quick``'s data.batch_size=64), not the schema's 256,
     which a preset may have changed; and where the preset's value is the one refused, it is not offered as the fix
-    (``suggested_default`` offers neither)."""
-    if re.search(r"(e\.g\.|set|add|use|pass|give|pick|choose) [a-z_]+\.[a-z0-9_.]+=", message):
+    (``suggested_default`` offers neither). Read in launch.py's words (a ``Refusal``'s ``shown``), which a Python
+    caller's (``cfg.dry_run=False``) would answer otherwise."""
+    launch = (f"{message.reason}{message.how}{message.shown}{message.after}" if isinstance(message, Refusal)
+              and message.shown is not None and message.fix is not None else message)
+    if re.search(r"(e\.g\.|set|add|use|pass|give|pick|choose) [a-z_]+\.[a-z0-9_.]+=", launch):
         return message
     named = re.match(r"([a-z_]+)\.([a-z0-9_]+)=", message)
     if not named:
@@ -143,7 +146,8 @@ def _validate(cfg: DictConfig) -> None:
     axis, spec = cfg.mesh.model_axis, cfg.mesh.spec or "none"  # the fix checked against the devices (checked_fix)
     require(cfg.mesh.spec == "dict" or (axis == 1 and cfg.mesh.devices is None), Refusal("mesh.model_axis / mesh."
             "devices need the dict form", ("mesh.spec=dict", f"mesh.model_axis={axis}"), how=": use ",
-            shown=f"mesh=dict mesh.model_axis={axis}", after=f" instead of mesh={spec}"))
+            shown=f"mesh=dict mesh.model_axis={axis}",
+            after=f" instead of {said_as(f'mesh={spec}', setting('mesh.spec', cfg.mesh.spec))}"))
     require(cfg.model.init in ("sharded", "eager"),
            f"model.init={override_literal(cfg.model.init)} is not one of sharded, eager")
     for key in ("num_simulations", "batch_size", "num_observation"):
@@ -201,7 +205,8 @@ def _validate(cfg: DictConfig) -> None:
     # (val_every >= steps is let through: a short run of a preset with patience, e.g. experiment=sbibm train.steps=100)
     require(cfg.train.patience == 0 or cfg.train.val_every > 0, Refusal(
         f"train.patience={cfg.train.patience} needs validations during training, but train.val_every=0 validates "
-        "only after the last step", f"train.val_every={every}", after=", or train.patience=0 for no early stopping"))
+        "only after the last step", f"train.val_every={every}",
+        after=f", or {setting('train.patience', 0)} for no early stopping"))
     require(cfg.train.val_draws >= 1, f"train.val_draws={cfg.train.val_draws} must be >= 1")
     resume = cfg.train.resume
     # An unset shell variable (train.resume=$CKPT) must not start a fresh run without a word.

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from gensbi_sharding.harness.dry_run_sampler import sampler_line, sampler_memory
 from gensbi_sharding.harness.dry_run_stop import staged_check
+from gensbi_sharding.harness.python_words import in_python_words
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import Mesh
@@ -61,7 +62,8 @@ def dry_run(cfg: DictConfig, *, mesh: Mesh | None, rule_name: str, table: dict, 
     check = staged_check(stop_check)  # a stop names the stage it cut short, not "before training"
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
-    plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=bool(cfg.strict))
+    with in_python_words(reword=False):  # run(cfg) from Python: a refusal's fix as cfg's settings
+        plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=bool(cfg.strict))
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
     check("model trace")
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)

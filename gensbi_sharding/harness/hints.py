@@ -14,6 +14,7 @@ from gensbi_sharding.batch_sizes import nearest_batch_sizes
 from gensbi_sharding.harness.cpu_count import count_setting
 # closest_name, override_literal, overrides_named: re-exported (one matcher, override_words')
 from gensbi_sharding.harness.override_words import closest_name, override_literal, overrides_named  # noqa: F401
+from gensbi_sharding.harness.python_words import said_as, setting
 from gensbi_sharding.harness.refusal import Refusal
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
@@ -80,12 +81,13 @@ def batch_size_problem(batch_size: int, *, shards: int, data_parallel: int, trai
     # that budget fills a batch of `multiple`, not this one: both overrides, typed together (no budget: no fix to type)
     fix = (f"data.num_simulations={least}",
            *([f"data.batch_size={multiple}"] * (batch_size != multiple))) * bool(budget)
-    shown = ("raise data.num_simulations" + (f" to at least {least}" if budget else "")
-             + (f" and set data.batch_size={multiple}" if batch_size != multiple else ""))
-    keep = (f", or to at least {budget(batch_size // shards)} to keep data.batch_size={batch_size}"
+    words = [(f"raise {cfg}data.num_simulations" + (f" to at least {least}" if budget else "")
+              + (f" and set {cfg}data.batch_size={multiple}" if batch_size != multiple else ""))
+             for cfg in ("", "cfg.")]  # launch.py's, a Python caller's
+    keep = (f", or to at least {budget(batch_size // shards)} to keep {setting('data.batch_size', batch_size)}"
             if budget and batch_size != multiple and batch_size % multiple == 0 else "")
-    return Refusal(said, fix, how="; ", after=keep, shown=shown) if fix else (
-        f"{said}; {shown}")
+    return Refusal(said, fix, how="; ", after=keep, shown=words[0], python=words[1]) if fix else (
+        f"{said}; {said_as(*words)}")
 
 
 def mesh_alternatives(batch_size: int, *, shards: int, train_rows: int, mesh: Mesh | None,
@@ -145,7 +147,8 @@ def kept_on_other_meshes(problem: str | None, batch_size: int, mesh_cfg: DictCon
                                 devices=len(mesh_cfg.devices) if listed else devices,
                                 axis=mesh_cfg.model_axis if mesh_cfg.spec == "dict" else 1, processes=processes,
                                 mesh_cfg=mesh_cfg, source=source)
-    return Refusal(problem.reason, problem.fix, how=problem.how, after=problem.after + other, shown=problem.shown)
+    return Refusal(problem.reason, problem.fix, how=problem.how, after=problem.after + other, shown=problem.shown,
+                   python=problem.python)
 
 
 def model_axis_problem(model_axis: int, devices: int, simulated: bool = False,

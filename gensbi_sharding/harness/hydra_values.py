@@ -220,8 +220,8 @@ def _folder_brace_problem(args: Sequence[str] | CommandLine) -> str | None:
 
     from gensbi_sharding.harness.paste_command import LITERAL_BRACE
 
-    command, absolute = parse(args), False  # made: the folder its Hydra makes (.multirun counts hydra.mode=RUN too)
-    made = f"hydra.{'sweep' if command.multirun and 'hydra.mode=RUN' not in command.args else 'run'}.dir"
+    command, absolute = parse(args), False  # made: the folder its Hydra makes (-m hydra.mode=RUN: a sweep's)
+    made = f"hydra.{'sweep' if command.multirun else 'run'}.dir"
     for o in command.parsed:
         key = o.typed.lstrip("+")
         if key not in _FOLDER_KEYS or "=" not in o.arg or not isinstance(value := o.hydra.value(), str):

@@ -16,7 +16,7 @@ from gensbi_sharding.harness.hints import closest_name
 from gensbi_sharding.harness.key_paths import data_axis_hint, nearest_setting, setting_path_problem, unknown_part
 from gensbi_sharding.harness.model_choice import chosen_models, default_model, experiment_model
 from gensbi_sharding.harness.override_grammar import CommandLine, parse
-from gensbi_sharding.harness.override_keys import gensbi_name, group_keys, list_fields, model_fields
+from gensbi_sharding.harness.override_keys import gensbi_name, group_keys, list_fields, meant_name, model_fields
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.rule_config import other_name_problem
 
@@ -74,7 +74,11 @@ def unknown_key_problem(args: Sequence[str] | CommandLine) -> str | None:
             return Refusal(f"{key} is GenSBI's config-file name for model.{named} (gensbi.recipes reads it so); the "
                            f"settings of {choice.label}: {shown}", f"model.{named}={value}")
         meant = f" (did you mean {group}.{near}?)" if (near := nearest_setting(parts[-1], below, keys)) else ""
-        if of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):
+        if of_model and not below and (named := meant_name(choice.models, parts[-1])) is not None:
+            # a name from elsewhere: what it means here, not the nearest spelling (num_layers -> num_heads)
+            near = named if named in keys else None
+            meant = f" (did you mean {group}.{near}?)" if near else f" ({named})" if named else ""
+        elif of_model and not near and (near := closest_name(parts[-1], sorted(set().union(*fields.values())))):
             meant = (f" (did you mean {group}.{near}, a setting of model="
                      f"{' or model='.join(sorted(m for m, f in fields.items() if near in f))}?)")
             near = None  # that model's, not this one's: no override to set here

@@ -19,6 +19,7 @@ from gensbi_sharding.harness.config import DTYPES, ConfigError, Flux1Config
 from gensbi_sharding.harness.factory_keywords import factory_keyword_problem
 from gensbi_sharding.harness.model_sections import (ID_STRATEGIES_1D, MERGE_MODES, ROPE_ID_AXES,
                                                     check_built_in, as_typed)
+from gensbi_sharding.harness.python_words import setting
 from gensbi_sharding.harness.refusal import Refusal
 
 __all__ = ["check_model", "platform_problem", "ignored_settings", "ID_STRATEGIES_1D", "DTYPES", "MERGE_MODES",
@@ -73,7 +74,7 @@ def platform_problem(model: DictConfig, platform: str) -> str | None:
     if model.get("name") == "flux1" and model.get("dtype") == "float16" and platform == "cpu":
         return Refusal("model.dtype=float16 does not compile for model=flux1 on cpu: XLA's CPU backend has no "
                        "float16 matmul with float32 accumulation (F16_F16_F32, GPU only)", "model.dtype=bfloat16",
-                       after=" or model.dtype=float32, or run on a GPU")
+                       after=f" or {setting('model.dtype', 'float32', 'model.dtype=float32')}, or run on a GPU")
     return None
 
 

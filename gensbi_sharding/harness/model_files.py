@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from gensbi_sharding.harness.config import assignment_reason
 from gensbi_sharding.harness.groups import CONF
 from gensbi_sharding.harness.hints import closest_name, override_literal
-from gensbi_sharding.harness.override_keys import gensbi_name, schema_default, settings
+from gensbi_sharding.harness.override_keys import gensbi_name, meant_name, schema_default, settings
 
 __all__ = ["model_file_problem"]
 
@@ -34,9 +34,11 @@ def _preset_key_problem(o, path: Path, name: str) -> str | None:
     preset = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     for key, value in ((k, v) for k, v in preset.items() if k != "defaults" and schema is not None):
         if key not in fields:
-            gensbi = gensbi_name([name], str(key))
-            near = gensbi or closest_name(str(key), fields)
-            meant = f" (GenSBI's config-file name for {near})" if gensbi else f" (did you mean {near}?)" if near else ""
+            gensbi, named = gensbi_name([name], str(key)), meant_name([name], str(key))
+            guess = closest_name(str(key), fields) if named is None else None  # a name from elsewhere: its meaning
+            near = gensbi or (named if named in fields else guess)
+            meant = f" (GenSBI's config-file name for {near})" if gensbi else f" (did you mean {near}?)" if near else \
+                f" ({named.replace('model.', '')})" if named else ""
             return (f"{o.arg}: {path} sets {key}, which is not a setting of /{name}_schema (model={name})"
                     + meant + f"; its settings: "
                     + f"{', '.join(f for f in fields if f != 'name')}; remove {key} from that file"

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
+from gensbi_sharding.harness.python_words import python_caller, said_as, setting
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import AbstractMesh, Mesh
@@ -49,15 +50,27 @@ def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) 
         strategy = OmegaConf.select(cfg, "model.id_embedding_strategy", default=None)
         cause = (f" (GenSBI's pos1d id embedding: model.id_embedding_strategy=[{','.join(strategy)}]"
                  "; absolute or rope1d can be traced)" if strategy is not None and "pos1d" in list(strategy) else "")
+        said = _TRACES[needed_by]() if needed_by in _TRACES and python_caller() else needed_by
         raise ConfigError(f"model={cfg.model.name} cannot be traced{cause}: its constructor computes a value and "
-                          f"reads it back ({type(err).__name__}: {str(err).splitlines()[0]}); {needed_by}") from None
+                          f"reads it back ({type(err).__name__}: {str(err).splitlines()[0]}); {said}") from None
 
 
-#: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run.
-SHARDED_INIT_TRACES = ("model.init=sharded traces it to build it piece by piece: set model.init=eager "
-                       "(built whole on one device, then placed)")
-DRY_RUN_TRACES = ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
-                  "drop dry_run=true and train it with model.init=eager")
+def _sharded_init_traces() -> str:
+    return (f"model.init=sharded traces it to build it piece by piece: set "
+            f"{setting('model.init', 'eager', 'model.init=eager')} (built whole on one device, then placed)")
+
+
+def _dry_run_traces() -> str:
+    return ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
+            + said_as("drop dry_run=true", f"set {setting('dry_run', False)}")
+            + f" and train it with {setting('model.init', 'eager', 'model.init=eager')}")
+
+
+#: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run (launch.py's words; to a Python
+#: caller, ``run(cfg)``'s, said as it is refused).
+SHARDED_INIT_TRACES = _sharded_init_traces()
+DRY_RUN_TRACES = _dry_run_traces()
+_TRACES = {SHARDED_INIT_TRACES: _sharded_init_traces, DRY_RUN_TRACES: _dry_run_traces}
 
 
 def model_plan(model: Any, mesh: Mesh | None, rule: str | RuleTable | Rule, *, strict: bool) -> Plan | None:
@@ -92,11 +105,13 @@ def strict_problem(model: Any, plan: Plan) -> str | None:
     if not plan.fallbacks:
         return None
     widths = _model_axes_without_fallbacks(model, plan.mesh, plan.rule)
-    fix = f"Set mesh.model_axis={' or '.join(map(str, widths))} (every annotation honoured), or f" if widths else "F"
+    axis = said_as(f"mesh.model_axis={' or '.join(map(str, widths))}",
+                   " or ".join(setting("mesh.model_axis", width) for width in widths))
+    fix = f"Set {axis} (every annotation honoured), or f" if widths else "F"
     heads = f" {hint}." if (hint := heads_hint(model, plan)) is not None else ""
     return (f"strict=true and rule {plan.rule.name!r} cannot split {len(plan.fallbacks)} variable(s); without strict, "
             f"{plan.fallback_message(every=job_log_name())}.{heads} {fix}ix the annotation or dimension, or set "
-            "strict=false")
+            + setting("strict", False, "strict=false"))
 
 
 def heads_hint(model: Any, plan: Plan) -> str | None:
@@ -136,8 +151,10 @@ def heads_hint(model: Any, plan: Plan) -> str | None:
         if heads % size == 0:
             return None
         fits = [n for n in range(size, qkv + 1, size) if qkv % n == 0]
-        fix = (f"model.num_heads={min(fits, key=lambda n: (abs(n - heads), n))}" if fits else
-               f"model.num_heads={size} model.qkv_features={-(-qkv // size) * size}")
+        qkv_fix = -(-qkv // size) * size
+        fix = (setting("model.num_heads", min(fits, key=lambda n: (abs(n - heads), n))) if fits else
+               said_as(f"model.num_heads={size} model.qkv_features={qkv_fix}",
+                       f"{setting('model.num_heads', size)} and {setting('model.qkv_features', qkv_fix)}"))
         return (f"model=simformer's attention stays whole: model.num_heads={heads} heads do not split over {over}; "
                 f"{fix} splits them (a multiple of {size} that divides the attention width)")
     width = params.qkv_features
@@ -145,8 +162,9 @@ def heads_hint(model: Any, plan: Plan) -> str | None:
         return None
     per = width // heads  # a head's features: sum(axes_dim), or val_emb_dim + id_emb_dim
     step = size // math.gcd(per, size)
+    fix = setting("model.num_heads", -(-heads // step) * step)
     return (f"model=flux1's attention width {width} (model.num_heads={heads} x {per} features) does not split over "
-            f"{over}, so its projections stay whole; model.num_heads={-(-heads // step) * step} splits them")
+            f"{over}, so its projections stay whole; {fix} splits them")
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, ListConfig
 
 from gensbi_sharding.harness.config import DTYPES, ConfigError
+from gensbi_sharding.harness.python_words import setting
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.units import is_int
 
@@ -180,7 +181,8 @@ def _flux1(model: DictConfig, *, traced: bool = True, dry_run: bool = False) -> 
              Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with dry_run=true: GenSBI's pos1d id "
                      "embedding sizes its table with jnp.maximum inside the constructor, which the dry run's trace (it "
                      "allocates nothing) cannot evaluate, so this model has no dry run", ("dry_run=false",
-                     "model.init=eager"), how="; ", shown="drop dry_run=true and train it with model.init=eager"))
+                     "model.init=eager"), how="; ", shown="drop dry_run=true and train it with model.init=eager",
+                     python=f"set {setting('dry_run', False)} and train it with {setting('model.init', 'eager')}"))
     _require("pos1d" not in strategies or model.init == "eager" or not traced,
              Refusal(f"model.id_embedding_strategy=[{','.join(strategies)}] with model.init={model.init}: GenSBI's "
                      "pos1d id embedding sizes its table with jnp.maximum inside the constructor, which no trace can "

@@ -54,9 +54,11 @@ class CommandLine(typing.NamedTuple):
 
     ``parsed``: the overrides Hydra's grammar reads. ``model_override``: the ``model=`` Hydra applies, the last
     one typed; ``models``: the model(s) it picks (each swept one, a glob's matching options; [] for none),
-    ``model``: the one it picks (None when none or a sweep). ``multirun``: ``-m``, ``hydra.mode=``, or a preset
-    that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``, ``sweep=``).
-    ``search_paths``: the first ``hydra.searchpath=``'s entries.
+    ``model``: the one it picks (None when none or a sweep). ``multirun``: whether Hydra sweeps, by its precedence
+    (``hydra._internal.utils._run_app``): ``-m`` always (over ``hydra.mode=RUN``, with Hydra's warning); else the
+    ``hydra.mode`` it composes: the last one typed (``multirun_typed``: ``MULTIRUN`` or its number 2, over a
+    preset's), else a preset that turns multirun on itself (``groups.preset_is_multirun``: ``experiment=sbibm``,
+    ``sweep=``). ``search_paths``: the first ``hydra.searchpath=``'s entries.
     """
 
     args: tuple[str, ...]
@@ -84,11 +86,23 @@ class CommandLine(typing.NamedTuple):
         return None if picked is None or picked.hydra.is_sweep_override() else str(picked.hydra.value())
 
     @property
+    def multirun_typed(self) -> bool | None:
+        """Whether the words alone make Hydra sweep: ``-m`` (over ``hydra.mode=RUN``), else the last ``hydra.mode=``
+        (a typed one is composed over a preset's: ``hydra.mode=RUN``, launch.py's continue commands); None where they
+        say nothing (a preset may)."""
+        modes = [o.hydra for o in self.parsed if o.key == "hydra.mode"]
+        if any(a in ("-m", "--multirun") for a in self.args):
+            return True
+        return None if not modes else modes[-1].type != OverrideType.DEL and str(modes[-1].value()).upper() in (
+            "MULTIRUN", "2")  # RunMode's name or number
+
+    @property
     def multirun(self) -> bool:
         presets = [(o.key, o.values()) for o in self.parsed if o.key in ("sweep", "experiment")]
-        return any(a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in self.args) or any(
-            not values or any(preset_is_multirun(group, str(v), self.search_paths) for v in values)  # []: a glob
-            for group, values in presets)
+        if (typed := self.multirun_typed) is not None:
+            return typed
+        return any(not values or any(preset_is_multirun(group, str(v), self.search_paths) for v in values)
+                   for group, values in presets)  # no values: a glob
 
     @property
     def search_paths(self) -> list[str]:

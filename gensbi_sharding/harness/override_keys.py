@@ -18,7 +18,8 @@ from gensbi_sharding.harness.config import Config, ModelConfig, model_schema_cla
 from gensbi_sharding.harness.groups import group_options
 from gensbi_sharding.rules import LOGICAL_AXES
 
-__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "GENSBI_NAMES", "gensbi_name", "sections",
+__all__ = ["OPTIONAL_GROUPS", "ListField", "schema_name", "model_schemas", "GENSBI_NAMES", "gensbi_name", "MEANT_NAMES",
+           "meant_name", "sections",
            "settings", "option_groups", "group_keys", "schema_default", "list_fields", "model_fields", "options"]
 
 #: Groups a run may leave unchosen (``- optional ...`` in conf/config.yaml): removing one is Hydra's to judge.
@@ -71,6 +72,40 @@ def gensbi_name(models: Sequence[str] | None, key: str) -> str | None:
     ``num_layers`` under ``["simformer"]``); None where it is no such name in one of them."""
     named = {GENSBI_NAMES.get(m, {}).get(key) for m in models or [None]}
     return named.pop() if len(named) == 1 and None not in named else None
+
+
+_LAYERS = ("num_layers", "n_layers", "layers", "num_blocks", "n_blocks", "blocks")
+_WIDTHS = ("hidden", "hidden_dim", "hidden_size", "dim", "d_model", "embed_dim", "emb_dim")
+_FLUX1_LAYERS = ("Flux1 counts its layers in two settings: model.depth, its double-stream blocks, and "
+                 "model.depth_single_blocks, its single-stream ones")
+
+#: Names a user brings to a model from elsewhere (Flux's FluxParams, which GenSBI's Flux1 recipe reads with the
+#: harness's names; Simformer's GenSBI names on another model; the usual MLP and transformer names), by what they
+#: mean there: the model's setting that means the same, or, where none does, a note of what sets that quantity. Read
+#: before the nearest setting by spelling, which for these is another kind of setting (flux1's num_layers ->
+#: num_heads, double_blocks -> depth_single_blocks, hidden_dim -> id_emb_dim; transformer's embed_dim ->
+#: time_embed_dim): a hint that changes what the model is, where no hint is better.
+MEANT_NAMES: dict[str, dict[str, str]] = {
+    "flux1": {**dict.fromkeys(_LAYERS, _FLUX1_LAYERS),
+              **dict.fromkeys(("depth_double", "depth_double_blocks", "double_blocks", "num_double_blocks"), "depth"),
+              **dict.fromkeys(("depth_single", "single_blocks", "num_single_blocks"), "depth_single_blocks"),
+              "widening_factor": "mlp_ratio", "head_dim": "a head's width is sum(model.axes_dim)",
+              **dict.fromkeys(_WIDTHS, "Flux1's width is sum(model.axes_dim) * model.num_heads")},
+    "simformer": {**dict.fromkeys(_LAYERS, "depth"), "qkv_dim": "qkv_features", **dict.fromkeys(
+        _WIDTHS, "a token's width is model.val_emb_dim + model.id_emb_dim + model.cond_emb_dim")},
+    "mlp": {**dict.fromkeys(_LAYERS, "depth"), **dict.fromkeys(_WIDTHS, "width"), "widening_factor": "mlp_ratio"},
+    "transformer": {**dict.fromkeys(_LAYERS, "depth"), **dict.fromkeys(_WIDTHS, "embed"),
+                    "widening_factor": "mlp_ratio", "n_heads": "heads"},
+}
+
+
+def meant_name(models: Sequence[str] | None, key: str) -> str | None:
+    """What ``key``, no setting of ``models``, means in each of them (``MEANT_NAMES``): the setting (``"depth"`` for
+    ``num_blocks`` under ``["mlp"]``) or a note (``num_layers`` under ``["flux1"]``: its two depths); ``""`` where
+    the models mean different things by it (no hint: the nearest spelling misleads one of them); None where it is
+    none of their names (the nearest spelling is the hint)."""
+    meant = {MEANT_NAMES.get(m, {}).get(key) for m in models or [None]}
+    return None if meant == {None} else meant.pop() if len(meant) == 1 else ""
 
 
 def model_fields() -> dict[str, set[str]]:

@@ -160,8 +160,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
                     + f", or leave out {shows[0]}")
         # a preset that turns multirun on (sweep=, experiment=sbibm) does so once Hydra has picked it: swept itself,
         # only -m does (sweep=glob(*), experiment=quick,sbibm: Hydra's "requires --multirun" once jobs would start)
-        multirun = command.multirun if key not in ("sweep", "experiment") else any(
-            a in ("-m", "--multirun") or a.startswith("hydra.mode=") for a in command.args)
+        multirun = command.multirun if key not in ("sweep", "experiment") else bool(command.multirun_typed)
         if swept and sweeps_need_m and not multirun and not key.startswith("hydra"):
             # Hydra's "Ambiguous value" offered a list and a quoted string too, which a scalar setting refuses
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"

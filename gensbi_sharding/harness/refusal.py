@@ -36,7 +36,11 @@ class Refusal(str):
         What the message says after the fix (the divisors it chose from, another way out).
     shown : str, optional
         The words that give a tuple ``fix`` (e.g. ``"raise data.num_simulations to at least 40 and set
-        data.batch_size=8"``); by default its overrides as typed, space-separated.
+        data.batch_size=8"``); by default its overrides as typed, space-separated. launch.py's words: to a Python
+        caller (``python_words.python_caller``) whose fix is settings of ``cfg``, ``python`` is said instead.
+    python : str, optional
+        ``shown``'s words to a Python caller (``"set cfg.dry_run=False and train it with cfg.model.init='eager'"``);
+        by default the fix's settings of ``cfg`` (``refusal.said``).
     """
 
     reason: str
@@ -44,13 +48,15 @@ class Refusal(str):
     how: str
     after: str
     shown: str | None
+    python: str | None
 
     def __new__(cls, reason: str, fix: str | tuple[str, ...] | None = None, *, how: str = "; set ", after: str = "",
-                shown: str | None = None) -> Refusal:
+                shown: str | None = None, python: str | None = None) -> Refusal:
         fix = fix[0] if isinstance(fix, tuple) and len(fix) == 1 else fix  # one override: a str, as fix_of compares
-        words = shown if shown is not None else said(fix)
+        words = (said(fix) if python is None else python) if _to_python(fix) else said(fix) if shown is None else shown
         message = super().__new__(cls, reason if fix is None else f"{reason}{how}{words}{after}")
-        message.reason, message.fix, message.how, message.after, message.shown = str(reason), fix, how, after, shown
+        message.reason, message.fix, message.how, message.after = str(reason), fix, how, after
+        message.shown, message.python = shown, python
         return message
 
     def fixed_by(self, fix: str | tuple[str, ...], note: str = "") -> Refusal:
@@ -68,6 +74,13 @@ class Refusal(str):
         Refusal
         """
         return Refusal(self.reason, fix, how=self.how, after=note + self.after)
+
+
+def _to_python(fix: str | tuple[str, ...] | None) -> bool:
+    """Whether ``fix`` is said to a Python caller, as settings of ``cfg`` (``shown``'s words are launch.py's)."""
+    from gensbi_sharding.harness.python_words import python_caller, settings_of
+
+    return python_caller() and fix is not None and settings_of(fixes_of(fix)) is not None
 
 
 def fix_of(problem: str | None) -> str | tuple[str, ...] | None:
@@ -283,4 +296,4 @@ def rephrased(problem: str, *, lead: str = "", drop: str = "", more: str = "") -
     if fix_of(problem) is None:
         return f"{lead}{problem.removeprefix(drop)}{more}"
     return Refusal(lead + problem.reason.removeprefix(drop), problem.fix, how=problem.how, after=problem.after + more,
-                   shown=problem.shown)
+                   shown=problem.shown, python=problem.python)

@@ -84,12 +84,11 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     log.info("process %d of %d, %d device%s (%d local, %s)", jax.process_index(), jax.process_count(),
              jax.device_count(), "s" * (jax.device_count() != 1), jax.local_device_count(), jax.default_backend())
     metrics["jax_enable_x64"] = run_report.x64_warning()  # x64 trains otherwise: said, and recorded
-    if (problem := processes_config_problem(cfg)) is not None:  # on every process alike: none left waiting
-        raise ConfigError(problem)
     peak_before = peak_bytes_in_use()  # the process's: an earlier job of a multirun may have set it
-
-    if (problem := platform_problem(cfg.model, jax.default_backend())) is not None:  # else: at compile time
-        raise ConfigError(problem)
+    # on every process alike (none left waiting); the platform's, else at compile time; from Python in cfg's settings
+    with python_words.in_python_words(reword=False):
+        if (problem := processes_config_problem(cfg) or platform_problem(cfg.model, jax.default_backend())) is not None:
+            raise ConfigError(problem)
     # A dry run's stop names its stage: it never trains, so not "before training"
     with stopped_during("setup") if cfg.dry_run else contextlib.nullcontext():
         watch.check()  # a signal during setup stops the run here, between its steps (nothing to save yet)
