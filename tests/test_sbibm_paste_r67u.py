@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from test_sbibm_runner import sbibm  # noqa: F401 (the script, loaded once per file)
+# two_moons 1000 as a cell of no settings of its own (autouse): its TASK_SETTINGS line would come first
+from test_sbibm_runner import plain_two_moons_1000  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 # One observation of experiment=sbibm's ten, at 4 ODE steps: the pasted job is checked for running to its end, not for

@@ -52,3 +52,19 @@ def test_preset_runs_resumes_and_tabulates(tmp_path):
     assert [(r["task"], r["observation"]) for r in rows] == [("two_moons", "1"), ("two_moons", "3")]
     assert all(0.0 <= float(r["c2st"]) <= 1.0 for r in rows)
     assert (root / "sbibm.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_two_moons_at_1000_gets_the_settings_its_table_row_was_made_with():
+    """``run`` gives two_moons' 10^3 jobs the narrow, longer-trained MLP, and the committed row is that run's (before
+    session 78 the cell had no settings of its own and its row, the preset's, read 0.807 against sbibm NPE's 0.725)."""
+    from faults_helpers import load_benchmark
+
+    load_benchmark("sbibm")  # puts benchmarks/ on the path, as the script does
+    from sbibm_method import read_results, task_settings
+
+    own, note = task_settings("two_moons", 1000, ["mesh=none", "data.batch_size=64"])
+    assert (own, note) == (["model.width=32", "train.steps=40000", "train.patience=40"], "")
+    rows = [r for r in read_results(REPO / "benchmarks" / "results" / "sbibm_results.csv")
+            if (r["task"], r["num_simulations"], r["method"]) == ("two_moons", "1000", "amortised")]
+    assert len(rows) == 10
+    assert {r["settings"] for r in rows} == {" ".join(sorted([*own, "mesh=none", "data.batch_size=64"]))}
