@@ -40,10 +40,13 @@ TASK_SETTINGS = {("gaussian_linear_uniform", 10_000): ("model=transformer", "tra
 
 def task_settings(task: str, budget: int, extra: list[str] = ()) -> tuple[list[str], str]:
     """``(settings, note)``: ``task``'s ``TASK_SETTINGS`` at ``budget``, or none when ``extra`` (the overrides after
-    ``--``) sets a key of them, ``note`` then saying which were left out and why ("" otherwise)."""
+    ``--``) sets a key of them or a group holding one (``model=transformer`` holds two_moons' ``model.width=32``),
+    ``note`` then saying which were left out and why ("" otherwise)."""
     own = list(TASK_SETTINGS.get((task, budget), ()))
     keys = {s.split("=", 1)[0] for s in own}
-    given = [a for a in extra if a.split("=", 1)[0].lstrip("+~") in keys]
+    # another model replaces the one whose settings these are: kept, model.width=32 was refused under a transformer
+    covers = lambda key: any(k == key or k.startswith(f"{key}.") for k in keys)  # noqa: E731
+    given = [a for a in extra if covers(a.split("=", 1)[0].lstrip("+~"))]
     if not given:
         return own, ""
     return [], f"the task's own {' '.join(own)} left out whole: {' '.join(given)} given after --"

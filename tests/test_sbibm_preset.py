@@ -68,3 +68,22 @@ def test_two_moons_at_1000_gets_the_settings_its_table_row_was_made_with():
             if (r["task"], r["num_simulations"], r["method"]) == ("two_moons", "1000", "amortised")]
     assert len(rows) == 10
     assert {r["settings"] for r in rows} == {" ".join(sorted([*own, "mesh=none", "data.batch_size=64"]))}
+
+
+def test_another_model_after_the_separator_leaves_two_moons_1000_settings_out():
+    """``-- model=transformer`` replaces the MLP whose width two_moons' 10^3 settings set: the group is left out whole
+    (review of session 78: ``model.width=32`` was kept and every (task, budget) refused, the transformer having no
+    width), and ``run``'s checks let the command start; a key of the group itself leaves it out as before."""
+    from faults_helpers import load_benchmark
+
+    load_benchmark("sbibm")
+    from sbibm_checks import extra_problem
+    from sbibm_method import task_settings
+
+    own, note = task_settings("two_moons", 1000, ["model=transformer"])
+    assert own == [] and note.endswith("left out whole: model=transformer given after --")
+    assert task_settings("two_moons", 1000, ["train.steps=100"])[0] == []
+    assert task_settings("two_moons", 1000, ["model.depth=2"])[0] == ["model.width=32", "train.steps=40000",
+                                                                      "train.patience=40"]
+    assert task_settings("gaussian_linear_uniform", 10_000, ["model=mlp"])[0] == []
+    assert extra_problem(["model=transformer"], ["two_moons", "slcp"], [1000, 10000], None, True) is None
