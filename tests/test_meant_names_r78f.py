@@ -71,3 +71,22 @@ def test_a_preset_file_with_flux1s_layer_count_is_not_told_to_rename_it_num_head
     said = command_problem([f"hydra.searchpath=[file://{tmp_path}]", "model=my_flux1"])
     assert "(Flux1 counts its layers in two settings: depth, its double-stream blocks" in said
     assert said.endswith("; remove num_layers from that file") and "num_heads?" not in said
+
+
+def test_another_models_heads_name_on_the_transformer_offers_its_own_heads_first():
+    # review of session 78: "model=transformer has no field num_heads; ... set model=flux1 for it" (another model, for
+    # a user who wanted more heads); the transformer's own model.heads is offered first
+    from gensbi_sharding.harness.key_checks import model_key_problem
+
+    said = model_key_problem(["model=transformer", "model.num_heads=2"])
+    assert said.endswith("have it: set model.heads=2, model=transformer's own, or model=flux1 for it, or drop "
+                         "model.num_heads=2")
+    assert model_key_problem(["model=mlp", "model.heads=2"]).endswith("set model=transformer for it, or drop "
+                                                                      "model.heads=2")
+
+
+@pytest.mark.parametrize("typed", ["hidden_dim", "head_dim"])
+def test_flux1s_width_note_names_the_concat_mode_too(typed):
+    # under model.id_merge_mode=concat GenSBI's Flux1 sizes a head by val_emb_dim + id_emb_dim, not by axes_dim
+    said = unknown_key_problem(["model=flux1", f"model.{typed}=2"])
+    assert "sum(model.axes_dim), or under model.id_merge_mode=concat model.val_emb_dim + model.id_emb_dim)" in said

@@ -134,6 +134,8 @@ def model_key_problem(args: Sequence[str] | CommandLine) -> str | None:
                 else ""
             fix = (f"set model={owners[0]} for it{plain}, or drop {typed}={raw}" if given else
                    f"add model={owners[0]}, whose section it then sets{plain}")
+            if (own := meant_name(lacking[:1], field)) in fields[lacking[0]]:  # num_heads: the transformer's heads
+                fix = f"set model.{own}={raw}, model={lacking[0]}'s own, or {fix.removeprefix('set ')}"
             return (f"{typed}={raw}: model={lacking[0]}{'' if given else ' (the default)'} has no field {field}; "
                     f"model={', model='.join(owners)} {'has' if len(owners) == 1 else 'have'} it: {fix}")
         if lacking:

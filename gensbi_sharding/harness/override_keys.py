@@ -78,6 +78,8 @@ _LAYERS = ("num_layers", "n_layers", "layers", "num_blocks", "n_blocks", "blocks
 _WIDTHS = ("hidden", "hidden_dim", "hidden_size", "dim", "d_model", "embed_dim", "emb_dim")
 _FLUX1_LAYERS = ("Flux1 counts its layers in two settings: model.depth, its double-stream blocks, and "
                  "model.depth_single_blocks, its single-stream ones")
+# GenSBI's Flux1 sizes a head by the id merge mode: the rope axes' sum for sum, the two embeddings' for concat
+_FLUX1_HEAD = "sum(model.axes_dim), or under model.id_merge_mode=concat model.val_emb_dim + model.id_emb_dim"
 
 #: Names a user brings to a model from elsewhere (Flux's FluxParams, which GenSBI's Flux1 recipe reads with the
 #: harness's names; Simformer's GenSBI names on another model; the usual MLP and transformer names), by what they
@@ -89,13 +91,13 @@ MEANT_NAMES: dict[str, dict[str, str]] = {
     "flux1": {**dict.fromkeys(_LAYERS, _FLUX1_LAYERS),
               **dict.fromkeys(("depth_double", "depth_double_blocks", "double_blocks", "num_double_blocks"), "depth"),
               **dict.fromkeys(("depth_single", "single_blocks", "num_single_blocks"), "depth_single_blocks"),
-              "widening_factor": "mlp_ratio", "head_dim": "a head's width is sum(model.axes_dim)",
-              **dict.fromkeys(_WIDTHS, "Flux1's width is sum(model.axes_dim) * model.num_heads")},
+              "widening_factor": "mlp_ratio", "head_dim": f"a head's width is {_FLUX1_HEAD}",
+              **dict.fromkeys(_WIDTHS, f"Flux1's width is model.num_heads times a head's: {_FLUX1_HEAD}")},
     "simformer": {**dict.fromkeys(_LAYERS, "depth"), "qkv_dim": "qkv_features", **dict.fromkeys(
         _WIDTHS, "a token's width is model.val_emb_dim + model.id_emb_dim + model.cond_emb_dim")},
     "mlp": {**dict.fromkeys(_LAYERS, "depth"), **dict.fromkeys(_WIDTHS, "width"), "widening_factor": "mlp_ratio"},
     "transformer": {**dict.fromkeys(_LAYERS, "depth"), **dict.fromkeys(_WIDTHS, "embed"),
-                    "widening_factor": "mlp_ratio", "n_heads": "heads"},
+                    "widening_factor": "mlp_ratio", **dict.fromkeys(("n_heads", "num_heads"), "heads")},
 }
 
 
