@@ -123,3 +123,21 @@ def test_run_cfgs_refusals_after_jax_starts_name_cfgs_settings(tmp_path, overrid
 
     metrics = run_tiny(tmp_path / "run", *overrides)
     assert metrics["status"] == "error" and said in metrics["error"], metrics["error"]
+
+
+@pytest.mark.slow  # a fresh interpreter: the module's first import is what is tested
+def test_the_trace_refusals_constants_keep_launch_words_whoever_imports_them_first():
+    # review of session 78: built by setting() at import time, they took Python's words when the first import ran
+    # inside in_python_words, and _TRACES then missed launch.py's text
+    import subprocess
+    import sys
+
+    code = ("from gensbi_sharding.harness.python_words import in_python_words\n"
+            "with in_python_words():\n    import gensbi_sharding.harness.model_plan as m\n"
+            "print(m.SHARDED_INIT_TRACES); print(m.DRY_RUN_TRACES)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.splitlines() == [
+        "model.init=sharded traces it to build it piece by piece: set model.init=eager (built whole on one device, "
+        "then placed)",
+        "dry_run=true traces it so as to allocate nothing, so this model has no dry run: drop dry_run=true and train "
+        "it with model.init=eager"]

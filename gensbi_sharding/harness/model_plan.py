@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
-from gensbi_sharding.harness.python_words import python_caller, said_as, setting
+from gensbi_sharding.harness.python_words import as_overrides, python_caller, said_as, setting
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import AbstractMesh, Mesh
@@ -68,8 +68,8 @@ def _dry_run_traces() -> str:
 
 #: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run (launch.py's words; to a Python
 #: caller, ``run(cfg)``'s, said as it is refused).
-SHARDED_INIT_TRACES = _sharded_init_traces()
-DRY_RUN_TRACES = _dry_run_traces()
+with as_overrides():  # launch.py's words whoever imports this first (a run(cfg) caller's import included)
+    SHARDED_INIT_TRACES, DRY_RUN_TRACES = _sharded_init_traces(), _dry_run_traces()
 _TRACES = {SHARDED_INIT_TRACES: _sharded_init_traces, DRY_RUN_TRACES: _dry_run_traces}
 
 
