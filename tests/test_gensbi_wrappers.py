@@ -116,7 +116,7 @@ def test_pos1d_ids_are_refused_only_where_init_sharded_traces_them(compose_confi
     # refused model.init=eager in turn: two refusals, the first naming a fix that does not work there.
     from gensbi_sharding.harness.config import ConfigError
     from gensbi_sharding.harness.config_checks import validate
-    from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, trace_model
+    from gensbi_sharding.harness.model_plan import dry_run_traces, trace_model
     from gensbi_sharding.harness.state import builder
 
     pos1d = ("model=flux1", "model.id_embedding_strategy=[pos1d,pos1d]", "model.depth=1", "model.depth_single_blocks=0",
@@ -129,7 +129,7 @@ def test_pos1d_ids_are_refused_only_where_init_sharded_traces_them(compose_confi
                                           r"dry run; drop dry_run=true and train it with model.init=eager"):
         validate(cfg)  # the dry run's refusal, known from the config (was: passed, refused once traced, below)
     with pytest.raises(ConfigError, match=r"cannot be traced .* drop dry_run=true and train it with model.init=eager"):
-        trace_model(builder(cfg, dim_theta=DIM_THETA, dim_x=DIM_X, partition_axis=None), cfg, needed_by=DRY_RUN_TRACES)
+        trace_model(builder(cfg, dim_theta=DIM_THETA, dim_x=DIM_X, partition_axis=None), cfg, needed_by=dry_run_traces)
 
 
 @pytest.mark.slow

@@ -63,8 +63,8 @@ def test_a_pos1d_dry_run_is_told_cfgs_settings():
 
 
 @pytest.mark.parametrize("needed_by, python", [
-    ("SHARDED_INIT_TRACES", "set cfg.model.init='eager' (built whole on one device, then placed)"),
-    ("DRY_RUN_TRACES", "set cfg.dry_run=False and train it with cfg.model.init='eager'")])
+    ("sharded_init_traces", "set cfg.model.init='eager' (built whole on one device, then placed)"),
+    ("dry_run_traces", "set cfg.dry_run=False and train it with cfg.model.init='eager'")])
 def test_a_model_that_reads_back_while_traced_is_told_cfgs_settings(needed_by, python):
     import jax.numpy as jnp
     from flax import nnx
@@ -74,12 +74,13 @@ def test_a_model_that_reads_back_while_traced_is_told_cfgs_settings(needed_by, p
     def build():  # int() of a traced value: what GenSBI's pos1d embedding does in its constructor
         return (nnx.Linear(int(jnp.ones(2).sum()), 2, rngs=nnx.Rngs(0)),)
 
-    cfg, launch = compose_tiny(), getattr(model_plan, needed_by)
+    cfg, words = compose_tiny(), getattr(model_plan, needed_by)
+    launch = words()
     with pytest.raises(ConfigError) as err:
-        model_plan.trace_model(build, cfg, needed_by=launch)
+        model_plan.trace_model(build, cfg, needed_by=words)
     assert str(err.value).endswith(f"; {launch}") and "cfg." not in launch
     with pytest.raises(ConfigError) as err, in_python_words(reword=False):
-        model_plan.trace_model(build, cfg, needed_by=launch)
+        model_plan.trace_model(build, cfg, needed_by=words)
     assert str(err.value).endswith(python), err.value
 
 
@@ -124,20 +125,3 @@ def test_run_cfgs_refusals_after_jax_starts_name_cfgs_settings(tmp_path, overrid
     metrics = run_tiny(tmp_path / "run", *overrides)
     assert metrics["status"] == "error" and said in metrics["error"], metrics["error"]
 
-
-@pytest.mark.slow  # a fresh interpreter: the module's first import is what is tested
-def test_the_trace_refusals_constants_keep_launch_words_whoever_imports_them_first():
-    # review of session 78: built by setting() at import time, they took Python's words when the first import ran
-    # inside in_python_words, and _TRACES then missed launch.py's text
-    import subprocess
-    import sys
-
-    code = ("from gensbi_sharding.harness.python_words import in_python_words\n"
-            "with in_python_words():\n    import gensbi_sharding.harness.model_plan as m\n"
-            "print(m.SHARDED_INIT_TRACES); print(m.DRY_RUN_TRACES)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
-    assert out.splitlines() == [
-        "model.init=sharded traces it to build it piece by piece: set model.init=eager (built whole on one device, "
-        "then placed)",
-        "dry_run=true traces it so as to allocate nothing, so this model has no dry run: drop dry_run=true and train "
-        "it with model.init=eager"]

@@ -53,7 +53,7 @@ def dry_run(cfg: DictConfig, *, mesh: Mesh | None, rule_name: str, table: dict, 
                                  partition_specs)
     from gensbi_sharding.harness.run_report import state_figures
     from gensbi_sharding.harness.rule_config import as_rule
-    from gensbi_sharding.harness.model_plan import DRY_RUN_TRACES, model_axes_that_split, model_plan, trace_model
+    from gensbi_sharding.harness.model_plan import dry_run_traces, model_axes_that_split, model_plan, trace_model
     from gensbi_sharding.harness.state import builder
     from gensbi_sharding.harness.ema import EMA
     from gensbi_sharding.harness.step_check import check_step_keeps_state
@@ -63,7 +63,7 @@ def dry_run(cfg: DictConfig, *, mesh: Mesh | None, rule_name: str, table: dict, 
     rule = as_rule(rule_name, table)
     build = builder(cfg, dim_theta=dim_theta, dim_x=dim_x, partition_axis=partition_axis)
     with in_python_words(reword=False):  # run(cfg) from Python: a refusal's fix as cfg's settings
-        plan = model_plan(trace_model(build, cfg, needed_by=DRY_RUN_TRACES), mesh, rule, strict=bool(cfg.strict))
+        plan = model_plan(trace_model(build, cfg, needed_by=dry_run_traces), mesh, rule, strict=bool(cfg.strict))
     fallbacks = dict(plan.fallbacks) if plan is not None else {}
     check("model trace")
     model, optimizer = abstract_sharded(build, mesh, rule, warn=False)

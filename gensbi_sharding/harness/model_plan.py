@@ -19,21 +19,22 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
-from gensbi_sharding.harness.python_words import as_overrides, python_caller, said_as, setting
+from gensbi_sharding.harness.python_words import said_as, setting
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
     from jax.sharding import AbstractMesh, Mesh
     from gensbi_sharding.rules import Rule, RuleTable
     from gensbi_sharding.sharding import Plan
 
-__all__ = ["trace_model", "model_plan", "strict_problem", "heads_hint", "details_dropped", "SHARDED_INIT_TRACES",
-           "DRY_RUN_TRACES"]
+__all__ = ["trace_model", "model_plan", "strict_problem", "heads_hint", "details_dropped", "sharded_init_traces",
+           "dry_run_traces"]
 
 log = logging.getLogger("gensbi_sharding")
 
 
-def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) -> Any:
-    """``nnx.eval_shape`` of the model (nothing allocated), for what ``needed_by`` names.
+def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str | Callable[[], str]) -> Any:
+    """``nnx.eval_shape`` of the model (nothing allocated), for what ``needed_by`` names (a function is said when
+    refused: ``sharded_init_traces``, ``dry_run_traces``, in the caller's words, launch.py's or cfg's settings).
 
     Raises ``ConfigError`` naming what to do instead when the constructor cannot be traced:
     it computes a value and reads it back (GenSBI's ``pos1d`` id embedding sizes its table
@@ -50,27 +51,22 @@ def trace_model(build: Callable[[], tuple], cfg: DictConfig, *, needed_by: str) 
         strategy = OmegaConf.select(cfg, "model.id_embedding_strategy", default=None)
         cause = (f" (GenSBI's pos1d id embedding: model.id_embedding_strategy=[{','.join(strategy)}]"
                  "; absolute or rope1d can be traced)" if strategy is not None and "pos1d" in list(strategy) else "")
-        said = _TRACES[needed_by]() if needed_by in _TRACES and python_caller() else needed_by
+        said = needed_by() if callable(needed_by) else needed_by
         raise ConfigError(f"model={cfg.model.name} cannot be traced{cause}: its constructor computes a value and "
                           f"reads it back ({type(err).__name__}: {str(err).splitlines()[0]}); {said}") from None
 
 
-def _sharded_init_traces() -> str:
+def sharded_init_traces() -> str:
+    """``trace_model``'s ``needed_by`` for sharded initialisation."""
     return (f"model.init=sharded traces it to build it piece by piece: set "
             f"{setting('model.init', 'eager', 'model.init=eager')} (built whole on one device, then placed)")
 
 
-def _dry_run_traces() -> str:
+def dry_run_traces() -> str:
+    """``trace_model``'s ``needed_by`` for the dry run."""
     return ("dry_run=true traces it so as to allocate nothing, so this model has no dry run: "
             + said_as("drop dry_run=true", f"set {setting('dry_run', False)}")
             + f" and train it with {setting('model.init', 'eager', 'model.init=eager')}")
-
-
-#: ``trace_model``'s ``needed_by`` for sharded initialisation and for the dry run (launch.py's words; to a Python
-#: caller, ``run(cfg)``'s, said as it is refused).
-with as_overrides():  # launch.py's words whoever imports this first (a run(cfg) caller's import included)
-    SHARDED_INIT_TRACES, DRY_RUN_TRACES = _sharded_init_traces(), _dry_run_traces()
-_TRACES = {SHARDED_INIT_TRACES: _sharded_init_traces, DRY_RUN_TRACES: _dry_run_traces}
 
 
 def model_plan(model: Any, mesh: Mesh | None, rule: str | RuleTable | Rule, *, strict: bool) -> Plan | None:

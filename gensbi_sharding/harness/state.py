@@ -27,7 +27,7 @@ from gensbi_sharding.harness.held_out import held_out_changes
 from gensbi_sharding.harness.held_out_fix import held_out_warning, keep_split_overrides
 from gensbi_sharding.harness.saving_record import launched_with
 from gensbi_sharding.harness.model_checks import ACTIVATION_FIELDS_READ
-from gensbi_sharding.harness.model_plan import SHARDED_INIT_TRACES, model_plan, trace_model
+from gensbi_sharding.harness.model_plan import sharded_init_traces, model_plan, trace_model
 from gensbi_sharding.harness.model_switch import model_overrides
 from gensbi_sharding.harness.rule_config import as_rule, partition_axis_from_config
 
@@ -128,7 +128,7 @@ def build_state(cfg: DictConfig, *, dim_theta: int, dim_x: int, mesh: Mesh | Non
         model, optimizer = build()
         plan = None
     elif cfg.model.init == "sharded":  # each variable computed, then placed: the whole model never on one device
-        plan = model_plan(trace_model(build, cfg, needed_by=SHARDED_INIT_TRACES), mesh, rule, strict=cfg.strict)
+        plan = model_plan(trace_model(build, cfg, needed_by=sharded_init_traces), mesh, rule, strict=cfg.strict)
         model, optimizer = gs.init_sharded(build, mesh, rule, warn=False)
     else:  # planned from the built model: a constructor that cannot be traced works here
         model, optimizer = build()
