@@ -205,5 +205,18 @@ class ForkServer:
         end_group(self.proc)
 
 
+def launch_together(forks: ForkServer, launches: list[dict], bound: float) -> list[tuple[str, int]]:
+    """Every launch of ``launches`` (each ``forks.launch``'s keyword arguments: ``args``, ``cwd``, ``prelude``, ...)
+    forked at once, as faults_helpers.run_together starts its commands (the processes of one job), and waited for,
+    each at most ``bound`` seconds: their console output (stderr into stdout) and exit codes. Any still running when
+    this returns (a bound passed, an error) is killed, so a hung process of several never outlives its test."""
+    procs = [forks.launch(**launch) for launch in launches]
+    try:
+        return [(proc.communicate(timeout=bound)[0], proc.returncode) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()  # nothing once it has exited (its exit code read)
+
+
 if __name__ == "__main__":
     serve(Path(sys.argv[1]).resolve(), sys.argv[2:])

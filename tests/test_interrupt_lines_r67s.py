@@ -11,22 +11,22 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from faults_helpers import LAUNCH, TINY, free_port, run_together, under_command
+from faults_helpers import LAUNCH, TINY, free_port, under_command
+from fork_server import ForkServer, launch_together
 from gensbi_sharding.harness.command_checks import command_problem
 from gensbi_sharding.harness.preemption import Preempted
 from gensbi_sharding.harness.run_folder import ensure_fresh
 
 # Ctrl-C (SIGINT to itself) at the run's first stop check: the folder's claim, before anything is built
 AT_FIRST_CHECK = """
-import runpy, signal, sys
+import signal
 from gensbi_sharding.harness import preemption
 check = preemption.PreemptionWatch.check
 def check_after_ctrl_c(self):
@@ -34,18 +34,13 @@ def check_after_ctrl_c(self):
         signal.raise_signal(signal.SIGINT)
     return check(self)
 preemption.PreemptionWatch.check = check_after_ctrl_c
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
 """
 # Ctrl-C between the folder's claim and the run's Ctrl-C handling (its watch): as Python raises it there
 BEFORE_THE_WATCH = """
-import runpy, sys
 from gensbi_sharding.harness import interrupt_hold
 def ctrl_c():
     raise KeyboardInterrupt
 interrupt_hold.reset = ctrl_c
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
@@ -60,18 +55,32 @@ class _Folder:
         pass
 
 
-def _launch(*args, prelude=None, bound=240):
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory):
+    """The module's launch.py processes, forked from one process that imported launch.py's modules once
+    (tests/fork_server.py: ~1.5 s of CPU less per launch); each still runs launch.py from its first line, its
+    prelude (the test's patch) first, as ``python -c <prelude> launch.py`` would."""
+    server = ForkServer(tmp_path_factory.mktemp("forks"), dict(os.environ))
+    yield server
+    server.close()
+
+
+def _request(args, prelude=None) -> dict:
+    """``forks.launch``'s arguments for ``launch.py <args>`` from the repository (as typed there), ``prelude`` (one
+    of the patches above) run first."""
+    return {"args": [*args], "cwd": LAUNCH.parent, "prelude": prelude}
+
+
+def _launch(forks, *args, prelude=None, bound=240):
     """``launch.py`` with ``args`` from the repository (as typed there), ``prelude`` run first: (output, exit code)."""
-    done = subprocess.run([sys.executable, *(["-c", prelude] if prelude else []), str(LAUNCH), *args],
-                          cwd=LAUNCH.parent, capture_output=True, text=True, timeout=bound)
-    return done.stdout + done.stderr, done.returncode
+    return launch_together(forks, [_request(args, prelude)], bound)[0]
 
 
-def _pasted(command):
+def _pasted(forks, command):
     """A printed ``python launch.py ...`` command run as pasted in the repository (python: this interpreter)."""
     words = shlex.split(command)
     assert words[:2] == ["python", "launch.py"], command
-    return _launch(*words[2:])
+    return _launch(forks, *words[2:])
 
 
 def test_a_stopped_dry_runs_advice_runs_it_again_in_a_new_folder_and_passes_the_commands_checks(tmp_path):
@@ -127,38 +136,38 @@ def test_a_stop_before_the_watch_names_no_metrics_json_and_keeps_an_earlier_atte
 
 
 @pytest.mark.slow  # two dry runs of launch.py: stopped at its first check, then its printed command (~15 s on 2 cores)
-def test_an_interrupted_dry_runs_printed_command_runs_it_again(tmp_path):
-    said, code = _launch(*TINY, "dry_run=true", f"hydra.run.dir={tmp_path / 'run'}", prelude=AT_FIRST_CHECK)
+def test_an_interrupted_dry_runs_printed_command_runs_it_again(tmp_path, forks):
+    said, code = _launch(forks, *TINY, "dry_run=true", f"hydra.run.dir={tmp_path / 'run'}", prelude=AT_FIRST_CHECK)
     assert code == 130, said[-3000:]
     advice = [line for line in said.splitlines() if "run it again with: " in line]
     assert len(advice) == 1 and "a dry run has nothing to continue" in advice[0], said[-3000:]
     assert "train.resume" not in advice[0] and "continue with" not in said, said[-3000:]
-    said, code = _pasted(advice[0].split("run it again with: ", 1)[1])
+    said, code = _pasted(forks, advice[0].split("run it again with: ", 1)[1])
     assert code == 0 and "dry run done" in said, said[-3000:]
     assert json.loads((tmp_path / "run-again" / "metrics.json").read_text())["status"] == "ok"
 
 
 @pytest.mark.slow  # launch.py stopped as its run starts, then its printed command, which trains 8 steps (~15 s)
-def test_ctrl_c_before_the_runs_handling_says_no_metrics_json_and_its_command_starts_it(tmp_path):
+def test_ctrl_c_before_the_runs_handling_says_no_metrics_json_and_its_command_starts_it(tmp_path, forks):
     out = tmp_path / "run"
-    said, code = _launch(*TINY, f"hydra.run.dir={out}", prelude=BEFORE_THE_WATCH)
+    said, code = _launch(forks, *TINY, f"hydra.run.dir={out}", prelude=BEFORE_THE_WATCH)
     assert code == 130, said[-3000:]
     assert "metrics.json records it" not in said and not (out / "metrics.json").exists(), said[-3000:]
     lines = [line for line in said.splitlines() if line.startswith("interrupted")]
     assert len(lines) == 1 and "no metrics.json was written" in lines[0], said[-3000:]
-    said, code = _pasted(lines[0].split("start it again with: ", 1)[1])
+    said, code = _pasted(forks, lines[0].split("start it again with: ", 1)[1])
     assert code == 0, said[-3000:]
     assert json.loads((out / "metrics.json").read_text())["status"] == "ok"
 
 
-def _two(run_dir, prelude0=None, prelude1=None):
+def _two(forks, run_dir, prelude0=None, prelude1=None):
     """Processes 0 and 1 of one tiny run, explicit mode, started by hand: (output, exit code) of each."""
-    args = [str(LAUNCH), *TINY, "devices.cpu_count=2", "distributed.mode=explicit", "distributed.num_processes=2",
+    args = [*TINY, "devices.cpu_count=2", "distributed.mode=explicit", "distributed.num_processes=2",
             f"distributed.coordinator_address=127.0.0.1:{free_port()}", "distributed.timeout_s=60",
             f"hydra.run.dir={run_dir}"]
     preludes = (prelude0, prelude1)
-    return run_together([[sys.executable, *(["-c", preludes[rank]] if preludes[rank] else []), *args,
-                          f"distributed.process_id={rank}"] for rank in (0, 1)], 240)
+    return launch_together(forks, [_request([*args, f"distributed.process_id={rank}"], preludes[rank])
+                                   for rank in (0, 1)], 240)
 
 
 # Once JAX joined the processes: the first check both make then (the folder's claim is process 0's alone)
@@ -167,10 +176,9 @@ JOINED = AT_FIRST_CHECK.replace("    if self.signum is None:", "    import jax\n
 
 
 @pytest.mark.slow  # two launch.py processes, Ctrl-C to process 1 at their first check once joined, then their
-def test_process_1_interrupted_alone_names_no_record_of_its_own(tmp_path, monkeypatch):  # commands pasted (~20 s)
-    monkeypatch.chdir(LAUNCH.parent)  # where the commands were typed: they name launch.py relative to it
+def test_process_1_interrupted_alone_names_no_record_of_its_own(tmp_path, forks):  # commands pasted (~20 s)
     run_dir = tmp_path / "run"
-    (zero, code0), (one, code1) = _two(run_dir, prelude1=JOINED)
+    (zero, code0), (one, code1) = _two(forks, run_dir, prelude1=JOINED)
     assert code1 == 130, (zero[-3000:], one[-3000:])
     assert "metrics.json records it" not in one, one[-3000:]
     said = [line for line in one.splitlines() if line.startswith("interrupted")]
@@ -180,15 +188,19 @@ def test_process_1_interrupted_alone_names_no_record_of_its_own(tmp_path, monkey
     assert json.loads((run_dir / "metrics.json").read_text())["status"] in ("interrupted", "preempted")
     commands = [line.split("continue with: ", 1)[1] for line in zero.splitlines() if "continue with: " in line]
     pasted = [commands[-1], said[0].split("continue this process with: ", 1)[1]]
-    (zero, code0), (one, code1) = run_together([[sys.executable, *shlex.split(c)[1:]] for c in pasted], 240)
+    # pasted as printed, each on its host (python: this interpreter), in the repository, where they were typed: they
+    # name launch.py relative to it
+    words = [shlex.split(c) for c in pasted]
+    (zero, code0), (one, code1) = launch_together(forks, [{"args": w[2:], "cwd": LAUNCH.parent, "argv0": w[1]}
+                                                          for w in words], 240)
     assert (code0, code1) == (0, 0), (zero[-3000:], one[-3000:])
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "ok"
 
 
 @pytest.mark.slow  # two launch.py processes, Ctrl-C to process 0 at their first check once joined (<= 240 s)
-def test_process_1_stopped_in_setup_by_process_0s_signal_logs_what_happened(tmp_path):
+def test_process_1_stopped_in_setup_by_process_0s_signal_logs_what_happened(tmp_path, forks):
     run_dir = tmp_path / "run"
-    (zero, code0), (one, code1) = _two(run_dir, prelude0=JOINED)
+    (zero, code0), (one, code1) = _two(forks, run_dir, prelude0=JOINED)
     assert (code0, code1) == (130, 75), (zero[-3000:], one[-3000:])
     logged = [line for line in (run_dir / "launch.log").read_text().splitlines() if "[process 1/2]" in line]
     assert not [line for line in logged if "preempted by" in line], logged
@@ -198,14 +210,14 @@ def test_process_1_stopped_in_setup_by_process_0s_signal_logs_what_happened(tmp_
 
 
 @pytest.mark.slow  # launch.py stopped as its run starts, its line unmakeable (~5 s)
-def test_ctrl_c_whose_line_cannot_be_made_still_exits_130_in_one_line(tmp_path):
+def test_ctrl_c_whose_line_cannot_be_made_still_exits_130_in_one_line(tmp_path, forks):
     out = tmp_path / "run"
     unmakeable = BEFORE_THE_WATCH.replace("interrupt_hold.reset = ctrl_c", "interrupt_hold.reset = ctrl_c\n"
                                           "from gensbi_sharding.harness import interrupt_lines\n"
                                           "def unreadable(*args, **kwargs):\n"
                                           "    raise PermissionError('folder unreadable')\n"
                                           "interrupt_lines.interrupted_line = unreadable")
-    said, code = _launch(*TINY, f"hydra.run.dir={out}", prelude=unmakeable)
+    said, code = _launch(forks, *TINY, f"hydra.run.dir={out}", prelude=unmakeable)
     assert code == 130 and "Traceback" not in said, said[-3000:]
     assert said.strip().splitlines()[-1] == (f"interrupted by Ctrl-C; {out}/launch.log says how far the job got "
                                              "(folder unreadable)"), said[-3000:]
