@@ -11,7 +11,7 @@ from jax.experimental import multihost_utils
 
 from faults_helpers import compose_tiny
 from gensbi_sharding.harness import run as run_module
-from test_stop_check_counts import _run_on_two_processes
+from test_stop_check_counts import _run_on_two_processes, worker_forks  # noqa: F401 (a fixture)
 
 
 def test_a_later_jobs_stop_checks_count_on_from_the_job_before(tmp_path, monkeypatch):
@@ -57,8 +57,8 @@ print("DONE", json.dumps(done), flush=True)
 
 
 @pytest.mark.slow  # two processes of two tiny jobs each; each bounded by 300 s
-def test_a_notice_between_two_jobs_stops_the_next_job_before_it_trains(tmp_path):
-    done = _run_on_two_processes(_BETWEEN_WORKER, tmp_path, "DONE")
+def test_a_notice_between_two_jobs_stops_the_next_job_before_it_trains(tmp_path, worker_forks):
+    done = _run_on_two_processes(_BETWEEN_WORKER, tmp_path, "DONE", worker_forks)
     assert [[job[0] for job in process] for process in done] == [["ok", "preempted"]] * 2, done
     # Before training, or at the first step's check where JAX's preemption service agreed on the sync point after the
     # job's first check (the agreement travels through the coordinator: a loaded machine gave step 1 in 2 of ~6
@@ -85,11 +85,11 @@ print("DONE", json.dumps(done), flush=True)
 
 
 @pytest.mark.slow  # two processes of two dry runs each; each bounded by 300 s
-def test_a_later_jobs_folder_refused_to_process_0_ends_every_process_with_its_words(tmp_path):
+def test_a_later_jobs_folder_refused_to_process_0_ends_every_process_with_its_words(tmp_path, worker_forks):
     # Was: process 0 recorded the refusal and went on; process 1 went into the job without it (its collectives
     # waiting on process 0 until their timeout)
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "metrics.json").write_text(json.dumps({"status": "ok", "final_step": 4}))
-    done = _run_on_two_processes(_REFUSED_WORKER, tmp_path, "DONE")
+    done = _run_on_two_processes(_REFUSED_WORKER, tmp_path, "DONE", worker_forks)
     assert [[job[0] for job in process] for process in done] == [["ok", "error"]] * 2, done
     assert "already" in done[0][1][1] and done[0][1][1] == done[1][1][1], done

@@ -1,6 +1,7 @@
 """Every process of a multi-process job makes the same stop checks: JAX's preemption sync point counts them."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -36,8 +37,21 @@ def test_each_process_of_a_later_multirun_job_asks_the_sync_point_alike(tmp_path
     # follow on from it: tests/test_multirun_stops_r64a.py)
 
 
-def _run_on_two_processes(worker, tmp_path, tag):
-    """Run a worker script as processes 0 and 1 of one job (a free local coordinator port, 300 s each).
+@pytest.fixture(scope="module")
+def worker_forks(tmp_path_factory):
+    """Processes for ``_run_on_two_processes``, forked from one process that imported a run's modules once
+    (tests/fork_server.py: ~2 s of CPU less per process, JAX's and the harness's imports); none starts JAX's backend,
+    so each process starts its own, as ``python -c <worker>`` does."""
+    from fork_server import ForkServer
+
+    server = ForkServer(tmp_path_factory.mktemp("forks"), dict(os.environ))
+    yield server
+    server.close()
+
+
+def _run_on_two_processes(worker, tmp_path, tag, forks=None):
+    """Run a worker script as processes 0 and 1 of one job (a free local coordinator port, 300 s each): each
+    ``python -c <worker> <process>``, or with ``forks`` (``worker_forks``) forked from it as that command would run.
 
     Returns each process's JSON printed after ``tag`` (e.g. ``"ASKED"``), or the tail of its output if it printed none.
     """
@@ -45,6 +59,15 @@ def _run_on_two_processes(worker, tmp_path, tag):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     script = worker.format(tests=str(Path(__file__).parent), address=f"127.0.0.1:{port}", out=str(tmp_path))
+    if forks is not None:
+        from fork_server import launch_together
+
+        # The worker is the forked process's whole program: its argv as `python -c` sets it, and its end (as the end
+        # of a `-c` script) is the process's, before the server's script (launch.py) would run.
+        return _tagged([output for output, _ in launch_together(forks, [
+            {"args": [], "cwd": Path.cwd(),
+             "prelude": f"import sys\nsys.argv = ['-c', '{process}']\n{script}\nraise SystemExit(0)\n"}
+            for process in (0, 1)], 300)], tag)
     procs = [subprocess.Popen([sys.executable, "-c", script, str(process)], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for process in (0, 1)]
     outputs = []
@@ -56,6 +79,11 @@ def _run_on_two_processes(worker, tmp_path, tag):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    return _tagged(outputs, tag)
+
+
+def _tagged(outputs: list[str], tag: str) -> list:
+    """Each output's JSON printed after ``tag``, or the output's tail if it printed none."""
     prefix = tag + " "
     return [json.loads(next(line for line in out.splitlines() if line.startswith(prefix))[len(prefix):])
             if prefix in out else out[-3000:] for out in outputs]
@@ -83,8 +111,8 @@ print("ASKED", json.dumps(asked), flush=True)
 
 
 @pytest.mark.slow  # two processes of two dry runs each (about a minute on a busy 2-core machine)
-def test_two_processes_of_an_explicit_multirun_ask_the_sync_point_alike(tmp_path):
-    asked = _run_on_two_processes(_WORKER, tmp_path, "ASKED")
+def test_two_processes_of_an_explicit_multirun_ask_the_sync_point_alike(tmp_path, worker_forks):
+    asked = _run_on_two_processes(_WORKER, tmp_path, "ASKED", worker_forks)
     assert asked[0] == asked[1] and asked[0], asked  # was: process 0 one question more, from the second job on
 
 
@@ -118,9 +146,9 @@ print("STATUSES", json.dumps(statuses), flush=True)
 
 
 @pytest.mark.slow  # two processes of two tiny jobs each; each bounded by 300 s
-def test_a_preemption_notice_in_a_later_job_of_a_multirun_stops_every_process(tmp_path):
+def test_a_preemption_notice_in_a_later_job_of_a_multirun_stops_every_process(tmp_path, worker_forks):
     # Was: the first job's watch, at its end, put the handler it found back over JAX's preemption service's SIGTERM
     # handler, and each later job's watch its own: the service never heard of a notice, the sync point never
     # answered, and the job trained on to its last step ("ok") on both processes, never stopping.
-    statuses = _run_on_two_processes(_SIGNALLED_WORKER, tmp_path, "STATUSES")
+    statuses = _run_on_two_processes(_SIGNALLED_WORKER, tmp_path, "STATUSES", worker_forks)
     assert statuses == [["ok", "preempted"], ["ok", "preempted"]], statuses

@@ -12,7 +12,7 @@ import pytest
 from jax.experimental import multihost_utils
 
 from gensbi_sharding.harness.preemption import PreemptionWatch
-from test_stop_check_counts import _run_on_two_processes
+from test_stop_check_counts import _run_on_two_processes, worker_forks  # noqa: F401 (a fixture)
 
 
 class _SyncPoint:
@@ -80,7 +80,7 @@ print("DONE", json.dumps([metrics["status"], metrics.get("stopped_at_step"), boo
 
 
 @pytest.mark.slow  # two processes of one tiny job; each bounded by 300 s
-def test_a_notice_during_a_save_stops_both_processes_at_that_step(tmp_path):
-    done = _run_on_two_processes(_SAVE_WORKER, tmp_path, "DONE")
+def test_a_notice_during_a_save_stops_both_processes_at_that_step(tmp_path, worker_forks):
+    done = _run_on_two_processes(_SAVE_WORKER, tmp_path, "DONE", worker_forks)
     assert done == [["preempted", 10, True]] * 2, done  # was: ["ok", None, True]: trained to step 40
     assert json.loads((tmp_path / "metrics.json").read_text())["stopped_at_step"] == 10
