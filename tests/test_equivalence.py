@@ -77,6 +77,19 @@ ROWS = [pytest.param(name, rule, model_axis,
         if name == "mlp" or (rule, model_axis) not in DEGENERATE]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_cache_writes():
+    """This module's compiles stay out of the session's persistent compilation cache (tests/conftest.py): each row's
+    step, compiled with ``COMPILER_OPTIONS`` (part of the cache's key), is compiled once in the whole suite, so no
+    process ever reads it back, and writing it (serialising, compressing and storing 0.7-2 MB) cost 4-5 % of its
+    compile. Reads are left on; the setting is put back for the modules after this one."""
+    name = "jax_persistent_cache_min_compile_time_secs"
+    before = getattr(jax.config, name)
+    jax.config.update(name, float("inf"))
+    yield
+    jax.config.update(name, before)
+
+
 def table_of(rule):
     """The built-in's table, or the custom rule as the harness reads it from conf/rule/."""
     if rule in RULES:
