@@ -60,11 +60,30 @@ def test_strict_refusal_says_the_override_too(devices):
      "size 6 of logical axis 'embed' is not divisible by mesh axis ('data', 'model') of size 8; set rule.embed=null "
      "or map it onto mesh axes of total size 2 or 4 (rule.embed=model or rule.embed=data), or annotate this "
      "dimension None"),
+    ("logical axis 'heads' maps to mesh axis 'model' twice (['model', 'model']); map it onto 'model' once in the "
+     "rule table", "logical axis 'heads' maps to mesh axis 'model' twice (['model', 'model']); map it onto 'model' "
+     "once: rule.heads=model"),
     ("unknown logical axis 'layers' (known: embed); to split the other dimensions, leave it unsplit: a rule table "
-     "with {'layers': None}", None),  # no rule file holds 'layers': no setting to name
+     "with {'layers': None}",  # no rule file holds 'layers': added to the rule
+     "unknown logical axis 'layers' (known: embed); to split the other dimensions, leave it unsplit: set "
+     "+rule.layers=null"),
 ])
 def test_every_rule_table_fix_is_said_as_a_setting(reason, said):
-    assert harness_reason(reason, {"data": 4, "model": 2}) == (reason if said is None else said)
+    assert harness_reason(reason, {"data": 4, "model": 2}) == said
+
+
+def test_a_model_s_own_axis_is_added_to_the_rule_from_python():
+    with in_python_words(reword=False):
+        said = harness_reason("leave it unsplit: a rule table with {'layers': None}", {})
+    assert said == "leave it unsplit: set cfg.rule.layers=None in omegaconf.open_dict(cfg.rule)"
+
+
+def test_stacked_layers_name_the_rule_s_override(devices):
+    model = nnx.Module()
+    model.w = nnx.Param(jnp.ones((2, 8, 4)), **gs.axes("embed", "mlp"))  # one leading dimension more: stacked
+    why = gs.plan_shardings(model, gs.make_mesh(model_axis=1), "fsdp").fallbacks["w"]
+    assert "{**dict(gs.RULES['fsdp']), 'layers': None}" in why  # the library's, for a library user
+    assert harness_reason(why, {}).endswith("with the rule mapping it, e.g. +rule.layers=null")
 
 
 def test_the_library_texts_reworded_are_the_library_s(devices):

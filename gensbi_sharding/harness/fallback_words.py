@@ -15,7 +15,7 @@ import re
 from itertools import combinations
 from typing import Any
 
-from gensbi_sharding.harness.python_words import setting
+from gensbi_sharding.harness.python_words import said_as, setting
 from gensbi_sharding.rules import LOGICAL_AXES
 
 __all__ = ["harness_plan", "harness_reason"]
@@ -25,11 +25,16 @@ __all__ = ["harness_plan", "harness_reason"]
 _TO_NONE = re.compile(r"map '(?P<name>\w+)' to None(?: or to mesh axes of total size (?P<sizes>\d+(?: or \d+)*))?")
 _ONCE = re.compile(r"map it onto '(?P<axis>\w+)' once in the rule table")
 _TABLE_WITH = re.compile(r"a rule table with (?P<table>\{'\w+': None(?:, '\w+': None)*\})")
+_STACKED = re.compile(r"with a rule table mapping it, e\.g\. \{\*\*dict\(gs\.RULES\['\w+'\]\), '(?P<name>\w+)': None\}")
 
 
 def _unsplit(name: str) -> str:
-    """The setting that leaves logical axis ``name`` unsplit: ``rule.vocab=null`` (``cfg.rule.vocab=None``)."""
-    return setting(f"rule.{name}", None, f"rule.{name}=null")
+    """The setting that leaves logical axis ``name`` unsplit: ``rule.vocab=null`` (``cfg.rule.vocab=None``); a name no
+    rule file holds (a model's own, ``layers``) is added: ``+rule.layers=null`` (``cfg.rule.layers=None``, in
+    ``omegaconf.open_dict(cfg.rule)``, as the composed config takes no new key otherwise)."""
+    if name in LOGICAL_AXES:
+        return setting(f"rule.{name}", None, f"rule.{name}=null")
+    return said_as(f"+rule.{name}=null", f"{setting(f'rule.{name}', None)} in omegaconf.open_dict(cfg.rule)")
 
 
 def _onto(name: str, axes: tuple[str, ...]) -> str:
@@ -71,11 +76,9 @@ def harness_reason(reason: str, mesh_shape: dict[str, int]) -> str:
     name = re.search(r"logical axis '(\w+)' maps to mesh axis", reason)
     if name is not None:
         reason = _ONCE.sub(lambda m: f"map it onto {m['axis']!r} once: {_onto(name[1], (m['axis'],))}", reason)
-    def table_with(match: re.Match) -> str:  # an axis no rule file holds (a model's own name): not a setting
-        names = re.findall(r"'(\w+)': None", match["table"])
-        return "set " + " and ".join(map(_unsplit, names)) if set(names) <= set(LOGICAL_AXES) else match[0]
-
-    return _TABLE_WITH.sub(table_with, reason)
+    reason = _STACKED.sub(lambda m: f"with the rule mapping it, e.g. {_unsplit(m['name'])}", reason)
+    return _TABLE_WITH.sub(lambda m: "set " + " and ".join(map(_unsplit, re.findall(r"'(\w+)': None", m["table"]))),
+                           reason)
 
 
 def harness_plan(plan: Any) -> Any:
