@@ -13,10 +13,13 @@ import dataclasses
 import math
 import re
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gensbi_sharding.harness.python_words import said_as, setting
 from gensbi_sharding.rules import LOGICAL_AXES
+
+if TYPE_CHECKING:  # annotations only: this module needs no JAX
+    from gensbi_sharding.sharding import Plan
 
 __all__ = ["harness_plan", "harness_reason"]
 
@@ -81,7 +84,7 @@ def harness_reason(reason: str, mesh_shape: dict[str, int]) -> str:
                            reason)
 
 
-def harness_plan(plan: Any) -> Any:
+def harness_plan(plan: Plan | None) -> Plan | None:
     """``plan`` (a ``Plan``) with each fallback reason in the harness's words (``harness_reason``); its specs, mesh,
     rule and shapes as they are. None stays None.
 
