@@ -73,10 +73,11 @@ def idle_model_axis_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str
         return None
     shape, what = " x ".join(f"{k}={n}" for k, n in mesh_axis_sizes.items()), "every variable it splits" * split
     # run(cfg) from Python (python_words): its settings of cfg, a preset composed with
+    axes = said_as(f"mesh.model_axis={' or '.join(map(str, splits_at or []))}",
+                   " or ".join(setting("mesh.model_axis", m) for m in splits_at or []))
     fix = (said_as("rule=tensor", "cfg composed with rule=tensor") if not split else
            said_as("a mesh.model_axis", "a cfg.mesh.model_axis") + " the widths divide by" if splits_at is None else
-           said_as(f"mesh.model_axis={' or '.join(map(str, splits_at))}", " or ".join(
-               setting("mesh.model_axis", m) for m in splits_at)) + ", under which it splits some" if splits_at else None)
+           f"{axes}, under which it splits some" if splits_at else None)
     return (f"rule {rule_name} leaves the model axis idle: {what or 'it splits nothing'} over {MODEL_AXIS!r}, of "
             f"size {size} on {shape} (mesh={mesh_choice}){', fell back to replicated' * split}: the {size} devices"
             f" along it repeat the same work; {said_as('run with', 'set')} {setting('mesh.model_axis', 1)} so every "
