@@ -250,7 +250,7 @@ def test_a_model_with_hundreds_of_fallbacks_gets_one_short_console_line_and_ever
     assert shown[0].getMessage() == (
         "187 variable(s) replicated instead of split under rule 'fsdp' on mesh {'data': 8, 'model': 1}: blocks/0, "
         "blocks/1, blocks/2 and 184 more (size 2 of logical axis 'embed' is not divisible by mesh axis 'data' of "
-        "size 8; map 'embed' to None, or annotate this dimension None, or use a mesh with an axis of size 2 (here: "
+        "size 8; set rule.embed=null, or annotate this dimension None, or use a mesh with an axis of size 2 (here: "
         "data=8, model=1)) (every one: metrics.json 'fallbacks' and launch.log)")
     full = [r.getMessage() for r in caplog.records if r.name == console.DETAILS]  # launch.log only
     assert len(full) == 1 and all(f"  blocks/{i}: size 2 of logical axis 'embed'" in full[0] for i in range(187))

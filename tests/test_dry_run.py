@@ -139,6 +139,7 @@ def idle_model_axis_runs(tmp_path_factory, devices):
     import logging
 
     from faults_helpers import run_tiny
+    from gensbi_sharding.harness.python_words import as_overrides
 
     class Messages(logging.Handler):
         def emit(self, record):
@@ -152,7 +153,8 @@ def idle_model_axis_runs(tmp_path_factory, devices):
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         try:
-            runs[name] = run_tiny(root / name, *extra, *IDLE_MODEL_AXIS), handler.messages
+            with as_overrides():  # launch.py's words (from Python, cfg's: tests/test_run_logged_words_r79f.py)
+                runs[name] = run_tiny(root / name, *extra, *IDLE_MODEL_AXIS), handler.messages
         finally:
             logger.removeHandler(handler)
             logger.setLevel(level)
@@ -202,7 +204,10 @@ def test_a_dry_run_says_when_the_rule_splits_nothing_on_its_mesh(tmp_path, devic
 
     from faults_helpers import run_tiny
 
-    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+    from gensbi_sharding.harness.python_words import as_overrides
+
+    # launch.py's words (run(cfg) from Python says cfg's settings: tests/test_run_logged_words_r79f.py)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), as_overrides():
         dry = run_tiny(tmp_path / "dry", "dry_run=true", "mesh=auto", "rule=tensor")
     assert dry["status"] == "ok" and dry["mesh_shape"] == [8, 1]
     assert ("rule tensor splits nothing here: it splits over 'model', of size 1 on data=8 x model=1 (mesh=auto); "
@@ -296,10 +301,12 @@ def test_a_run_and_its_dry_run_say_the_model_axis_is_idle_where_every_split_fall
     # at model.num_heads=3 model.axes_dim=[5,0]) replicated every variable: 8 devices computing the same step, which a
     # sweep then ranked first by collectives (0 B).
     from faults_helpers import run_tiny
+    from gensbi_sharding.harness.python_words import as_overrides
 
     for name, extra in (("dry", ("dry_run=true",)), ("real", ())):
         caplog.clear()
-        with caplog.at_level("INFO", logger="gensbi_sharding"):
+        # launch.py's words (run(cfg) from Python says cfg's settings: tests/test_run_logged_words_r79f.py)
+        with caplog.at_level("INFO", logger="gensbi_sharding"), as_overrides():
             metrics = run_tiny(tmp_path / name, *extra, "rule=tensor", "mesh.model_axis=8", "model.width=36",
                                "model.mlp_ratio=1", "model.time_embed_dim=36")
         assert metrics["status"] == "ok", (name, metrics.get("error"))

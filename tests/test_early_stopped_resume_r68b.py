@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from faults_helpers import run_tiny
+from gensbi_sharding.harness.python_words import as_overrides
 
 STOPPING = ("train.val_every=1", "train.patience=1", "train.ema_decay=0", "train.learning_rate=0.3")
 
@@ -20,7 +21,8 @@ def test_a_resume_that_early_stopping_leaves_nothing_to_train_names_it_and_the_f
     assert first["stopped_early"] and first["final_step"] < 8  # the premise: early stopping ended it
     stop, best = first["final_step"], first["best_step"]
     after = sum(step > best for step, _ in first["val_history"])
-    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+    # launch.py's words (run(cfg) from Python says cfg.train.patience=0: tests/test_run_logged_words_r79f.py)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), as_overrides():
         again = run_tiny(tmp_path / "b", *STOPPING, "train.steps=20", f"train.resume={tmp_path / 'a'}")
     assert again["steps"] == 0 and again["stopped_early"]
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("nothing")]

@@ -434,7 +434,7 @@ def test_strict_turns_an_unsplittable_variable_into_an_error(strict_sweep, devic
     assert "strict=true and rule 'fsdp' cannot split 10 variable(s)" in strict
     # Grouped by reason (a few paths each), the reason saying the size that does not divide; every path in launch.log.
     assert ("blocks/0/down/bias, blocks/0/down/kernel, blocks/0/norm/bias and 7 more (size 36 of logical axis "
-            "'embed' is not divisible by mesh axis 'data' of size 8; map 'embed' to None, or annotate this "
+            "'embed' is not divisible by mesh axis 'data' of size 8; set rule.embed=null, or annotate this "
             "dimension None, or use a mesh with an axis of size 2 or 4 (here: data=8, model=1)) (every one: "
             "launch.log)") in strict
     assert all(f"  {path}: " in (sweep_dir / "1" / "launch.log").read_text()

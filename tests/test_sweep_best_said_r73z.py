@@ -17,6 +17,8 @@ def test_the_best_job_is_said_under_the_table_with_the_fastest_of_those_tied():
 
 
 def test_no_best_job_over_tasks_nor_without_a_score():
-    assert best_said([_row("0", c2st=0.9), {"job": "1", "metrics": {"status": "ok", "data": "slcp", "c2st": 0.8}}]) == ""
+    # a sweep over tasks: no best across them, each task's own best (r79f; was "": tests/test_best_per_task_r79f.py)
+    assert best_said([_row("0", c2st=0.9), {"job": "1", "metrics": {"status": "ok", "data": "slcp", "c2st": 0.8}}]) == (
+        "best per task (a C2ST compares jobs of one task):\n  two_moons: job 0, C2ST 0.900\n  slcp: job 1, C2ST 0.800\n")
     assert best_said([_row("0"), _row("1")]) == ""
     assert best_said([_row("0", best_val_loss=1.23456), _row("1", best_val_loss=2.0)]) == "best: job 0, best val loss 1.2346\n"

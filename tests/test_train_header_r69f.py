@@ -13,6 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from faults_helpers import run_tiny
+from gensbi_sharding.harness.python_words import as_overrides
 
 from gensbi_sharding.harness.train_header import train_header
 
@@ -39,7 +40,8 @@ def test_a_resumed_run_that_trains_nothing_says_so_in_its_header(tmp_path, devic
     assert _headers(caplog) == [f"[5/7] train: nothing to train, resumed from step {stop} ({step_dir}): early "
                                 "stopping had ended training there"]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+    # launch.py's words (run(cfg) from Python says cfg.eval.enabled=True: tests/test_run_logged_words_r79f.py)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), as_overrides():
         at_end = run_tiny(tmp_path / "c", *STOPPING, f"train.steps={stop}", f"train.resume={tmp_path / 'a'}")
     assert at_end["steps"] == 0
     assert _headers(caplog) == [f"[5/7] train: nothing to train, resumed from step {stop} ({step_dir}): "

@@ -16,7 +16,7 @@ from pathlib import Path
 from gensbi_sharding.harness.held_out import HELD_OUT_KEYS, config_value, effective_shards
 from gensbi_sharding.harness.units import format_count, is_number
 
-__all__ = ["DIGITS", "best_jobs", "best_line", "best_note", "c2st_measure", "lowest"]
+__all__ = ["DIGITS", "best_jobs", "best_line", "best_per_task", "best_note", "c2st_measure", "lowest"]
 
 #: Decimals a score is compared and shown at: the sweep table's (C2ST to 3, a loss to 4)
 DIGITS = {"C2ST": 3, "best val loss": 4}
@@ -175,7 +175,8 @@ def _stopped_note(jobs: list[Path], best: tuple | None) -> str:
 
 
 def best_line(rows: list[dict]) -> str:
-    """The line a training sweep's summary ends with (``summary.write_summary``'s rows): which job is best, by what.
+    """The line a training sweep's summary ends with (``summary.write_summary``'s rows): which job is best, by what; in
+    a sweep over tasks, whose C2STs do not compare across tasks, the best job of each task (``best_per_task``).
 
     Parameters
     ----------
@@ -186,13 +187,45 @@ def best_line(rows: list[dict]) -> str:
     -------
     str
         E.g. ``"best: job 0, C2ST 0.952 (jobs 1, 2, 3 read the same to 3 decimals; the fastest of them: job 2 at
-        4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``).
+        4,820 samples/s)"``; ``""`` where no job can be ranked (``lowest``), in no task.
     """
     records = {row["job"]: row["metrics"] if row["metrics"].get("status") == "ok" else {} for row in rows}
     if (best := lowest(records)) is None:
+        return best_per_task(records)
+    return f"best: {_ranked(records, best)}"
+
+
+def best_per_task(records: dict) -> str:
+    """In a sweep over tasks (jobs of several ``data``), the best job of each task, one line each, by ``lowest``'s
+    rules within the task (a user comparing models across tasks: each task's best model); ``""`` where the jobs trained
+    on one task or none, or no task's jobs can be ranked.
+
+    Parameters
+    ----------
+    records : dict
+        Job -> its completed record (``{}`` for one not completed).
+
+    Returns
+    -------
+    str
+        E.g. ``"best per task (a C2ST compares jobs of one task):\n  two_moons: job 2, C2ST 0.552\n  slcp: job 1,
+        C2ST 0.701"``, the tasks in job order.
+    """
+    tasks = list(dict.fromkeys(m["data"] for m in records.values() if m and m.get("data") is not None))
+    if len(tasks) < 2:
         return ""
+    lines = []
+    for task in tasks:
+        mine = {job: m for job, m in records.items() if m and m.get("data") == task}
+        if (best := lowest(mine)) is not None:
+            lines.append(f"  {task}: {_ranked(mine, best)}")
+    return "best per task (a C2ST compares jobs of one task):\n" + "\n".join(lines) if lines else ""
+
+
+def _ranked(records: dict, best: tuple) -> str:
+    """``best`` (``lowest(records)``) as said: ``"job 0, C2ST 0.952"``, with the jobs tied and the fastest of them."""
     name, value, tied = best
-    text = f"best: job {tied[0]}, {name} {value:.{DIGITS[name]}f}"
+    text = f"job {tied[0]}, {name} {value:.{DIGITS[name]}f}"
     if len(tied) == 1:
         return text
     others, one = ", ".join(map(str, tied[1:])), len(tied) == 2

@@ -18,13 +18,14 @@ from gensbi_sharding.harness.refusal import Refusal
 __all__ = ["option_value_problem"]
 
 
-def option_value_problem(override, search_paths: Sequence[str], multirun: bool):
+def option_value_problem(override, search_paths: Sequence[str], multirun: bool, run_mode_args: Sequence[str] = ()):
     """``model=null``, ``mesh=null`` or ``model=[mlp,transformer]``: a group given null or a list, not an option's
     name (Hydra's is a traceback, "Config group override must be a string or a list. Got NoneType", or its
     "Error resolving interpolation '${experiment}/${model}'": a list merges every option listed into one config).
     Hydra's own groups too (``hydra/launcher=null``). ``override``: as ``override_grammar.parse`` reads it (``.arg``,
     ``.values()``: a sweep's several), ``search_paths``: the command's ``hydra.searchpath`` entries. A refusal naming
-    the override to type; None where every value is a name, or the key is no group.
+    the override to type; None where every value is a name, or the key is no group. ``run_mode_args``: the
+    command's ``hydra.mode=RUN`` (``CommandLine.run_mode_args``), which a fix adding ``-m`` leaves out.
     """
     group, arg, values = override.key, override.arg, override.values()
     if override.hydra.is_delete() or not (group in override_keys.option_groups() or group.startswith("hydra/")):
@@ -41,7 +42,8 @@ def option_value_problem(override, search_paths: Sequence[str], multirun: bool):
         reason = f"{arg}: {group} takes one option per job, not a list (Hydra would merge them into one config)"
         return (Refusal(reason, put, how="; write " if len(options) == 1 else "; sweep them: ")
                 if multirun or len(options) == 1 else
-                f"{reason}; for one job per option, sweep them: {command_for()} -m ... {put}")
+                f"{reason}; for one job per option, sweep them: {command_for()} -m ... {put}"
+                + (f" (without {' and '.join(run_mode_args)}: -m overrides it)" if run_mode_args else ""))
     empty = any(isinstance(v, (list, tuple)) for v in values)  # model=[]
     listing = f" ({', '.join(choices)})" if choices else ""
     reason = f"{arg}: {group} takes one of its options{listing}, not {'a list' if empty else 'null'}"

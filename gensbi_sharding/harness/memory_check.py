@@ -25,6 +25,7 @@ from gensbi_sharding.harness.model_checks import check_model
 from gensbi_sharding.harness.override_keys import schema_default
 from gensbi_sharding.harness.refusal import Refusal
 from gensbi_sharding.harness.processes import LOCAL_CHILD_ENV
+from gensbi_sharding.harness.python_words import said_as, setting
 from gensbi_sharding.harness.units import format_bytes, is_int, is_number
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
@@ -137,7 +138,8 @@ def check_fits(cfg: DictConfig, mesh: Mesh | None, rule: str | RuleTable | Rule,
     Raises
     ------
     ConfigError
-        With the estimated and available bytes, the settings responsible and their defaults.
+        With the estimated and available bytes, the settings responsible and their defaults; its fixes as cfg's
+        settings inside ``python_words.in_python_words`` (``run(cfg)`` from Python), else launch.py's overrides.
     """
     import jax
 
@@ -236,7 +238,9 @@ def _responsible(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | 
         fix, least = (start, None) if alone else largest_fitting(checked, start, available)
     except Exception:  # a default that does not go with the other settings: name none
         raised = []
-    split = "split the weights (rule=fsdp, or rule=tensor with mesh.model_axis > 1) or use fewer devices"
+    split = "split the weights (" + said_as("rule=fsdp, or rule=tensor with mesh.model_axis > 1",
+                                           "cfg composed with rule=fsdp, or rule=tensor with cfg.mesh.model_axis > 1"
+                                           ) + ") or use fewer devices"
     if not raised:
         return f"; {split}"
     named = ", ".join(f"model.{k}={_override(hparams[k])} (at its default {_override(defaults[k])}: "
@@ -244,7 +248,8 @@ def _responsible(cfg: DictConfig, mesh: Mesh | AbstractMesh | None, rule: str | 
     if fix is None:  # no smaller value fits either: the state must be split, not shrunk
         return (f"; the setting(s) responsible: {named}; no smaller value fits ({_override(least[0])} still "
                 f"needs {format_bytes(least[1])}): {split}")
-    return f"; the setting(s) responsible: {named}; lower {'it' if len(fix) == 1 else 'them'}, e.g. {_override(fix)}"
+    lowered = said_as(_override(fix), " and ".join(setting(f"model.{k}", v) for k, v in fix.items()))
+    return f"; the setting(s) responsible: {named}; lower {'it' if len(fix) == 1 else 'them'}, e.g. {lowered}"
 
 
 def _defaults(cfg: DictConfig) -> dict:

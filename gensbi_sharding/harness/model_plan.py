@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gensbi_sharding.harness.config import ConfigError
 from gensbi_sharding.harness.console import DETAILS, EVERY_PROCESS, job_log_name
+from gensbi_sharding.harness.fallback_words import harness_plan
 from gensbi_sharding.harness.python_words import said_as, setting
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
@@ -72,13 +73,14 @@ def dry_run_traces() -> str:
 def model_plan(model: Any, mesh: Mesh | None, rule: str | RuleTable | Rule, *, strict: bool) -> Plan | None:
     """The plan of ``model`` (concrete or from ``trace_model``); None without a mesh.
 
-    Its fallbacks are logged once. Raises ``ConfigError`` with ``strict`` when any.
+    Its fallbacks are logged once, their fixes in the caller's settings (``fallback_words``), as the returned plan
+    holds them. Raises ``ConfigError`` with ``strict`` when any.
     """
     if mesh is None:
         return None
     import gensbi_sharding as gs
 
-    plan = gs.plan_shardings(model, mesh, rule)
+    plan = harness_plan(gs.plan_shardings(model, mesh, rule))  # its fixes as the caller's settings, not a table's
     if not plan.fallbacks:
         return plan
     # A model may fail one annotation in every block (hundreds of paths): the console line and the error
@@ -100,6 +102,7 @@ def strict_problem(model: Any, plan: Plan) -> str | None:
     before any folder plans on the mesh's axes alone (``state_check``)."""
     if not plan.fallbacks:
         return None
+    plan = harness_plan(plan)  # state_check's plan is the library's: its fixes as the caller's settings
     widths = _model_axes_without_fallbacks(model, plan.mesh, plan.rule)
     axis = said_as(f"mesh.model_axis={' or '.join(map(str, widths))}",
                    " or ".join(setting("mesh.model_axis", width) for width in widths))

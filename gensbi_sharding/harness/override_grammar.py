@@ -97,6 +97,21 @@ class CommandLine(typing.NamedTuple):
             "MULTIRUN", "2")  # RunMode's name or number
 
     @property
+    def run_mode_args(self) -> list[str]:
+        """The ``hydra.mode`` overrides typed that say RUN (``hydra.mode=RUN``, its number 1): with ``-m`` Hydra
+        overrides them, with its warning, so a fix that adds ``-m`` leaves them out too."""
+        return [o.arg for o in self.parsed if o.key == "hydra.mode" and o.hydra.type != OverrideType.DEL
+                and str(o.hydra.value()).upper() in ("RUN", "1")]
+
+    @property
+    def run_mode_dropped(self) -> str:
+        """Said after the command a refusal gives with ``-m`` added, where a ``hydra.mode=RUN`` is typed: that it goes
+        (followed as said before, Hydra's "Running Hydra app with --multirun, overriding with hydra.mode=MULTIRUN");
+        "" otherwise."""
+        dropped = " and ".join(self.run_mode_args)
+        return f" (without {dropped}: -m overrides it)" if dropped else ""
+
+    @property
     def multirun(self) -> bool:
         presets = [(o.key, o.values()) for o in self.parsed if o.key in ("sweep", "experiment")]
         if (typed := self.multirun_typed) is not None:

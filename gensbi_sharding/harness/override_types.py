@@ -143,7 +143,8 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
     """
     command, typed, lists, groups = parse(args), sections(), list_fields(), option_groups()
     if problem := prefix_problem(command) or next(filter(None, (  # +, ++ and ~ overrides; a group given null
-            option_value_problem(o, command.search_paths, command.multirun) for o in command.parsed)), None):
+            option_value_problem(o, command.search_paths, command.multirun, command.run_mode_args)
+            for o in command.parsed)), None):
         return problem
     choice = chosen_models(command)  # the models this command may run; None where its experiment= is unknown
     chosen = set(choice.models) if choice else None
@@ -166,7 +167,7 @@ def override_problem(args: Sequence[str] | CommandLine, *, sweeps_need_m: bool =
             listed = (f", or one list for this run: {key}=[{','.join(strings)}]"
                       if o.sweep and (key in lists or _takes_axes(key)) else "")
             return (f"{arg}: several values are a sweep, one job per value, which needs -m: {command_for()} -m "
-                    f"... {shlex.quote(arg)}{listed}")
+                    f"... {shlex.quote(arg)}{command.run_mode_dropped}{listed}")
         if key.startswith("hydra") or override.package is not None or key in lists:
             continue
         section, _, name = key.partition(".")

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from gensbi_sharding.harness.python_words import fix_said, said_as, setting
+
 __all__ = ["left_whole", "splits_nothing_hint", "idle_model_axis_hint"]
 
 
@@ -47,10 +49,11 @@ def splits_nothing_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str,
     if devices < 2:
         fix = "there is one device: nothing can be split"
     elif used == {"data"}:
-        fix = "to split, run with mesh=dict mesh.model_axis=1"
+        fix = "to split, " + fix_said(["mesh=dict", "mesh.model_axis=1"], "run with ")
     else:  # an odd count's divisors split no power-of-2 width (mesh.model_axis=7 would replicate every variable)
-        fix = "to split, run with mesh=dict mesh.model_axis=2" + (devices % 2) * (
-            f" mesh.devices=[{','.join(map(str, range(devices - 1)))}] (an odd count divides no power-of-2 width)")
+        odd = [f"mesh.devices=[{','.join(map(str, range(devices - 1)))}]"] * (devices % 2)
+        fix = ("to split, " + fix_said(["mesh=dict", "mesh.model_axis=2", *odd], "run with ")
+               + " (an odd count divides no power-of-2 width)" * bool(odd))
     return (f"rule {rule_name} splits nothing here: it splits over {axes}, of size 1 on {shape} "
             f"(mesh={mesh_choice}); {fix}")
 
@@ -69,9 +72,14 @@ def idle_model_axis_hint(mesh_axis_sizes: dict[str, int] | None, table: dict[str
     if size < 2 or MODEL_AXIS in _split_axes(activation_axes or {}) or (split and placed_on_model is not False):
         return None
     shape, what = " x ".join(f"{k}={n}" for k, n in mesh_axis_sizes.items()), "every variable it splits" * split
-    fix = ("rule=tensor" if not split else "a mesh.model_axis the widths divide by" if splits_at is None else
-           f"mesh.model_axis={' or '.join(map(str, splits_at))}, under which it splits some" if splits_at else None)
+    # run(cfg) from Python (python_words): its settings of cfg, a preset composed with
+    axes = said_as(f"mesh.model_axis={' or '.join(map(str, splits_at or []))}",
+                   " or ".join(setting("mesh.model_axis", m) for m in splits_at or []))
+    fix = (said_as("rule=tensor", "cfg composed with rule=tensor") if not split else
+           said_as("a mesh.model_axis", "a cfg.mesh.model_axis") + " the widths divide by" if splits_at is None else
+           f"{axes}, under which it splits some" if splits_at else None)
     return (f"rule {rule_name} leaves the model axis idle: {what or 'it splits nothing'} over {MODEL_AXIS!r}, of "
             f"size {size} on {shape} (mesh={mesh_choice}){', fell back to replicated' * split}: the {size} devices"
-            f" along it repeat the same work; run with mesh.model_axis=1 so every device takes data"
+            f" along it repeat the same work; {said_as('run with', 'set')} {setting('mesh.model_axis', 1)} so every "
+            "device takes data"
             + (f", or {fix}" if fix else ", as no other mesh.model_axis splits a width"))

@@ -40,6 +40,7 @@ import numpy as np
 
 from gensbi_sharding.harness.earlier_attempts import plotted_after, take_back
 from gensbi_sharding.harness.kept_scores import earlier_scores, one_process, samples_name
+from gensbi_sharding.harness.python_words import run_setting
 from gensbi_sharding.harness.weights_failure import SamplingError
 
 if TYPE_CHECKING:  # annotations only: launch.py's start imports this module without JAX (test_start_imports)
@@ -240,10 +241,11 @@ def evaluate_observations(*, sims: Any, velocity: Callable, params: Any, observa
             samples, acceptance = draw_inside_support(draw, support, num_samples)  # numpyro: True inside
             samples = samples[:n]
         outside += int((~np.asarray(support(samples))).sum())  # 0: checked, not assumed
-        if acceptance < LOW_ACCEPTANCE:
+        if acceptance < LOW_ACCEPTANCE:  # its fix as run(cfg)'s setting from Python (python_words), else the override
             log.warning("observation %d: only %.1f%% of posterior draws lie inside the prior's support (the rest "
-                        "were rejected); the posterior trained on theta as simulated puts much of its mass "
-                        "outside the prior: train longer, or set data.theta_transform=support", k, 100 * acceptance)
+                        "were rejected); the posterior trained on theta as simulated puts much of its mass outside "
+                        "the prior: train longer, or set %s", k, 100 * acceptance,
+                        run_setting("data.theta_transform", "support"))
         if kept is None:
             scores = evaluate.c2st_scores(samples, reference[:n], seed=seed, n_folds=n_folds, n_jobs=n_jobs)
         row = {"observation": k, "c2st": float(scores.mean()), "c2st_sd_folds": float(scores.std(ddof=1)),

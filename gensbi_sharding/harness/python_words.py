@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "override_said", "fix_said", "said_as",
-           "settings_of", "WITHOUT_RESUME", "OPEN_DICT"]
+__all__ = ["in_python_words", "as_overrides", "python_caller", "setting", "run_setting", "override_said", "fix_said",
+           "said_as", "settings_of", "WITHOUT_RESUME", "OPEN_DICT"]
 
 _COMMAND_LINE = contextvars.ContextVar("command_line", default=False)  # inside as_overrides
 _PYTHON = contextvars.ContextVar("python_caller", default=False)  # inside in_python_words, no Hydra app running
@@ -88,6 +88,23 @@ def setting(key: str, value: Any, typed: str | None = None) -> str:
         text = isinstance(value, (str, os.PathLike))  # a folder: one shell word Hydra reads back as text
         return hydra_override(key, value) if text else f"{key}={value}"
     return _python_setting(key, os.fspath(value) if isinstance(value, os.PathLike) else value)
+
+
+def run_setting(key: str, value: Any, typed: str | None = None) -> str:
+    """``setting`` for a line a run logs (a warning's fix, not a refusal): ``run(cfg)``'s setting of cfg where no Hydra
+    app runs (``cfg.data.theta_transform='support'``), launch.py's override under launch.py or ``as_overrides``.
+
+    Parameters
+    ----------
+    key, value, typed
+        As for ``setting``.
+
+    Returns
+    -------
+    str
+    """
+    with in_python_words(reword=False):
+        return setting(key, value, typed)
 
 
 def _python_setting(key: str, value: Any) -> str:

@@ -23,6 +23,7 @@ from gensbi_sharding.harness.memory_check import check_fits
 from gensbi_sharding.harness.model_checks import ignored_settings, platform_problem
 from gensbi_sharding.harness.preemption import Preempted, PreemptionWatch
 from gensbi_sharding.harness.train_header import train_header
+from gensbi_sharding.harness.train_notes import at_steps_line, nothing_trained_line
 from gensbi_sharding.harness.rule_config import as_rule, rule_table
 from gensbi_sharding.harness.run_mesh import run_mesh
 from gensbi_sharding.harness.units import format_bytes
@@ -99,10 +100,11 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                    process_count=jax.process_count(), data_parallel_size=contract.batch_size_divisor(mesh),
                    devices_used=mesh.devices.size if mesh else 1)  # device_count: those JAX sees (8 for mesh=none)
 
-    if cfg.dry_run:
-        staged_check(watch.check)("setup")
-        return dry_run_metrics(cfg, mesh, rule_name, table, stop_check=watch.check)
-    check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
+    with python_words.in_python_words(reword=False):  # run(cfg) from Python: its fixes, logged too, as cfg's settings
+        if cfg.dry_run:
+            staged_check(watch.check)("setup")
+            return dry_run_metrics(cfg, mesh, rule_name, table, stop_check=watch.check)
+        check_fits(cfg, mesh, as_rule(rule_name, table))  # a model or budget too big: named before anything allocates
     watch.check()
     log.info("[3/7] data: %s, %d simulations", cfg.data.name, cfg.data.num_simulations)
     resume_dir = resume_point(cfg, out)
@@ -112,9 +114,7 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     if resume_dir is not None:
         check_resume_in_run(resume_dir, cfg)  # run(cfg) from Python: its refusals in the settings it sets
     if resume_dir is not None and start_step == cfg.train.steps:  # e.g. to score it again with other eval.*
-        log.info("train.resume: step %d is train.steps: nothing to train, %s", start_step, "evaluating its weights"
-                 if cfg.eval.enabled else "and eval.enabled=false: only its validation loss is measured (set "
-                 "eval.enabled=true to score it)")  # was "evaluating its weights", then "[6/7] ...: skipped"
+        log.info("%s", at_steps_line(start_step, cfg.eval.enabled))  # was "[6/7] ...: skipped" after "evaluating"
     registry.get_model(cfg.model.name)  # an unknown model fails here, before any simulation
     registry.get_data(cfg.data.name)
     observations, note = scored_observations(cfg)
@@ -132,10 +132,10 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
     with overrides_named("model", cfg.model, ConfigError), python_words.in_python_words(reword=False):
         ts = build_state(cfg, dim_theta=sims.dim_theta, dim_x=sims.dim_x, mesh=mesh, rule_name=rule_name,
                          table=table, resume_dir=resume_dir)
-    if resume_dir is not None:  # steps counts this attempt's steps, these where it started, final_step where it ended
-        metrics.update(resumed_from_step=start_step, resumed_from=str(resume_dir))
-    sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,
-                                                 mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
+        if resume_dir is not None:  # steps counts this attempt's steps, these where it started, final_step its end
+            metrics.update(resumed_from_step=start_step, resumed_from=str(resume_dir))
+        sharding_table = run_report.report_placement(metrics, ts, mesh, table=table, rule_name=rule_name,  # its hints
+                                                     mesh_spec=cfg.mesh.spec or "none", verbose=cfg.verbose)
     if run_folder.is_writer():  # now, not at [7/7]: a run stopped or failed later has it too
         outputs.write_atomic(out / "sharding.txt", sharding_table)
     watch.check()
@@ -207,10 +207,8 @@ def run_steps(cfg: DictConfig, out: Path, metrics: dict[str, Any], folder: run_f
                  val_text, pipe.val_pairs)
     elif result.stopped_early:  # was "nothing left to train: ... step 75 of train.steps=300", naming no cause
         after = sum(step > result.best_step for step, _ in result.val_history)
-        log.info("nothing trained: early stopping had ended training at the checkpoint's step %d (%d validations "
-                 "after the best, step %d; train.patience=%d); val loss %s over %d pairs; to train on to "
-                 "train.steps=%d, set train.patience=0 (or above %d)", ts.start_step, after, result.best_step,
-                 cfg.train.patience, val_text, pipe.val_pairs, cfg.train.steps, after)
+        log.info("%s", nothing_trained_line(ts.start_step, after, result.best_step, cfg.train.patience, val_text,
+                                            pipe.val_pairs, cfg.train.steps))
     else:
         log.info("nothing left to train: the checkpoint holds step %d of train.steps=%d; val loss %s over %d pairs",
                  ts.start_step, cfg.train.steps, val_text, pipe.val_pairs)

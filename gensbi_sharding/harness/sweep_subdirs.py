@@ -277,10 +277,13 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
     typed = [str(o) for o in (OmegaConf.to_container(overrides, resolve=False) if overrides is not None else ())]
     launching = [o for o in typed if not multirun and o not in _MULTIRUN_DEFAULTS and any(
         (key := o.lstrip("+~").split("=", 1)[0]) == k or key.startswith(k + ".") for k in _MULTIRUN_ONLY)]
+    # hydra.mode=RUN typed: -m overrides it (Hydra's warning), so a fix adding -m leaves it out too
+    run_mode = [o for o in typed if o.split("=", 1)[0] == "hydra.mode" and o.split("=", 1)[1].upper() in ("RUN", "1")]
+    drop = f" with {' and '.join(map(shlex.quote, run_mode))} left out" if run_mode else ""
     if launching:
         return (f"{' '.join(map(shlex.quote, launching))}: only a multirun (-m) reads "
                 f"{'it' if len(launching) == 1 else 'them'}; this single run would run here, in this process, "
-                f"without {'it' if len(launching) == 1 else 'them'}: add -m ({command_for()} -m ...), or leave "
+                f"without {'it' if len(launching) == 1 else 'them'}: add -m{drop} ({command_for()} -m ...), or leave "
                 f"{'it' if len(launching) == 1 else 'them'} out")
     unused, used = ("hydra.run.dir", "hydra.sweep.dir") if multirun else ("hydra.sweep.dir", "hydra.run.dir")
     named = [o.split("=", 1)[1] for o in typed if o.lstrip("+").split("=", 1)[0] == unused]
@@ -289,5 +292,5 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
     mode = ("a multirun (-m, or a preset such as experiment=sbibm) writes into hydra.sweep.dir" if multirun
             else "a single run writes into hydra.run.dir")
     # The override as typed for Hydra, as one shell word (bare, it would split at a space when pasted).
-    fix = f"set {shlex.quote(f'{used}={named[0]}')} instead{'' if multirun else ', or add -m for a sweep'}"
+    fix = f"set {shlex.quote(f'{used}={named[0]}')} instead{'' if multirun else f', or add -m{drop} for a sweep'}"
     return f"{unused}={named[0]} is not used here: {mode} ({OmegaConf.select(config, used)}); {fix}"

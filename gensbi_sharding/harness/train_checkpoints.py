@@ -16,6 +16,7 @@ from gensbi_sharding.harness.config import TrainConfig
 from gensbi_sharding.harness.console import EVERY_PROCESS
 from gensbi_sharding.harness.interrupt_hold import hold_interrupt
 from gensbi_sharding.harness.override_grammar import hydra_override
+from gensbi_sharding.harness.python_words import in_python_words
 from gensbi_sharding.harness.train_notes import patience_note
 
 if TYPE_CHECKING:
@@ -88,9 +89,10 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     validation.validate_pending(stopper, functions, state, val_batches, ts.key, start, val_every=cfg.train.val_every,
                                 last_step=cfg.train.steps, draws=cfg.train.val_draws, mesh=mesh)
     done = "train.steps" if start >= cfg.train.steps else "early stopping" if stopper.exhausted else None
-    note = None if done else patience_note(patience=cfg.train.patience, val_every=cfg.train.val_every,
-                                           steps=cfg.train.steps, start=start, since_best=stopper.since_best,
-                                           validated=stopper.best_step is not None)
+    with in_python_words(reword=False):  # run(cfg) from Python: its fixes as cfg's settings
+        note = None if done else patience_note(patience=cfg.train.patience, val_every=cfg.train.val_every,
+                                               steps=cfg.train.steps, start=start, since_best=stopper.since_best,
+                                               validated=stopper.best_step is not None)
     if note is not None:  # let through by the checks (a preset's patience in a short run), so said here
         log.warning("%s", note, extra=EVERY_PROCESS)  # each process knows it: process 0 says it
     if announce is not None:  # the phase's header: was "steps 10200..20000" before "nothing trained (early stopping)"
