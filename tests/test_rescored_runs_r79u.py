@@ -12,6 +12,8 @@ import pytest
 
 from faults_helpers import run_tiny
 
+pytestmark = pytest.mark.slow  # end-to-end runs, in this process
+
 
 @pytest.fixture(scope="module")
 def rescored(tmp_path_factory, devices):
@@ -42,6 +44,15 @@ def test_a_stop_in_a_rescoring_runs_evaluation_names_the_checkpoint_it_scored(re
     assert not (out / "checkpoints").exists()
     named = re.search(r"; checkpoint (\S+);", stopped["error"]).group(1)
     assert Path(named) == (trained / "checkpoints" / "8").resolve() and Path(named).is_dir(), stopped["error"]
+    # Was: "continue with: run(cfg) with cfg.train.resume='auto' ...", which trained a fresh model from step 0 there
+    # (this folder holds no checkpoint), status ok; now that refused, and the run it continued named instead
+    monkeypatch.setattr(posterior, "posterior_draws", real)
+    assert f"cfg.train.resume={str(trained)!r}" in stopped["continue_with"], stopped["continue_with"]
+    auto = run_tiny(out, "train.resume=auto", "eval.enabled=true", "eval.observations=[1,2]")
+    assert auto["status"] == "error" and "from step 0" in auto["error"] and not (out / "checkpoints").exists()
+    assert f"rerun with cfg.train.resume={str(trained)!r}" in auto["error"], auto["error"]
+    pasted = run_tiny(out, f"train.resume={trained}", "eval.enabled=true", "eval.observations=[1,2]")
+    assert pasted["status"] == "ok" and pasted["steps"] == 0 and len(pasted["c2st_observations"]) == 2
 
 
 def test_resuming_a_rescoring_run_names_the_checkpoint_it_scored(rescored, tmp_path):
