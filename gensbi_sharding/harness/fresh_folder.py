@@ -6,16 +6,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from gensbi_sharding.harness.further_hint import rerun_hint, stopped_hint, train_further_hint
 from gensbi_sharding.harness.launch_record import step_folder_names
 from gensbi_sharding.harness.outputs import read_metrics
 from gensbi_sharding.harness.python_words import said_as, setting
-from gensbi_sharding.harness.resume_command import AUTO, RESUMABLE, folder_resume, holds_checkpoint, requeued_step
+from gensbi_sharding.harness.resume_command import (AUTO, RESUMABLE, auto_problem, folder_resume, holds_checkpoint,
+                                                    requeued_step)
 
 __all__ = ["ensure_fresh", "RESUMABLE"]
 
 _DIR = {False: "hydra.run.dir", True: "hydra.sweep.dir"}
 _FOLDER = "cfg.output_dir"  # the folder a Python caller (run(cfg)) sets
+
+
+_AUTO_CONFIG = {"train": {"resume": "auto"}}  # what auto_problem reads of a command's config
 
 
 def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool = False,
@@ -48,6 +54,11 @@ def ensure_fresh(out_dir: Path, *, resume_auto: bool = False, resume_from: bool 
     previous = read_metrics(metrics) if (metrics := out_dir / "metrics.json").exists() else None
     status = (previous or {}).get("status", "unknown")
     has_checkpoints = (checkpoints := out_dir / "checkpoints").is_dir() and any(checkpoints.iterdir())
+    stopped = status in ("preempted", "interrupted")  # a failed one's folder takes any command (test_continue_advice)
+    if resume_auto and stopped and (problem := auto_problem(out_dir, OmegaConf.create(_AUTO_CONFIG))):
+        # Hydra's callback refuses this before a launch; run(cfg) from Python reaches only this check: without it, a
+        # stopped continuation of another run was trained afresh from step 0 there, status ok
+        raise FileExistsError(problem)
     retry = resume_from and (status in RESUMABLE and not holds_checkpoint(out_dir)  # a first save cut short: none
                              or (previous is None or status in RESUMABLE)
                              and requeued_step(out_dir, resume) is not None)

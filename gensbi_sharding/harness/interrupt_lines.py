@@ -92,7 +92,7 @@ def unused_folder(run_dir: Path) -> Path:
     return new_dir
 
 
-def stop_advice(run_dir: Any, dry_run: bool) -> str:
+def stop_advice(run_dir: Any, dry_run: bool, resume: Any = None) -> str:
     """The end of a stop's line: ``"continue with: <command>"``, or for a dry run ``"a dry run has nothing to
     continue: run it again with: <command>"`` (``again_command``, into a new folder).
 
@@ -102,6 +102,8 @@ def stop_advice(run_dir: Any, dry_run: bool) -> str:
         The job's folder.
     dry_run : bool
         Whether the job is a dry run (``dry_run=true``).
+    resume : str or None
+        The job's ``train.resume`` (``continue_command``'s: read from Python, which Hydra records nothing of).
 
     Returns
     -------
@@ -111,7 +113,7 @@ def stop_advice(run_dir: Any, dry_run: bool) -> str:
 
     if dry_run:
         return f"a dry run has nothing to continue: run it again with: {again_command(run_dir)}"
-    return f"continue with: {continue_command(run_dir)}"
+    return f"continue with: {continue_command(run_dir, resume)}"
 
 
 def record_stamp(run_dir: Any) -> int | None:

@@ -153,7 +153,20 @@ def folder_resume(run_dir: Any) -> str:
     from gensbi_sharding.harness.outputs import read_record
 
     ran = read_record(Path(run_dir) / ".hydra" / "overrides.yaml")
-    return resume_override(list(map(str, ran)) if OmegaConf.is_list(ran) else [], run_dir)
+    return resume_override(list(map(str, ran)) if OmegaConf.is_list(ran) else _python_resume(run_dir), run_dir)
+
+
+def _python_resume(run_dir: Any) -> list[str]:
+    """``train.resume=<run>`` of the config ``run(cfg)`` from Python gave the attempt ``run_dir``'s ``metrics.json``
+    records (Hydra records no overrides of such a run): without it, ``train.resume=auto`` there, where that attempt
+    saved no checkpoint, trained a fresh model from step 0, status ok. [] where there is none or no readable record."""
+    from gensbi_sharding.harness.outputs import metrics_problem, read_metrics
+
+    metrics = Path(run_dir) / "metrics.json"
+    if metrics_problem(metrics) is not None:
+        return []
+    resume = ((read_metrics(metrics).get("config") or {}).get("train") or {}).get("resume")
+    return [] if resume in (None, "") else [f"train.resume={resume}"]
 
 
 def auto_problem(run_dir: Any, config: Any) -> str | None:

@@ -162,7 +162,8 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
     # Naming the folder: the same command alone would start in a new timestamped folder, from scratch.
     # A dry run continues nothing: it names the command that runs it again (with train.resume it is refused)
     dry_run = bool((metrics.get("config") or {}).get("dry_run"))
-    error = f"{stop}; {interrupt_lines.stop_advice(out, dry_run)}"
+    resume = ((metrics.get("config") or {}).get("train") or {}).get("resume")  # from Python: named, not 'auto'
+    error = f"{stop}; {interrupt_lines.stop_advice(out, dry_run, resume)}"
     if by_peer:  # its own stop line goes to its log only (console.stop_level), so its console would say nothing;
         # the line, on its console and in its log, says what happened, not the "preempted by SIGTERM" of the signal
         # JAX's preemption service names for any process's stop
@@ -173,7 +174,7 @@ def record_stop(stop: Preempted, metrics: dict[str, Any], out: Path, start: floa
     # "stopped_at_step", whichever stopped it (the status says which), the name a Ctrl-C's stop reads right under.
     metrics.update(status="interrupted" if stop.interrupted else "preempted", stopped_at_step=stop.step, error=error)
     # The command the error words, as a value of its own (sample.py's warnings and the sweep table read it)
-    metrics[CONTINUE_FIELD] = None if dry_run else sweep_hints.continue_command(out)
+    metrics[CONTINUE_FIELD] = None if dry_run else sweep_hints.continue_command(out, resume)
     metrics.update({} if stop.step is None else {"final_step": stop.step})  # the step its checkpoint holds
     if stop.interrupted:
         stop_record.record_interrupt(metrics, error, start, folder)

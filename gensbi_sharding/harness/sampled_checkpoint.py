@@ -226,6 +226,10 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
         if status in ("preempted", "interrupted") and resume:  # the fix is to continue it
             return FileNotFoundError(f"{given}: its run was stopped ({status}) before its first checkpoint; continue "
                                      f"it, {resume}, and sample this folder once it has saved one")
+        scored = previous.get("resumed_from") if status == "ok" and previous.get("steps") == 0 else None
+        if scored and Path(scored).is_dir():  # resumed at its checkpoint's step to be scored again: it saves none
+            return FileNotFoundError(f"{given}: its run trained nothing and saved no checkpoint: it scored the one it "
+                                     f"resumed from again, {scored}; pass that checkpoint instead of {folder}")
         why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
                f"; its run (status {status}) saved no complete checkpoint in {folder / CHECKPOINT_SUBDIR}")
     elif (writer := training_run(folder)) is not None:  # it trains: wait, not another folder

@@ -112,7 +112,7 @@ def job_command(overrides: Sequence[str], run_dir: Any, *, multirun: bool) -> st
                      *(["hydra.mode=RUN"] if multirun else []), hydra_override("hydra.run.dir", run_dir)])
 
 
-def continue_command(run_dir: Any) -> str:
+def continue_command(run_dir: Any, resume: Any = None) -> str:
     """The command that continues this Hydra job in ``run_dir`` (``job_command`` of its own overrides).
 
     Not the command the user typed: in a sweep that would start a new sweep, from scratch.
@@ -122,6 +122,9 @@ def continue_command(run_dir: Any) -> str:
     ----------
     run_dir : path-like
         The job's folder.
+    resume : str or None
+        The job's ``train.resume``, read only outside Hydra: a run it names is kept while ``run_dir`` holds no
+        checkpoint of its own (``'auto'`` there would train from step 0).
 
     Returns
     -------
@@ -136,7 +139,10 @@ def continue_command(run_dir: Any) -> str:
         return resumed_here(os.environ[CONTINUE_ENV], run_dir)
     if not HydraConfig.initialized():  # run(cfg) from Python: what it sets there (launch.py's overrides no call takes);
         # output_dir is no field of the composed config: set bare, "Key 'output_dir' not in 'Config'"
-        return (f"run(cfg) with cfg.train.resume='auto' and cfg.output_dir={str(run_dir)!r} set in "
+        from gensbi_sharding.harness.resume_command import holds_checkpoint
+
+        kept = str(resume) if resume not in (None, "", "auto") and not holds_checkpoint(run_dir) else "auto"
+        return (f"run(cfg) with cfg.train.resume={kept!r} and cfg.output_dir={str(run_dir)!r} set in "
                 "omegaconf.open_dict(cfg)")
     hydra = HydraConfig.get()
     return job_command(list(hydra.overrides.task), run_dir, multirun=hydra.mode == RunMode.MULTIRUN)

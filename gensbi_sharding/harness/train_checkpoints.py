@@ -98,7 +98,9 @@ def train_with_checkpoints(functions: Any, state: Any, batches: Any, *, ts: Any,
     if announce is not None:  # the phase's header: was "steps 10200..20000" before "nothing trained (early stopping)"
         announce(done is None, done)
     if done:  # an earlier attempt finished training
-        watch.training_done(start, out / checkpoint.CHECKPOINT_SUBDIR / str(start))
+        # The checkpoint restored, not one in this folder: a run resumed from another folder to be scored again saves
+        # none, and a stop in its evaluation named "<this folder>/checkpoints/<step>", which does not exist.
+        watch.training_done(start, ts.resumed_from or out / checkpoint.CHECKPOINT_SUBDIR / str(start))
         if stopper.history:
             state, val_loss = stopper.with_best(functions, state, start), stopper.best_loss
         else:  # a checkpoint without validations (or saved before early stopping was checkpointed)
