@@ -13,6 +13,7 @@ import pytest
 
 from faults_helpers import run_tiny
 
+from gensbi_sharding.harness.python_words import as_overrides
 from gensbi_sharding.harness.train_notes import early_validations, patience_note
 from gensbi_sharding.harness.validation import validates_at
 
@@ -63,7 +64,8 @@ def test_no_val_every_fits_a_patience_beyond_the_steps():
 
 @pytest.mark.slow  # two tiny runs, about 10 s on 2 cores
 def test_a_run_whose_patience_cannot_act_warns_before_training(tmp_path, devices, caplog):
-    with caplog.at_level(logging.INFO, logger="gensbi_sharding"):
+    # launch.py's words (run(cfg) from Python says cfg's settings: tests/test_run_logged_words_r79f.py)
+    with caplog.at_level(logging.INFO, logger="gensbi_sharding"), as_overrides():
         metrics = run_tiny(tmp_path / "a", "train.patience=2", "train.val_every=100")
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train.patience=")]
     assert said == ["train.patience=2 cannot end this run early: steps 0..8 with train.val_every=100 validate 0 "

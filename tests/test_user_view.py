@@ -23,6 +23,7 @@ from PIL import Image
 
 from gensbi_sharding.harness import console
 from gensbi_sharding.harness.config import register_configs
+from gensbi_sharding.harness.python_words import as_overrides
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +72,8 @@ def headline(issue_sweep, tmp_path_factory):
     for handler in handlers:
         root.addHandler(handler)
     try:
-        with console.warnings_to_log():
+        # launch.py's words (run(cfg) from Python says cfg's settings: tests/test_run_logged_words_r79f.py)
+        with console.warnings_to_log(), as_overrides():
             metrics = run(cfg)
     finally:
         root.setLevel(level)

@@ -277,8 +277,11 @@ def unused_folder_problem(config: Any, multirun: bool) -> str | None:
     typed = [str(o) for o in (OmegaConf.to_container(overrides, resolve=False) if overrides is not None else ())]
     launching = [o for o in typed if not multirun and o not in _MULTIRUN_DEFAULTS and any(
         (key := o.lstrip("+~").split("=", 1)[0]) == k or key.startswith(k + ".") for k in _MULTIRUN_ONLY)]
-    # hydra.mode=RUN typed: -m overrides it (Hydra's warning), so a fix adding -m leaves it out too
-    run_mode = [o for o in typed if o.split("=", 1)[0] == "hydra.mode" and o.split("=", 1)[1].upper() in ("RUN", "1")]
+    # hydra.mode=RUN typed: -m overrides it (Hydra's warning), so a fix adding -m leaves it out too. A single run whose
+    # command typed no hydra.mode gets Hydra's own "hydra.mode=RUN" appended last (hydra.main's run), so the last
+    # entry is not counted: typed last, the note is missed, never said to a command that lacks it.
+    run_mode = [o for o in typed[:-1] if o.split("=", 1)[0] == "hydra.mode" and o.split("=", 1)[1].upper() in
+                ("RUN", "1")]
     drop = f" with {' and '.join(map(shlex.quote, run_mode))} left out" if run_mode else ""
     if launching:
         return (f"{' '.join(map(shlex.quote, launching))}: only a multirun (-m) reads "
