@@ -22,6 +22,7 @@ from gensbi_sharding.harness.python_words import WITHOUT_RESUME, in_python_words
 from gensbi_sharding.harness.resume_refusal import refuse_resume_settings
 from gensbi_sharding.harness.resume_settings import compute_dtype_note
 from gensbi_sharding.harness.resume_command import launch_dir, requeued_step
+from gensbi_sharding.harness.sampled_checkpoint import rescored_from
 
 __all__ = ["resume_step_dir", "resume_point", "check_resume_settings", "check_resume_in_run", "saved_statistics"]
 
@@ -68,20 +69,13 @@ def resume_step_dir(cfg: DictConfig) -> Path | None:
                f"holds a dry run (dry_run=true saves no checkpoint): start a new run {fresh}"
                if "dry_run" in previous else f"holds a run that trained nothing and saved no checkpoint: it scored "
                f"the one it resumed from again; resume that one, {setting('train.resume', previous['resumed_from'])}"
-               if status == "ok" and _only_scored(previous) else "holds a completed run whose checkpoints are gone (no "
-               f"complete step folder in {folder / CHECKPOINT_SUBDIR}): start a new run {fresh}"
+               if status == "ok" and rescored_from(previous) else "holds a completed run whose checkpoints are gone "
+               f"(no complete step folder in {folder / CHECKPOINT_SUBDIR}): start a new run {fresh}"
                if status == "ok" else f"holds a run that saved no complete checkpoint (status {status}): " + (
                    f"resume the checkpoint it continued, {setting('train.resume', previous['resumed_from'])}, "
                    f"or start a new run {fresh}" if previous.get("resumed_from") else  # none continued:
                    f"start a new run {fresh}"))  # there is no "run it failed to continue"
         raise FileNotFoundError(f"{err}; {folder} {why}") from None
-
-
-def _only_scored(previous: dict) -> bool:
-    """Whether the record ``previous`` is of a run that trained no step and resumed from a checkpoint still there (one
-    continued at its checkpoint's step to be scored again, which saves none of its own: its folder has no checkpoints/,
-    and "its checkpoints are gone" with "start a new run" would throw the trained weights away)."""
-    return previous.get("steps") == 0 and bool(previous.get("resumed_from")) and Path(previous["resumed_from"]).is_dir()
 
 
 def _lost_here(step: Path) -> str | None:

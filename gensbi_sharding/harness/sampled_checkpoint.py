@@ -14,7 +14,8 @@ from gensbi_sharding.harness.paste_command import command_for
 from gensbi_sharding.harness.unfinished_run import training_run
 from gensbi_sharding.messages import clipped
 
-__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "lost_step_metadata", "no_checkpoint", "saved_items",
+__all__ = ["DamagedCheckpoint", "arrays_read", "for_sampler", "lost_step_metadata", "no_checkpoint", "rescored_from",
+           "saved_items",
            "sweep_refusal"]
 
 
@@ -198,6 +199,15 @@ def lost_step_metadata(folder: Path) -> bool:
         folder.name.isdigit() and int(folder.name) in unconfirmed_steps(folder.parent)))
 
 
+def rescored_from(previous: dict) -> str | None:
+    """The checkpoint a run's record ``previous`` (metrics.json) scored again, where that run trained no step and
+    resumed from a checkpoint still there (continued at its checkpoint's step to be scored again, it saves none of its
+    own: its folder has no checkpoints/); None otherwise. Read by ``sample.py`` of its folder and by ``train.resume``
+    of it (``resume.resume_step_dir``), so both name that checkpoint instead of "its checkpoints are gone"."""
+    scored = previous.get("resumed_from") if previous.get("steps") == 0 else None
+    return scored if scored and Path(scored).is_dir() else None
+
+
 def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNotFoundError:
     """``sample.py``'s refusal of ``run_dir`` (resolved: ``folder``), which holds no complete checkpoint (``err``,
     ``find_checkpoint``'s), saying why where its folder does: a sequential job's, a stopped, dry or training run's."""
@@ -226,8 +236,7 @@ def no_checkpoint(run_dir: Any, folder: Path, err: FileNotFoundError) -> FileNot
         if status in ("preempted", "interrupted") and resume:  # the fix is to continue it
             return FileNotFoundError(f"{given}: its run was stopped ({status}) before its first checkpoint; continue "
                                      f"it, {resume}, and sample this folder once it has saved one")
-        scored = previous.get("resumed_from") if status == "ok" and previous.get("steps") == 0 else None
-        if scored and Path(scored).is_dir():  # resumed at its checkpoint's step to be scored again: it saves none
+        if status == "ok" and (scored := rescored_from(previous)):  # resumed only to be scored again: it saves none
             return FileNotFoundError(f"{given}: its run trained nothing and saved no checkpoint: it scored the one it "
                                      f"resumed from again, {scored}; pass that checkpoint instead of {folder}")
         why = ("; it holds a dry run (dry_run=true saves no checkpoint)" if "dry_run" in previous else
